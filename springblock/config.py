@@ -1,0 +1,246 @@
+"""Validated configuration of a spring-block chain ensemble.
+
+:class:`ChainConfig` is the one place that knows the parameters, their units,
+defaults and allowed ranges. It validates everything when constructed, so bad
+input fails before any work starts, with a one-line message that names the
+parameter and the allowed range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from springblock import dynamics as _dyn
+from springblock.theory import laplacian_eigenvalues, max_stable_step
+
+DYNAMICS = ("overdamped", "second_order", "langevin")
+NOISE_DISTS = ("gaussian", "truncated")
+NOISE_SHARING = ("independent", "synchronous")
+RNGS = ("xoshiro", "legacy")
+
+#: Parameters that may differ between the chains of one kernel call (and so
+#: may be axes of a phase diagram), with the kernel's parameter-table column.
+CHAIN_PARAMS = {
+    "mu_right": _dyn.P_MU_RIGHT,
+    "mu_left": _dyn.P_MU_LEFT,
+    "noise": _dyn.P_NOISE,
+    "modulus": _dyn.P_MODULUS,
+    "target": _dyn.P_TARGET,
+    "step": _dyn.P_STEP,
+    "damping": _dyn.P_DAMPING,
+    "truncation": _dyn.P_TRUNCATION,
+    "noise_decay": _dyn.P_DECAY,
+}
+
+UNITS = {
+    "mu_right": "force",
+    "mu_left": "force",
+    "noise": "force (overdamped, second order) or velocity (Langevin), per step",
+    "modulus": "force/length",
+    "target": "length",
+    "step": "time",
+    "damping": "1/time",
+    "truncation": "standard deviations",
+    "noise_decay": "1/time",
+    "steps": "steps",
+    "blocks": "blocks",
+}
+
+
+class ConfigError(ValueError):
+    """A parameter is outside its allowed range (the CLI exits with code 2)."""
+
+
+def _require(ok: bool, name: str, allowed: str, value) -> None:
+    if not ok:
+        raise ConfigError(f"{name} must be {allowed} (got {value!r})")
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    """Everything that defines a chain ensemble except the seeds.
+
+    Parameters (units in brackets; the paper's symbols in parentheses):
+
+    blocks : int, >= 1
+        Number of blocks L (hidden layers). Load curves have L + 1 points.
+    mu_right, mu_left : float, >= 0  [force]
+        Sliding = maximal static friction for rightward (mu->) and leftward
+        (mu<-) motion. ``mu_left=None`` means equal to ``mu_right``.
+    noise : float, >= 0
+        Overdamped and second order: the per-step force-noise level s, so each
+        step a block feels F + s xi (friction acts on that noisy force). An
+        SDE noise strength eps corresponds to s = eps / sqrt(step). Langevin:
+        the per-step velocity kick sigma, v <- v + ... + sigma xi (an SDE
+        strength eps = sigma / sqrt(step)).
+    noise_dist : "gaussian" | "truncated"
+        Distribution of xi. "truncated" conditions xi on |xi| <= truncation,
+        so the force noise is bounded by b = truncation * noise.
+    truncation : float, > 0  [standard deviations]
+        The bound c of the truncated noise (ignored for "gaussian").
+    noise_sharing : "independent" | "synchronous"
+        One draw per block and step, or one draw per step shared by all blocks
+        (the paper's Fig. 4 dynamics).
+    noise_decay : float, >= 0  [1/time]
+        Exponential decay rate lambda: the noise level at time t is
+        noise * exp(-lambda t).
+    dynamics : "overdamped" | "second_order" | "langevin"
+        Paper Eqs. 5-6 (main model), Eq. 4 with static/sliding friction, or the
+        Langevin variant with noise on the velocity (SM Eqs. 12-13).
+    modulus : float, > 0  [force/length]
+        Spring modulus k.
+    target : float  [length]
+        Target position y of the right end (the wall is at 0).
+    step : float, > 0  [time]
+        Time step eta; must satisfy the scheme's stability bound
+        (:func:`springblock.theory.max_stable_step`).
+    steps : int, >= 1
+        Number of time steps; the horizon is T = steps * step.
+    damping : float or None, >= 0  [1/time]
+        gamma for the second-order and Langevin dynamics. None: critical
+        damping of the stiffest mode, 2 sqrt(k lambda_max), so no mode
+        oscillates.
+    record_every : int, >= 0
+        Record the load curve every this many steps (0: final state only).
+    stop_tol : float or None, > 0
+        Stopping rule: stop when the largest change of the seed-mean load curve
+        over ``stop_window`` steps is below ``stop_tol * |target|``. With
+        Gaussian noise the curve creeps for exponentially long times, so the
+        rule stops a still-moving curve: the horizon actually reached is
+        always reported.
+    stop_window : int, >= 1
+        Steps between checks of the stopping rule.
+    rng : "xoshiro" | "legacy"
+        The fast per-chain generator (default), or numpy's legacy Mersenne
+        Twister seeded with each chain's seed, bit-compatible with a plain
+        ``np.random.seed(seed); np.random.randn(...)`` loop (overdamped,
+        Gaussian, no stopping rule; serial and slower).
+    """
+
+    blocks: int = 7
+    mu_right: float = 0.0
+    mu_left: float | None = None
+    noise: float = 0.0
+    noise_dist: str = "gaussian"
+    truncation: float = 2.0
+    noise_sharing: str = "independent"
+    noise_decay: float = 0.0
+    dynamics: str = "overdamped"
+    modulus: float = 1.0
+    target: float = 1.0
+    step: float = 0.01
+    steps: int = 10_000
+    damping: float | None = None
+    record_every: int = 0
+    stop_tol: float | None = None
+    stop_window: int = 10_000
+    rng: str = "xoshiro"
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        _require(_is_int(self.blocks) and self.blocks >= 1, "blocks", "an integer >= 1",
+                 self.blocks)
+        _require(self.dynamics in DYNAMICS, "dynamics", f"one of {', '.join(DYNAMICS)}",
+                 self.dynamics)
+        _require(self.noise_dist in NOISE_DISTS, "noise_dist",
+                 f"one of {', '.join(NOISE_DISTS)}", self.noise_dist)
+        _require(self.noise_sharing in NOISE_SHARING, "noise_sharing",
+                 f"one of {', '.join(NOISE_SHARING)}", self.noise_sharing)
+        _require(self.rng in RNGS, "rng", f"one of {', '.join(RNGS)}", self.rng)
+        _require(_finite(self.modulus) and self.modulus > 0, "modulus", "> 0", self.modulus)
+        for name in ("mu_right", "mu_left", "noise", "noise_decay", "damping"):
+            value = getattr(self, name)
+            if value is None and name in ("mu_left", "damping"):
+                continue
+            _require(_finite(value) and value >= 0, name, "a finite number >= 0", value)
+        _require(_finite(self.target), "target", "a finite number", self.target)
+        _require(_finite(self.truncation) and self.truncation > 0, "truncation",
+                 "> 0 (standard deviations)", self.truncation)
+        _require(_is_int(self.steps) and self.steps >= 1, "steps", "an integer >= 1", self.steps)
+        _require(_is_int(self.record_every) and self.record_every >= 0, "record_every",
+                 "an integer >= 0", self.record_every)
+        _require(_is_int(self.stop_window) and self.stop_window >= 1, "stop_window",
+                 "an integer >= 1", self.stop_window)
+        if self.stop_tol is not None:
+            _require(_finite(self.stop_tol) and self.stop_tol > 0, "stop_tol", "> 0 or None",
+                     self.stop_tol)
+        if self.dynamics == "langevin":
+            _require(self.gamma > 0, "damping", "> 0 for the Langevin dynamics "
+                     "(Euler-Maruyama is unstable without damping)", self.damping)
+        limit = max_stable_step(int(self.blocks), self.modulus, self.dynamics, self.gamma)
+        _require(_finite(self.step) and 0 < self.step < limit, "step",
+                 f"in (0, {limit:.6g}): the {self.dynamics} scheme is unstable beyond "
+                 f"that for blocks={self.blocks}, modulus={self.modulus:g}"
+                 + (f", damping={self.gamma:g}" if self.dynamics != "overdamped" else ""),
+                 self.step)
+        if self.rng == "legacy":
+            _require(self.dynamics == "overdamped" and self.noise_dist == "gaussian"
+                     and self.stop_tol is None, "rng",
+                     "'xoshiro' unless dynamics='overdamped', noise_dist='gaussian' and "
+                     "stop_tol=None ('legacy' reproduces the plain numpy loop only)", self.rng)
+
+    # --- derived quantities --------------------------------------------------
+
+    @property
+    def horizon(self) -> float:
+        """Time T = steps * step reached without the stopping rule."""
+        return self.steps * self.step
+
+    @property
+    def mu_left_value(self) -> float:
+        """mu<- in force units (``mu_left=None`` follows ``mu_right``)."""
+        return self.mu_right if self.mu_left is None else self.mu_left
+
+    @property
+    def gamma(self) -> float:
+        """Damping in use: ``damping``, or critical damping 2 sqrt(k lambda_max)."""
+        if self.damping is not None:
+            return self.damping
+        return 2.0 * math.sqrt(self.modulus * laplacian_eigenvalues(int(self.blocks))[-1])
+
+    @property
+    def effective_truncation(self) -> float:
+        """The noise bound in standard deviations the kernel uses (inf: Gaussian)."""
+        return self.truncation if self.noise_dist == "truncated" else math.inf
+
+    def param_row(self) -> np.ndarray:
+        """This chain's row of the kernel's parameter table, shape (N_PARAMS,)."""
+        row = np.zeros(_dyn.N_PARAMS)
+        for name, col in CHAIN_PARAMS.items():
+            row[col] = getattr(self, name)
+        row[_dyn.P_MU_LEFT] = self.mu_left_value
+        row[_dyn.P_DAMPING] = self.gamma
+        row[_dyn.P_TRUNCATION] = self.effective_truncation
+        return row
+
+    def replace(self, **changes) -> ChainConfig:
+        """A validated copy with some parameters changed."""
+        return ChainConfig(**{**self.to_dict(), **changes})
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ChainConfig:
+        return cls(**json.loads(text))
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)

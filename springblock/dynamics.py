@@ -1,0 +1,223 @@
+"""Numba kernels that advance an ensemble of spring-block chains.
+
+One call advances ``M`` chains of ``L`` blocks by ``n_steps`` time steps, in
+parallel over chains. Each chain has its own parameters (a row of
+``params``, columns ``P_*`` below) and its own xoshiro256++ stream, so the
+result for a chain depends only on its parameters and seed.
+
+Positions ``x`` have shape ``(M, L)`` (the wall x_0 = 0 and the target
+x_{L+1} = y are not stored). All blocks are updated from the previous
+positions (a Jacobi step): the loop carries the old left neighbour in
+``left`` so the update can be done in place.
+
+Time is discrete: step ``n`` (counted from the start of the run, ``step0``
+plus the local index) is at time ``t = n * eta``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from springblock.rng import next_truncated_normal
+
+# Columns of the per-chain parameter table.
+P_MU_RIGHT = 0  # sliding = max static friction for rightward motion, mu->  (force)
+P_MU_LEFT = 1  # the same for leftward motion, mu<-  (force)
+P_NOISE = 2  # force-noise level s per step (overdamped, second order) or
+#              velocity-noise strength sigma_0 (Langevin)
+P_MODULUS = 3  # spring modulus k
+P_TARGET = 4  # target position y = x_{L+1}
+P_STEP = 5  # time step eta
+P_DAMPING = 6  # damping gamma (second order, Langevin)
+P_TRUNCATION = 7  # noise bound in standard deviations (inf: plain Gaussian)
+P_DECAY = 8  # noise decay rate lambda: s(t) = s exp(-lambda t)
+N_PARAMS = 9
+
+
+@numba.njit(inline="always")
+def dead_zone(z, mu_right, mu_left):
+    """Velocity of a block under net applied force ``z`` (paper Eq. 6).
+
+    f(z) = z - mu->  if z > mu->;  z + mu<-  if z < -mu<-;  0 otherwise.
+    """
+    if z > mu_right:
+        return z - mu_right
+    if z < -mu_left:
+        return z + mu_left
+    return 0.0
+
+
+@numba.njit(inline="always")
+def noise_level(p, step):
+    """Noise amplitude at a global step index (exponential decay if lambda > 0)."""
+    if p[P_DECAY] > 0.0:
+        return p[P_NOISE] * math.exp(-p[P_DECAY] * step * p[P_STEP])
+    return p[P_NOISE]
+
+
+@numba.njit(inline="always")
+def _record(traj, m, x, step, record_every):
+    """Store positions after global step ``step`` if it is a recording step."""
+    if record_every > 0 and step % record_every == 0:
+        r = step // record_every  # row 0 is the initial state, written by the caller
+        if r < traj.shape[1]:
+            for j in range(x.shape[1]):
+                traj[m, r, j] = x[m, j]
+
+
+@numba.njit(parallel=True, cache=True)
+def overdamped(x, states, params, n_steps, step0, synchronous, record_every, traj):
+    """Overdamped chain with friction on the noisy force (paper Eqs. 5-6).
+
+    x_l <- x_l + eta * f(F_l + s xi_l),  F_l = k (x_{l+1} - 2 x_l + x_{l-1}).
+    """
+    n_chains, n_blocks = x.shape
+    for m in numba.prange(n_chains):
+        p = params[m]
+        mu_r, mu_l, k, y, eta, bound = (
+            p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP], p[P_TRUNCATION]
+        )
+        s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
+        for t in range(n_steps):
+            s = noise_level(p, step0 + t)
+            xi = 0.0
+            if synchronous and s > 0.0:
+                xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
+            left = 0.0
+            for j in range(n_blocks):
+                right = x[m, j + 1] if j + 1 < n_blocks else y
+                force = k * (right - 2.0 * x[m, j] + left)
+                left = x[m, j]
+                if not synchronous and s > 0.0:
+                    xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
+                x[m, j] += eta * dead_zone(force + s * xi, mu_r, mu_l)
+            _record(traj, m, x, step0 + t + 1, record_every)
+        states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
+
+
+@numba.njit(parallel=True, cache=True)
+def second_order(x, v, states, params, n_steps, step0, synchronous, record_every, traj):
+    """Damped second-order chain with static and sliding friction (paper Eq. 4).
+
+    Unit mass, x'' = F - gamma x' + friction + s xi. A moving block feels the
+    sliding friction -mu-> (v > 0) or +mu<- (v < 0) and sticks when friction
+    would reverse it within a step; a block at rest moves only if the noisy
+    applied force leaves [-mu<-, mu->], reduced by the threshold (SM Eqs. 10-11).
+    Semi-implicit Euler: v first, then x with the new v.
+    """
+    n_chains, n_blocks = x.shape
+    for m in numba.prange(n_chains):
+        p = params[m]
+        mu_r, mu_l, k, y, eta, gamma, bound = (
+            p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP], p[P_DAMPING],
+            p[P_TRUNCATION],
+        )
+        s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
+        for t in range(n_steps):
+            s = noise_level(p, step0 + t)
+            xi = 0.0
+            if synchronous and s > 0.0:
+                xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
+            left = 0.0
+            for j in range(n_blocks):
+                right = x[m, j + 1] if j + 1 < n_blocks else y
+                force = k * (right - 2.0 * x[m, j] + left)
+                left = x[m, j]
+                if not synchronous and s > 0.0:
+                    xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
+                applied = force + s * xi
+                vel = v[m, j]
+                if vel > 0.0:
+                    vel += eta * (applied - gamma * vel - mu_r)
+                    vel = max(vel, 0.0)
+                elif vel < 0.0:
+                    vel += eta * (applied - gamma * vel + mu_l)
+                    vel = min(vel, 0.0)
+                else:
+                    vel = eta * dead_zone(applied, mu_r, mu_l)
+                v[m, j] = vel
+                x[m, j] += eta * vel
+            _record(traj, m, x, step0 + t + 1, record_every)
+        states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
+
+
+@numba.njit(parallel=True, cache=True)
+def langevin(x, v, states, params, n_steps, step0, synchronous, record_every, traj):
+    """Second-order Langevin chain, noise on the velocity (SM Eqs. 12-13).
+
+    x <- x + dt v,  v <- v + dt (F - gamma v + friction(v, F)) + sigma(t) xi,
+    with friction -mu-> (v > 0), +mu<- (v < 0) and, at v = 0, the static
+    friction that cancels F within [-mu<-, mu->] (computed without the noise).
+    Euler-Maruyama with the old state on the right-hand side.
+
+    ``noise`` sigma is the per-step velocity kick, the same per-step
+    convention as the force noise of the other dynamics; as an SDE
+    dv = ... dt + eps dW it is eps = sigma / sqrt(dt). With the paper's
+    parameters this reading reproduces the reference mean load curve
+    (tests/test_physics.py); reading sigma_0 as eps instead leaves the chain
+    ~0.03 away from it.
+    """
+    n_chains, n_blocks = x.shape
+    for m in numba.prange(n_chains):
+        p = params[m]
+        mu_r, mu_l, k, y, dt, gamma, bound = (
+            p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP], p[P_DAMPING],
+            p[P_TRUNCATION],
+        )
+        s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
+        for t in range(n_steps):
+            sigma = noise_level(p, step0 + t)
+            xi = 0.0
+            if synchronous and sigma > 0.0:
+                xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
+            left = 0.0
+            for j in range(n_blocks):
+                right = x[m, j + 1] if j + 1 < n_blocks else y
+                force = k * (right - 2.0 * x[m, j] + left)
+                left = x[m, j]
+                if not synchronous and sigma > 0.0:
+                    xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
+                vel = v[m, j]
+                if vel > 0.0:
+                    accel = force - gamma * vel - mu_r
+                elif vel < 0.0:
+                    accel = force - gamma * vel + mu_l
+                else:
+                    accel = dead_zone(force, mu_r, mu_l)
+                x[m, j] += dt * vel
+                v[m, j] = vel + dt * accel + sigma * xi
+            _record(traj, m, x, step0 + t + 1, record_every)
+        states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
+
+
+@numba.njit
+def overdamped_legacy(x, seeds, params, n_steps, synchronous, record_every, traj):
+    """Overdamped chain driven by numpy's legacy global generator.
+
+    ``np.random.seed(seed)`` then one ``standard_normal`` per block and step
+    (or per step if synchronous): in numba this is the same Mersenne-Twister
+    sequence as ``numpy.random.seed(seed); numpy.random.randn(...)``, so one
+    chain reproduces a plain Python loop written that way bit for bit. Serial
+    (numba's legacy state is per thread) and several times slower than the
+    default generator; plain Gaussian noise only.
+    """
+    n_chains, n_blocks = x.shape
+    for m in range(n_chains):
+        np.random.seed(seeds[m])  # noqa: NPY002 (bit-compatibility is the point)
+        p = params[m]
+        mu_r, mu_l, k, y, eta = p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP]
+        for t in range(n_steps):
+            s = noise_level(p, t)
+            xi = np.random.standard_normal() if synchronous else 0.0  # noqa: NPY002
+            left = 0.0
+            for j in range(n_blocks):
+                right = x[m, j + 1] if j + 1 < n_blocks else y
+                force = k * (right - 2.0 * x[m, j] + left)
+                left = x[m, j]
+                if not synchronous:
+                    xi = np.random.standard_normal()  # noqa: NPY002
+                x[m, j] += eta * dead_zone(force + s * xi, mu_r, mu_l)
+            _record(traj, m, x, t + 1, record_every)

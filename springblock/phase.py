@@ -1,0 +1,251 @@
+"""Phase diagrams of the chain: a grid over two parameters x seeds.
+
+Each cell of the grid is a :class:`~springblock.config.ChainConfig`; all its
+seeds run in the same chunk so the stopping rule can watch the seed-mean load
+curve. Chunks of cells are computed by :mod:`springblock.engine` (resumable,
+optionally distributed) and assembled into one labelled Dataset.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+from springblock import loadcurve, theory
+from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig, ConfigError
+from springblock.engine import ChunkStore, run_sweep, validate_scheduler
+from springblock.ensemble import FINITE_HORIZON_NOTE, _seed_list, predict, run_ensemble
+from springblock.io import check_output, provenance, save
+
+#: Chains per chunk the default chunking aims for: enough to keep the kernel's
+#: threads busy, few enough that an interruption loses little.
+CHAINS_PER_CHUNK = 256
+
+
+def parse_values(text: str, name: str = "values") -> np.ndarray:
+    """``"0:0.3:16"`` (start:stop:count, inclusive) or ``"0.1,0.2,0.5"`` -> array."""
+    text = str(text).strip()
+    try:
+        if ":" in text:
+            start, stop, count = text.split(":")
+            n = int(count)
+            if n < 1:
+                raise ValueError
+            return np.linspace(float(start), float(stop), n)
+        values = np.array([float(v) for v in text.split(",") if v.strip() != ""])
+    except ValueError:
+        raise ConfigError(
+            f"{name} must be start:stop:count (count >= 1) or a comma-separated list of numbers "
+            f"(got {text!r})"
+        ) from None
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise ConfigError(f"{name} must list at least one finite number (got {text!r})")
+    return values
+
+
+def parse_grid(spec: str) -> tuple[str, np.ndarray]:
+    """``"mu_right=0:0.03:6"`` -> ("mu_right", array of 6 values)."""
+    if "=" not in str(spec):
+        raise ConfigError(f"grid spec must be NAME=start:stop:count or NAME=v1,v2,... "
+                          f"(got {spec!r})")
+    name, values = str(spec).split("=", 1)
+    name = name.strip().replace("-", "_")
+    _check_axis(name)
+    return name, parse_values(values, name=f"grid values for {name}")
+
+
+def _check_axis(name: str) -> None:
+    if name not in CHAIN_PARAMS:
+        raise ConfigError(f"a phase-diagram axis must be one of {', '.join(CHAIN_PARAMS)} "
+                          f"(got {name!r})")
+
+
+def phase_diagram(
+    rows: tuple[str, Sequence[float]] | str = ("mu_right", np.linspace(0, 0.03, 6)),
+    cols: tuple[str, Sequence[float]] | str = ("noise", np.linspace(0, 0.028, 8)),
+    *,
+    seeds=10,
+    mu_left_ratio: float | None = None,
+    config: ChainConfig | None = None,
+    output=None,
+    overwrite: bool = False,
+    scheduler: str = "serial",
+    workers: int | None = None,
+    quiet: bool = True,
+    chains_per_chunk: int = CHAINS_PER_CHUNK,
+    theory_prediction: bool = True,
+    **params,
+) -> xr.Dataset:
+    """Sweep two chain parameters; every cell runs every seed.
+
+    rows, cols : (name, values) or a spec string ``"name=start:stop:count"``;
+        names from :data:`springblock.config.CHAIN_PARAMS`.
+    seeds : count n (seeds 0..n-1) or list of integers. Cells with the same
+        seed share their noise stream (common random numbers), which makes
+        differences between cells less noisy.
+    mu_left_ratio : if given, mu_left = ratio * mu_right in every cell.
+    config / **params : the base configuration (defaults: DESIGN's recommended
+        L=7, k=1, step 0.01; steps default to 100 000, i.e. T = 1000).
+    output : NetCDF path; chunks are stored beside it while the sweep runs, so
+        an interrupted call resumes when repeated. Existing output is refused
+        unless ``overwrite``.
+    scheduler, workers : see :mod:`springblock.engine`.
+
+    Returns a Dataset with dims (<row>, <col>, seed, layer): ``load_curve``,
+    ``curvature``, ``curvature_scaled``, ``steps_run``, ``horizon``; the theory
+    beside it: ``theory_load_curve`` / ``theory_curvature`` /
+    ``theory_curvature_scaled`` (mean-drift prediction at each cell's mean
+    horizon, overdamped only), ``stationary_force`` F*, ``relaxation_time``.
+    """
+    row_name, row_values = parse_grid(rows) if isinstance(rows, str) else rows
+    col_name, col_values = parse_grid(cols) if isinstance(cols, str) else cols
+    _check_axis(row_name)
+    _check_axis(col_name)
+    if row_name == col_name:
+        raise ConfigError(f"rows and cols must be different parameters (both {row_name!r})")
+    row_values = np.asarray(row_values, dtype=np.float64)
+    col_values = np.asarray(col_values, dtype=np.float64)
+    if row_values.size == 0 or col_values.size == 0:
+        raise ConfigError("rows and cols need at least one value each")
+    if mu_left_ratio is not None:
+        if not (math.isfinite(mu_left_ratio) and mu_left_ratio >= 0):
+            raise ConfigError(f"mu_left_ratio must be a finite number >= 0 (got {mu_left_ratio})")
+        if "mu_left" in (row_name, col_name):
+            raise ConfigError("mu_left_ratio cannot be combined with a mu_left axis")
+    if config is None:
+        params.setdefault("steps", 100_000)
+        config = ChainConfig(**params)
+    elif params:
+        config = config.replace(**params)
+    seed_values = _seed_list(seeds)
+    validate_scheduler(scheduler)
+    if chains_per_chunk < 1:
+        raise ConfigError(f"chains_per_chunk must be >= 1 (got {chains_per_chunk})")
+
+    # Build (and so validate) every cell's configuration before any work.
+    cells = []
+    for i, rv in enumerate(row_values):
+        for j, cv in enumerate(col_values):
+            changes = {row_name: float(rv), col_name: float(cv)}
+            if mu_left_ratio is not None:
+                changes["mu_left"] = mu_left_ratio * changes.get("mu_right", config.mu_right)
+            cells.append((i, j, config.replace(**changes).to_dict()))
+    if output is not None:
+        check_output(output, overwrite)
+
+    per_chunk = max(1, chains_per_chunk // len(seed_values))
+    payloads = [
+        {"cells": cells[k:k + per_chunk], "seeds": seed_values.tolist(),
+         "theory": theory_prediction}
+        for k in range(0, len(cells), per_chunk)
+    ]
+    sweep_config = {"base": config.to_dict(), "rows": [row_name, row_values.tolist()],
+                    "cols": [col_name, col_values.tolist()], "seeds": seed_values.tolist(),
+                    "mu_left_ratio": mu_left_ratio, "theory": theory_prediction}
+    if output is not None:
+        store = ChunkStore(output)
+        store.open(sweep_config, len(payloads), overwrite)
+        chunks = run_sweep(compute_cells, payloads, store, scheduler=scheduler, workers=workers,
+                           quiet=quiet, label="phase diagram")
+    else:
+        chunks = [compute_cells(p) for p in payloads]
+
+    ds = _assemble(chunks, (row_name, row_values), (col_name, col_values), seed_values, config)
+    ds.attrs.update(provenance("springblock.phase_diagram", sweep_config))
+    ds.attrs["note"] = FINITE_HORIZON_NOTE
+    if output is not None:
+        save(ds, output, overwrite=True)
+        store.clear()
+    return ds
+
+
+def compute_cells(payload: dict) -> xr.Dataset:
+    """One chunk: run every (cell, seed) chain in one ensemble; label by cell.
+
+    Module-level so process and Dask workers can unpickle it.
+    """
+    seeds = np.asarray(payload["seeds"], dtype=np.int64)
+    cells = payload["cells"]
+    configs = [ChainConfig(**c) for _, _, c in cells]
+    n_cells, n_seeds, n_blocks = len(cells), len(seeds), configs[0].blocks
+    result = run_ensemble([cfg for cfg in configs for _ in range(n_seeds)],
+                          np.tile(seeds, n_cells), groups=np.repeat(np.arange(n_cells), n_seeds))
+    positions = result.positions.reshape(n_cells, n_seeds, n_blocks)
+    steps = result.steps_run.reshape(n_cells, n_seeds)
+    predicted = np.full((n_cells, n_blocks + 1), np.nan)
+    if payload["theory"] and configs[0].dynamics == "overdamped":
+        for k, cfg in enumerate(configs):
+            predicted[k] = theory.load_curve(predict(cfg, steps[k].mean() * cfg.step), cfg.target)
+    table = np.stack([cfg.param_row() for cfg in configs])  # (cells, N_PARAMS)
+    return xr.Dataset(
+        {
+            "load_curve": (("cell", "seed", "layer"), np.stack(
+                [theory.load_curve(positions[k], cfg.target) for k, cfg in enumerate(configs)])),
+            "steps_run": (("cell", "seed"), steps),
+            "theory_load_curve": (("cell", "layer"), predicted),
+            "params": (("cell", "param"), table),
+        },
+        coords={"row_index": ("cell", [i for i, _, _ in cells]),
+                "col_index": ("cell", [j for _, j, _ in cells])},
+    )
+
+
+def _assemble(chunks, rows, cols, seeds, base: ChainConfig) -> xr.Dataset:
+    (row_name, row_values), (col_name, col_values) = rows, cols
+    n_r, n_c, n_s, n_l = len(row_values), len(col_values), len(seeds), base.blocks + 1
+    curves = np.full((n_r, n_c, n_s, n_l), np.nan)
+    steps = np.zeros((n_r, n_c, n_s), dtype=np.int64)
+    predicted = np.full((n_r, n_c, n_l), np.nan)
+    table = np.full((n_r, n_c, len(CHAIN_PARAMS)), np.nan)
+    for chunk in chunks:
+        i, j = chunk["row_index"].values, chunk["col_index"].values
+        curves[i, j] = chunk["load_curve"].values
+        steps[i, j] = chunk["steps_run"].values
+        predicted[i, j] = chunk["theory_load_curve"].values
+        table[i, j] = chunk["params"].values[:, list(CHAIN_PARAMS.values())]
+    cell = {name: table[..., n] for n, name in enumerate(CHAIN_PARAMS)}  # each (rows, cols)
+    dims = (row_name, col_name)
+    gaussian = np.isinf(cell["truncation"])
+    ds = xr.Dataset(
+        {
+            "load_curve": (dims + ("seed", "layer"), curves,
+                           {"long_name": "load curve d = y - x", "units": "length"}),
+            "curvature": (dims + ("seed",), loadcurve.curvature(curves),
+                          {"long_name": "curvature (paper: first minus last gain)",
+                           "units": "length"}),
+            "curvature_scaled": (dims + ("seed",), loadcurve.curvature_scaled(curves),
+                                 {"long_name": "scale-free curvature", "units": "1"}),
+            "steps_run": (dims + ("seed",), steps, {"units": "steps"}),
+            "horizon": (dims + ("seed",), steps * cell["step"][..., None],
+                        {"long_name": "horizon T", "units": "time"}),
+            "theory_load_curve": (dims + ("layer",), predicted,
+                                  {"long_name": "mean-drift prediction at the mean horizon",
+                                   "units": "length"}),
+            "theory_curvature": (dims, loadcurve.curvature(predicted),
+                                 {"long_name": "curvature of the mean-drift prediction",
+                                  "units": "length"}),
+            "theory_curvature_scaled": (dims, loadcurve.curvature_scaled(predicted),
+                                        {"long_name": "scale-free curvature of the prediction",
+                                         "units": "1"}),
+            "stationary_force": (dims, theory.stationary_force(
+                cell["mu_right"], cell["mu_left"], cell["noise"], cell["truncation"]),
+                {"long_name": "infinite-time block force F* (Eq. 8)", "units": "force"}),
+            "relaxation_time": (dims, np.where(gaussian, theory.relaxation_time(
+                cell["mu_right"], cell["mu_left"], cell["noise"], base.blocks, cell["modulus"]),
+                np.nan), {"long_name": "relaxation time towards F* (Gaussian noise)",
+                          "units": "time"}),
+        },
+        coords={
+            row_name: (row_name, row_values, {"units": UNITS[row_name]}),
+            col_name: (col_name, col_values, {"units": UNITS[col_name]}),
+            "seed": seeds,
+            "layer": ("layer", np.arange(n_l), {"long_name": "layer (0 = wall)"}),
+        },
+    )
+    for name in ("mu_right", "mu_left", "noise"):
+        if name not in dims:
+            ds.coords[f"{name}_cell"] = (dims, cell[name], {"units": UNITS[name]})
+    return ds

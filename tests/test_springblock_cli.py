@@ -1,0 +1,86 @@
+"""The springblock command line: end to end, and every bad input -> exit code 2."""
+
+import numpy as np
+import pytest
+
+from springblock import io, phase_diagram
+from springblock.cli import main
+from springblock.config import ChainConfig, ConfigError
+
+
+def test_simulate_phase_plot_end_to_end(tmp_path, capsys):
+    chain = tmp_path / "chain.nc"
+    assert main(["simulate", "--blocks", "5", "--mu-right", "0.1", "--mu-left", "0.2",
+                 "--noise", "0.1", "--steps", "2000", "--seeds", "4", "--record-every", "100",
+                 "-o", str(chain)]) == 0
+    ds = io.load(chain, kind="springblock.simulate")
+    assert ds["load_curve"].dims == ("seed", "layer") and ds.sizes["seed"] == 4
+    assert io.config_of(ds)["mu_left"] == 0.2 and "numba" in ds.attrs["versions"]
+    phase = tmp_path / "phase.nc"
+    assert main(["phase", "--rows", "mu_right=0:0.03:3", "--cols", "noise=0,0.02",
+                 "--mu-left-ratio", "2", "--seeds", "3", "--steps", "3000", "--quiet",
+                 "-o", str(phase)]) == 0
+    pd = io.load(phase, kind="springblock.phase_diagram")
+    assert pd["load_curve"].dims == ("mu_right", "noise", "seed", "layer")
+    assert pd["load_curve"].shape == (3, 2, 3, 8)
+    np.testing.assert_allclose(pd["mu_left_cell"].values[:, 0], [0, 0.03, 0.06])
+    for source, image in ((phase, "phase.png"), (chain, "traj.png")):
+        assert main(["plot", str(source), "-o", str(tmp_path / image)]) == 0
+        assert (tmp_path / image).stat().st_size > 10_000
+    assert not (tmp_path / "phase.nc.parts").exists()
+
+
+def test_phase_diagram_python_api_matches_cli_layout():
+    ds = phase_diagram(("noise", [0.0, 0.02]), ("mu_left", [0.0, 0.04]), seeds=2, steps=2000,
+                       mu_right=0.01)
+    assert ds["curvature"].dims == ("noise", "mu_left", "seed")
+    assert {"theory_load_curve", "stationary_force", "relaxation_time", "horizon"} <= set(ds)
+    assert ds["stationary_force"].sel(noise=0.02, mu_left=0.04) == pytest.approx(-0.015)
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["simulate", "--mu-right", "-0.1"], "mu_right must be a finite number >= 0"),
+    (["simulate", "--noise", "-1"], "noise must be"),
+    (["simulate", "--modulus", "0"], "modulus must be > 0"),
+    (["simulate", "--blocks", "0"], "blocks must be an integer >= 1"),
+    (["simulate", "--step", "0.6"], "step must be in (0, 0.5197"),
+    (["simulate", "--dynamics", "ballistic"], "dynamics must be one of"),
+    (["simulate", "--noise-dist", "cauchy"], "noise_dist must be one of"),
+    (["simulate", "--rng", "legacy", "--dynamics", "langevin"], "rng must be"),
+    (["simulate", "--seeds", "0"], "seeds must be >= 1"),
+    (["phase", "--rows", "mu_right=0:a:3"], "start:stop:count"),
+    (["phase", "--rows", "friction=0:1:3"], "axis must be one of"),
+    (["phase", "--rows", "noise=0:1:3", "--cols", "noise=0:1:2"], "different parameters"),
+    (["phase", "--scheduler", "mpi"], "scheduler must be one of"),
+    (["phase", "--mu-left-ratio", "-1"], "mu_left_ratio must be"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, fragment):
+    out = tmp_path / "x.nc"
+    assert main(args + ["-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and err.startswith("springblock: error:") and "\n" not in err
+    assert not out.exists()
+
+
+def test_existing_output_refused_unless_overwrite(tmp_path, capsys):
+    out = tmp_path / "chain.nc"
+    out.write_bytes(b"precious")
+    assert main(["simulate", "--steps", "100", "-o", str(out)]) == 2
+    assert "exists" in capsys.readouterr().err and out.read_bytes() == b"precious"
+    assert main(["simulate", "--steps", "100", "-o", str(out), "--overwrite"]) == 0
+    assert io.load(out)["load_curve"].shape == (1, 8)
+
+
+def test_plot_rejects_files_that_are_not_results(tmp_path, capsys):
+    bogus = tmp_path / "bogus.nc"
+    bogus.write_text("not netcdf")
+    assert main(["plot", str(bogus), "-o", str(tmp_path / "x.png")]) == 2
+    assert "not a NetCDF result" in capsys.readouterr().err
+
+
+def test_config_round_trips_through_json():
+    cfg = ChainConfig(blocks=4, mu_right=0.1, noise=0.2, dynamics="second_order")
+    assert ChainConfig.from_json(cfg.to_json()) == cfg
+    assert cfg.mu_left_value == 0.1 and cfg.gamma > 0
+    with pytest.raises(ConfigError, match="stop_tol"):
+        ChainConfig(stop_tol=-1.0)

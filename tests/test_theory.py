@@ -1,0 +1,83 @@
+"""springblock.theory against direct computation and Monte Carlo."""
+
+import math
+
+import numpy as np
+import pytest
+
+from springblock import theory
+
+
+def test_equal_force_state_balances_forces_and_load():
+    x = theory.equal_force_state(0.013, 6, modulus=2.0, target=1.5)
+    e = theory.elongations(x, 1.5)
+    assert e.sum() == pytest.approx(1.5)
+    np.testing.assert_allclose(2.0 * np.diff(e), 0.013, atol=1e-14)
+
+
+def test_load_curve_starts_at_target_and_drops_by_positions():
+    d = theory.load_curve(np.array([[0.1, 0.3]]), target=2.0)
+    np.testing.assert_allclose(d, [[2.0, 1.9, 1.7]])
+
+
+@pytest.mark.parametrize("truncation", [math.inf, 0.8, 2.0])
+@pytest.mark.parametrize("force", [-0.2, -0.03, 0.0, 0.01, 0.05, 0.3])
+def test_mean_drift_equals_monte_carlo(force, truncation):
+    mu_r, mu_l, s = 0.04, 0.07, 0.1
+    rng = np.random.default_rng(1)
+    xi = rng.standard_normal(4_000_000)
+    xi = xi[np.abs(xi) <= truncation]
+    z = force + s * xi
+    f = np.where(z > mu_r, z - mu_r, np.where(z < -mu_l, z + mu_l, 0.0))
+    h = theory.mean_drift(force, mu_r, mu_l, s, truncation)
+    assert h == pytest.approx(f.mean(), abs=5 * f.std() / math.sqrt(f.size) + 1e-12)
+
+
+def test_mean_drift_without_noise_is_dead_zone():
+    forces = np.array([-0.5, -0.07, -0.01, 0.0, 0.04, 0.2])
+    np.testing.assert_allclose(theory.mean_drift(forces, 0.04, 0.07, 0.0),
+                               [-0.43, 0.0, 0.0, 0.0, 0.0, 0.16])
+
+
+@pytest.mark.parametrize("noise", [0.01, 0.1, 1.0])
+def test_gaussian_stationary_force_has_zero_drift_for_every_noise(noise):
+    f_star = theory.stationary_force(0.02, 0.05, noise)
+    assert f_star == pytest.approx(-0.015)
+    assert theory.mean_drift(f_star, 0.02, 0.05, noise) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_truncated_stationary_force_has_zero_drift():
+    for bound in (0.2, 0.5, 3.0):
+        f_t = theory.stationary_force(0.02, 0.05, 0.05, bound)
+        assert f_t == pytest.approx(max(0.02 - bound * 0.05, -0.015))
+        assert theory.mean_drift(f_t, 0.02, 0.05, 0.05, bound) == pytest.approx(0, abs=1e-15)
+        # just above F_T blocks still move right, so they stop exactly there
+        assert theory.mean_drift(f_t + 1e-3, 0.02, 0.05, 0.05, bound) > 0
+
+
+def test_noiseless_prediction_is_eq7():
+    x = theory.predict_positions(7, 0.01, 0.02, 0.0, horizon=3000.0)
+    np.testing.assert_allclose(x, theory.noiseless_state(7, 0.01), atol=1e-7)
+
+
+def test_relaxation_time_matches_linearised_decay():
+    """Integrate the mean-drift ODE near F* and compare the slowest decay rate."""
+    mu_r, mu_l, s = 0.02, 0.04, 0.03
+    tau = theory.relaxation_time(mu_r, mu_l, s, blocks=5)
+    times = np.array([2 * tau, 4 * tau])
+    x = theory.predict_positions(5, mu_r, mu_l, s, horizon=times[-1], times=times)
+    gap = np.abs(x - theory.stationary_state(5, mu_r, mu_l, s)).max(axis=1)
+    rate = math.log(gap[0] / gap[1]) / (times[1] - times[0])
+    assert rate * tau == pytest.approx(1.0, rel=0.1)
+
+
+def test_stability_bounds():
+    lam_max = theory.laplacian_eigenvalues(7)[-1]
+    assert lam_max < 4
+    assert theory.max_stable_step(7, 1.0) == pytest.approx(2 / lam_max)
+    assert theory.max_stable_step(7, 0.1, "langevin", damping=1.0) == pytest.approx(
+        1.0 / (0.1 * lam_max))
+    h = theory.max_stable_step(7, 1.0, "second_order", damping=4.0)
+    assert h * h * lam_max == pytest.approx(4 - 2 * h * 4.0)
+    with pytest.raises(ValueError, match="dynamics"):
+        theory.max_stable_step(7, 1.0, "ballistic")
