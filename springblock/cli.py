@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", default="serial",
                    help="serial (default), processes, or a Dask address tcp://host:port")
     p.add_argument("--workers", type=int, default=None, help="process-pool size")
+    p.add_argument("--chains-per-chunk", type=int, default=256,
+                   help="chains per resumable chunk (default %(default)s)")
     p.add_argument("--no-theory", action="store_true", help="skip the mean-drift prediction")
     p.set_defaults(func=cmd_phase)
 
@@ -140,7 +142,8 @@ def cmd_phase(args) -> None:
     ds = phase_diagram(rows, cols, seeds=_seeds(args, default=10),
                        mu_left_ratio=args.mu_left_ratio, config=config, output=args.output,
                        overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
-                       quiet=args.quiet, theory_prediction=not args.no_theory)
+                       quiet=args.quiet, chains_per_chunk=args.chains_per_chunk,
+                       theory_prediction=not args.no_theory)
     if not args.quiet:
         print(f"wrote {args.output}: {ds.sizes[rows[0]]} x {ds.sizes[cols[0]]} cells x "
               f"{ds.sizes['seed']} seeds")

@@ -1,0 +1,151 @@
+"""Chunked sweeps: resume after a kill, configuration checks, progress, Dask."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from springblock import io, phase_diagram
+from springblock.engine import ChunkStore, Progress, run_sweep
+from springblock.io import OutputExistsError
+
+ROOT = Path(__file__).resolve().parents[1]
+PHASE_ARGS = ["phase", "--rows", "mu_right=0:0.03:4", "--cols", "noise=0:0.03:4",
+              "--mu-left-ratio", "2", "--seeds", "4", "--steps", "60000",
+              "--chains-per-chunk", "8"]
+
+
+def _cli(args, **kwargs):
+    return subprocess.Popen([sys.executable, "-m", "springblock.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def _identical(a: xr.Dataset, b: xr.Dataset) -> None:
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+    assert a.attrs["config"] == b.attrs["config"]
+
+
+def test_killed_sweep_resumes_to_the_identical_result(tmp_path):
+    reference = tmp_path / "reference.nc"
+    proc = _cli(PHASE_ARGS + ["-o", str(reference), "--quiet"])
+    assert proc.wait(timeout=300) == 0, proc.stderr.read()
+
+    out = tmp_path / "interrupted.nc"
+    parts = out.with_name(out.name + ".parts")
+    proc = _cli(PHASE_ARGS + ["-o", str(out)])
+    deadline = time.monotonic() + 240
+    while len(list(parts.glob("chunk-*.nc"))) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, "sweep finished before it could be interrupted"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # no chance to clean up: like a power cut
+    proc.wait()
+    done_before = len(list(parts.glob("chunk-*.nc")))
+    assert 2 <= done_before < 8 and not out.exists()
+
+    proc = _cli(PHASE_ARGS + ["-o", str(out)])
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    first = re.search(r"progress phase diagram: (\d+)/(\d+) chunks", err)
+    assert int(first.group(1)) >= done_before and int(first.group(2)) == 8  # resumed, not redone
+    assert not parts.exists()
+    _identical(io.load(out), io.load(reference))
+
+
+def test_changed_configuration_is_refused_then_overwritten(tmp_path):
+    out = tmp_path / "phase.nc"
+    store = ChunkStore(out)
+    store.open({"a": 1}, n_chunks=3)
+    with pytest.raises(OutputExistsError, match="different configuration"):
+        store.open({"a": 2}, n_chunks=3)
+    proc = _cli(PHASE_ARGS + ["-o", str(out), "--quiet"])
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "different configuration" in err
+    store.open({"a": 2}, n_chunks=3, overwrite=True)  # --overwrite discards the old store
+    assert store.done() == set()
+
+
+def test_chunking_does_not_change_the_result(tmp_path):
+    kwargs = dict(rows=("mu_right", [0.0, 0.02]), cols=("noise", [0.0, 0.01, 0.03]), seeds=3,
+                  steps=5000, mu_left_ratio=2)
+    one = phase_diagram(**kwargs, chains_per_chunk=1000)
+    many = phase_diagram(**kwargs, chains_per_chunk=3, output=tmp_path / "p.nc")
+    _identical(one, many)
+
+
+def test_non_tty_progress_is_line_based_and_parseable():
+    class Stream:
+        def __init__(self):
+            self.text = ""
+
+        def write(self, s):
+            self.text += s
+
+        def flush(self):
+            pass
+
+    stream = Stream()
+    progress = Progress(total=4, done=1, label="demo", stream=stream)
+    for _ in range(3):
+        progress.advance()
+    lines = stream.text.strip().splitlines()
+    pattern = re.compile(r"^progress demo: (\d+)/4 chunks \(([\d.]+)%\) elapsed ([\d.]+)s "
+                         r"eta ([\d.]+|nan)s$")
+    assert [int(pattern.match(line).group(1)) for line in lines] == [1, 2, 3, 4]
+    quiet = Stream()
+    Progress(total=2, stream=quiet, quiet=True).advance()
+    assert quiet.text == ""
+
+
+# --- Dask -------------------------------------------------------------------------------
+
+
+def noisy_cells(payload):
+    """A toy chunk: deterministic in its payload; dies once on a marked chunk."""
+    index, seed, crash_marker = payload
+    if crash_marker and index == 1 and not os.path.exists(crash_marker):
+        Path(crash_marker).touch()
+        os._exit(1)  # the worker process dies mid-chunk
+    values = np.random.default_rng(seed).standard_normal(5)
+    return xr.Dataset({"value": (("cell", "k"), values[None])},
+                      coords={"cell": [index]})
+
+
+def test_dask_local_cluster_matches_local_run_and_survives_a_dead_worker(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    payloads_local = [(i, 100 + i, None) for i in range(4)]
+    marker = str(tmp_path / "crashed-once")
+    payloads_dask = [(i, 100 + i, marker) for i in range(4)]
+
+    local_store = ChunkStore(tmp_path / "local.nc")
+    local_store.open({"toy": 1}, 4)
+    local = run_sweep(noisy_cells, payloads_local, local_store, quiet=True)
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        store = ChunkStore(tmp_path / "dask.nc")
+        store.open({"toy": 1}, 4)
+        remote = run_sweep(noisy_cells, payloads_dask, store, scheduler=cluster.scheduler_address,
+                           quiet=True)
+    assert os.path.exists(marker)  # a worker really died during the run
+    for a, b in zip(local, remote, strict=True):
+        xr.testing.assert_identical(a, b)
+
+
+def test_dask_phase_diagram_equals_serial(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    kwargs = dict(rows=("mu_right", [0.0, 0.03]), cols=("noise", [0.0, 0.02]), seeds=2,
+                  steps=3000, mu_left_ratio=2, chains_per_chunk=2)
+    serial = phase_diagram(**kwargs)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        dask = phase_diagram(**kwargs, output=tmp_path / "d.nc",
+                             scheduler=cluster.scheduler_address)
+    _identical(serial, dask)
+    _identical(serial, io.load(tmp_path / "d.nc"))
