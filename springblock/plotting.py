@@ -67,9 +67,14 @@ def plot_phase_grid(
         else Normalize(*vlim)
     colormap = plt.get_cmap(cmap or ("RdBu_r" if diverging else "viridis"))
 
-    fig = plt.figure(figsize=(1.1 + ax_size * n_c + 1.0, 1.0 + ax_size * n_r + 0.6))
-    grid = fig.add_gridspec(n_r, n_c, left=1.0 / (1.1 + ax_size * n_c + 1.0) + 0.04,
-                            right=0.86, bottom=0.12, top=0.88, wspace=0.08, hspace=0.08)
+    # Fixed margins in inches around a grid of ax_size-inch panels.
+    left_in, right_in, bottom_in, top_in = 1.1, 1.3, 0.8, 0.9
+    width = left_in + ax_size * n_c + right_in
+    height = bottom_in + ax_size * n_r + top_in
+    fig = plt.figure(figsize=(width, height))
+    grid = fig.add_gridspec(n_r, n_c, left=left_in / width, right=1 - right_in / width,
+                            bottom=bottom_in / height, top=1 - top_in / height,
+                            wspace=0.08, hspace=0.08)
     finite_curves = curves[np.isfinite(curves)]
     y_lo, y_hi = (finite_curves.min(), finite_curves.max()) if finite_curves.size else (0, 1)
     pad = 0.05 * (y_hi - y_lo or 1.0)
@@ -94,10 +99,11 @@ def plot_phase_grid(
             if jj == 0:
                 ax.set_ylabel(_fmt(row_values[i]), fontsize=7, rotation=0, ha="right",
                               va="center")
-    fig.supxlabel(col_label, fontsize=10, y=0.02)
-    fig.supylabel(row_label, fontsize=10, x=0.01)
+    fig.supxlabel(col_label, fontsize=10, y=0.15 / height)
+    fig.supylabel(row_label, fontsize=10, x=0.1 / width)
     fig.suptitle(title, fontsize=10)
-    cax = fig.add_axes([0.89, 0.12, 0.025, 0.76])
+    cax = fig.add_axes([1 - (right_in - 0.25) / width, bottom_in / height, 0.18 / width,
+                        ax_size * n_r / height])
     sm = plt.cm.ScalarMappable(norm=norm, cmap=colormap)
     fig.colorbar(sm, cax=cax).set_label(shade_label, fontsize=9)
     return fig
