@@ -91,7 +91,11 @@ def linearity(load_curve) -> dict[str, np.ndarray]:
     return {"pearson_r": r, "decay_ratio": np.exp(slope), "half_life": half_life}
 
 
-def phase_label(curv_scaled, tolerance: float = 0.05) -> np.ndarray:
+#: Default half-width of the band of scale-free curvature called "linear".
+PHASE_TOLERANCE = 0.05
+
+
+def phase_label(curv_scaled, tolerance: float = PHASE_TOLERANCE) -> np.ndarray:
     """-1 concave, 0 linear, +1 convex from a scale-free curvature; NaN stays NaN.
 
     ``tolerance`` is the half-width of the band around zero called linear.
