@@ -1,0 +1,209 @@
+"""Speed of the batched trainer against one-model-at-a-time training (issue 3, "Speed").
+
+Paper configuration: 7 hidden layers + output (8 Linear maps), width 100, 100
+inputs, 10 classes, 2560 samples, Adam, 100 epochs; random data (speed does not
+depend on the values; early stopping is switched off so every run takes every
+step). Everything on 1 thread (``torch.set_num_threads(1)``): per-core numbers,
+the unit in which a sweep over the machine's cores scales.
+
+Printed, all measured in this run (never asserted: the machine is shared):
+
+* seconds per model for 100 epochs: the plain loop (``MLP`` + ``torch.optim.Adam``,
+  one model at a time) and :func:`dnnphase.train.train_ensemble` with M = 16 and
+  64 models, at full batch and at batch size 20, with dropout 0 and 0.1; the
+  speed-up is baseline time / trainer time. Rows marked "×k" ran 1/k of the
+  epochs and are scaled by k (steps are identical, so time is linear in epochs;
+  the trainer's one-off initialisation and final evaluation get scaled too,
+  a slight overestimate).
+* GFLOP/s: matmul FLOPs of a training step (forward, weight and input
+  gradients) divided by its time, against the same matmuls alone (torch.bmm at
+  the trainer's shapes and layouts).
+
+Usage::
+
+    python benchmarks/bench_train.py            # full run, a few minutes
+    python benchmarks/bench_train.py --quick    # smaller sizes, < 1 minute
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch.nn.functional as F
+
+from dnnphase.model import MLP
+from dnnphase.train import TrainConfig, default_models_per_batch, train_ensemble
+
+D_IN, N_CLASSES = 100, 10
+
+
+def make_data(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, D_IN, generator=g), torch.randint(0, N_CLASSES, (n,), generator=g)
+
+
+def baseline_seconds(x, y, *, epochs, batch_size, dropout, depth, width, n_models=1,
+                     fused=False) -> float:
+    """Plain loop: one nn.Module MLP at a time, torch.optim.Adam. Seconds per model."""
+    n = x.shape[0]
+    t0 = time.perf_counter()
+    for m in range(n_models):
+        torch.manual_seed(m)
+        model = MLP(D_IN, N_CLASSES, depth=depth, width=width, dropout=dropout)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused or None)
+        order = torch.Generator().manual_seed(m)
+        for _ in range(epochs):
+            perm = torch.arange(n) if batch_size == n else torch.randperm(n, generator=order)
+            for s in range(n // batch_size):
+                idx = perm[s * batch_size : (s + 1) * batch_size]
+                opt.zero_grad()
+                F.cross_entropy(model(x[idx]), y[idx]).backward()
+                opt.step()
+        model.eval()
+        with torch.no_grad():
+            model(x)
+    return (time.perf_counter() - t0) / n_models
+
+
+def trainer_seconds(x, y, *, epochs, batch_size, dropout, depth, width, n_models,
+                    models_per_batch=None, alpha=0.0) -> tuple[float, int]:
+    """train_ensemble on n_models models. Seconds per model and the stack size used."""
+    cfg = TrainConfig(epochs=epochs, batch_size=batch_size, loss_threshold=0.0, rel_tol=0.0,
+                      device="cpu", models_per_batch=models_per_batch)
+    t0 = time.perf_counter()
+    train_ensemble(x, y, seeds=list(range(n_models)), alpha=alpha, dropout=dropout, depth=depth,
+                   width=width, config=cfg)
+    dt = (time.perf_counter() - t0) / n_models
+    if models_per_batch is None:
+        models_per_batch = default_models_per_batch(batch_size, max(width, D_IN), n_models,
+                                                    torch.device("cpu"))
+    return dt, models_per_batch
+
+
+def step_flops(batch: int, depth: int, width: int) -> float:
+    """Matmul FLOPs of one training step of one model: forward, weight gradients,
+    and input gradients (none for the first layer: the data needs no gradient)."""
+    dims = [D_IN] + [width] * depth + [N_CLASSES]
+    macs = [dims[i] * dims[i + 1] for i in range(depth + 1)]
+    return 2.0 * batch * (2 * sum(macs) + sum(macs[1:]))
+
+
+def matmul_seconds(m: int, batch: int, depth: int, width: int, reps: int) -> float:
+    """The matmuls of one training step of m stacked models alone (trainer layout:
+    activations (B, M, F), weights (M, in, out)). Seconds per step."""
+    dims = [D_IN] + [width] * depth + [N_CLASSES]
+    hs = [torch.randn(batch, m, dims[i]) for i in range(depth + 1)]
+    gs = [torch.randn(m, batch, dims[i + 1]) for i in range(depth + 1)]
+    ws = [torch.randn(m, dims[i], dims[i + 1]) for i in range(depth + 1)]
+
+    def step():
+        for i in range(depth + 1):
+            h_t = hs[i].transpose(0, 1)  # (M, B, in)
+            torch.bmm(h_t, ws[i])  # forward
+            torch.bmm(h_t.transpose(1, 2), gs[i])  # weight gradient
+            if i > 0:
+                torch.bmm(gs[i], ws[i].transpose(1, 2))  # input gradient
+
+    step()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            step()
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, < 1 minute")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+
+    if args.quick:
+        n, depth, width, epochs = 2560, 7, 100, 4
+        m_small, m_large, small_batch_epochs, scale_large = 4, 16, 1, 2
+    else:
+        n, depth, width, epochs = 2560, 7, 100, 100
+        m_small, m_large, small_batch_epochs, scale_large = 16, 64, 2, 4
+    x, y = make_data(n)
+    full_epochs = epochs
+    # Warm-up (lazy initialisation, allocator, MKL) outside the timings.
+    baseline_seconds(x[:256], y[:256], epochs=2, batch_size=32, dropout=0.1, depth=depth,
+                     width=width)
+    trainer_seconds(x[:256], y[:256], epochs=2, batch_size=32, dropout=0.1, depth=depth,
+                    width=width, n_models=2)
+    sb = 20
+    sb_scale = epochs // small_batch_epochs
+    print(f"torch {torch.__version__}, 1 thread; N={n}, depth={depth} (+ output), width={width}, "
+          f"d={D_IN}, C={N_CLASSES}, Adam; seconds per model for {epochs} epochs")
+    print("Trainer times include initialisation and the final evaluation.\n")
+
+    def report(label, secs, base, flops_per_model_step, steps, note=""):
+        gflops = flops_per_model_step * steps / secs / 1e9
+        print(f"{label:<46} {secs:8.2f} s/model  speed-up {base / secs:5.2f}x  "
+              f"{gflops:6.1f} GFLOP/s  {note}", flush=True)
+
+    for p in (0.0, 0.1):
+        print(f"--- full batch ({n}), dropout {p}")
+        steps = epochs
+        fl = step_flops(n, depth, width)
+        base = baseline_seconds(x, y, epochs=full_epochs, batch_size=n, dropout=p, depth=depth,
+                                width=width)
+        report("baseline: nn.Module + Adam, one at a time", base, base, fl, steps)
+        k = 1 if p == 0 else scale_large
+        t, per = trainer_seconds(x, y, epochs=epochs // k, batch_size=n, dropout=p,
+                                 depth=depth, width=width, n_models=m_small)
+        report(f"trainer M={m_small} (auto: stacks of {per})", t * k, base, fl, steps,
+               f"x{k}" if k > 1 else "")
+        k = scale_large
+        t, per = trainer_seconds(x, y, epochs=epochs // k, batch_size=n, dropout=p,
+                                 depth=depth, width=width, n_models=m_large)
+        report(f"trainer M={m_large} (auto: stacks of {per})", t * k, base, fl, steps, f"x{k}")
+        if p == 0:
+            t, per = trainer_seconds(x, y, epochs=epochs // k, batch_size=n, dropout=p,
+                                     depth=depth, width=width, n_models=m_small,
+                                     models_per_batch=m_small)
+            report(f"trainer M={m_small} (one stack of {per})", t * k, base, fl, steps, f"x{k}")
+
+    for p in (0.0, 0.1):
+        print(f"--- batch {sb}, dropout {p} (measured over {small_batch_epochs} epochs, "
+              f"scaled x{sb_scale} to {epochs})")
+        steps = epochs * (n // sb)
+        fl = step_flops(sb, depth, width)
+        base = sb_scale * baseline_seconds(x, y, epochs=small_batch_epochs, batch_size=sb,
+                                           dropout=p, depth=depth, width=width)
+        report("baseline: nn.Module + Adam, one at a time", base, base, fl, steps,
+               f"x{sb_scale}")
+        fused = sb_scale * baseline_seconds(x, y, epochs=small_batch_epochs, batch_size=sb,
+                                            dropout=p, depth=depth, width=width, fused=True)
+        report("baseline with fused Adam", fused, base, fl, steps, f"x{sb_scale}")
+        for m in (m_small, m_large):
+            t, per = trainer_seconds(x, y, epochs=small_batch_epochs, batch_size=sb, dropout=p,
+                                     depth=depth, width=width, n_models=m)
+            report(f"trainer M={m} (stacks of {per})", t * sb_scale, base, fl, steps,
+                   f"x{sb_scale}; {fused / (t * sb_scale):.2f}x vs fused baseline")
+        if p > 0:
+            # A sweep-like stack: six slopes and dropout spread over [0, 2p].
+            alphas = [i % 6 / 5 for i in range(m_large)]
+            drops = [2 * p * (i // 6 % 4) / 3 for i in range(m_large)]
+            t, per = trainer_seconds(x, y, epochs=small_batch_epochs, batch_size=sb,
+                                     dropout=drops, depth=depth, width=width, n_models=m_large,
+                                     alpha=alphas)
+            report(f"trainer M={m_large}, mixed alpha and p (stacks of {per})", t * sb_scale,
+                   base, fl, steps, f"x{sb_scale}; {fused / (t * sb_scale):.2f}x vs fused baseline")
+
+    print("\n--- matmul reference (same shapes and layouts, matmuls of one step only)")
+    for m, b in ((1, n), (m_small, sb), (m_large, sb)):
+        reps = 5 if b == n else 50
+        t = matmul_seconds(m, b, depth, width, reps)
+        gf = step_flops(b, depth, width) * m / t / 1e9
+        print(f"bmm M={m:<3} B={b:<5} {t * 1e3:8.3f} ms/step  {gf:6.1f} GFLOP/s")
+    print("\nGFLOP/s of a training row / GFLOP/s of the matching matmul row = the fraction of "
+          "matmul speed reached (the rest: BatchNorm, activation, dropout, optimizer, data).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+"""How well does the spring-block chain explain the networks? (DESIGN §4)
+
+The two phase diagrams live on different axes — (alpha, knob) for networks,
+(friction, noise) for the chain — so they are never compared value by value.
+Instead both are *oriented* the way the theory predicts and compared by rank:
+
+* nonlinearity-like axis, increasing: network 1 - alpha (alpha = 0, ReLU, is
+  the most nonlinear); chain friction (the row parameter, e.g. mu_right);
+* noise-like axis, increasing: network knob in its noisier direction (more
+  dropout, larger lr, smaller batch, more label noise); chain noise.
+
+Then:
+
+* phase labels (concave / linear / convex) per cell from the seed-mean
+  scale-free curvature with a tolerance band (:func:`springblock.loadcurve.phase_label`);
+* label agreement: each network cell is matched to the chain cell at the same
+  *relative rank* position on both oriented axes (nearest quantile), and we
+  report the fraction of agreeing cells and Cohen's kappa (agreement beyond
+  what the two label frequencies give by chance);
+* Spearman rank correlations of mean curvature along every row (noise axis)
+  and every column (nonlinearity axis) of each diagram — the theory predicts
+  positive along noise and negative along nonlinearity in both;
+* accuracy vs curvature: where test accuracy peaks, with a bootstrap interval.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from springblock.config import ConfigError
+from springblock.loadcurve import PHASE_TOLERANCE, phase_label
+
+PHASES = {-1: "concave", 0: "linear", 1: "convex"}
+
+
+# --- input checks ---------------------------------------------------------------------
+
+
+def check_network(ds: xr.Dataset, measure: str = "trace_ratio") -> None:
+    """Raise ValueError unless ``ds`` is a usable ``dnnphase.sweep`` result."""
+    kind = ds.attrs.get("kind", "")
+    if kind != "dnnphase.sweep":
+        raise ValueError(f"expected a network sweep (dnnphase sweep), got {kind or 'unknown'!r}")
+    missing = {"load_curve", "curvature_scaled", "test_accuracy"} - set(ds.data_vars)
+    if missing:
+        raise ValueError(f"network sweep lacks variables: {', '.join(sorted(missing))}")
+    if measure not in ds["measure"].values:
+        raise ConfigError(f"measure must be one of {', '.join(map(str, ds['measure'].values))} "
+                          f"(got {measure!r})")
+    _check_grid(ds["curvature_scaled"].sel(measure=measure), "network")
+
+
+def check_spring(ds: xr.Dataset) -> None:
+    """Raise ValueError unless ``ds`` is a usable ``springblock.phase_diagram`` result."""
+    kind = ds.attrs.get("kind", "")
+    if kind != "springblock.phase_diagram":
+        raise ValueError(f"expected a spring phase diagram (springblock phase), got "
+                         f"{kind or 'unknown'!r}")
+    missing = {"load_curve", "curvature_scaled"} - set(ds.data_vars)
+    if missing:
+        raise ValueError(f"spring phase diagram lacks variables: {', '.join(sorted(missing))}")
+    _check_grid(ds["curvature_scaled"], "spring")
+
+
+def _check_grid(curv: xr.DataArray, what: str) -> None:
+    if curv.size == 0:
+        raise ValueError(f"the {what} phase diagram is empty")
+    cell_mean = curv.mean("seed", skipna=True)
+    if not np.isfinite(cell_mean).any():
+        raise ValueError(f"every cell of the {what} phase diagram is NaN")
+
+
+# --- oriented grids -------------------------------------------------------------------
+
+
+def oriented_network(ds: xr.Dataset, measure: str = "trace_ratio") -> xr.Dataset:
+    """Network cells on (nonlinearity, noise) axes, both increasing.
+
+    Returns a Dataset with dims (nonlinearity, noise): ``curvature`` (seed
+    mean of the scale-free curvature), ``accuracy`` (seed-mean test
+    accuracy), and the original ``alpha`` / knob values as coordinates.
+    """
+    knob = ds.attrs["knob"]
+    larger_noisier = ds[knob].attrs.get("noisier", "larger") == "larger"
+    curv = ds["curvature_scaled"].sel(measure=measure).mean("seed", skipna=True)
+    acc = ds["test_accuracy"].mean("seed", skipna=True)
+    out = xr.Dataset({"curvature": curv, "accuracy": acc})
+    out = out.sortby("alpha", ascending=False).sortby(knob, ascending=larger_noisier)
+    return out.rename({"alpha": "nonlinearity", knob: "noise"}).assign_coords(
+        alpha=("nonlinearity", out["alpha"].values), knob=("noise", out[knob].values))
+
+
+def oriented_spring(ds: xr.Dataset) -> xr.Dataset:
+    """Chain cells on (nonlinearity = friction row, noise = column) axes, increasing."""
+    row, col = ds["curvature_scaled"].dims[:2]
+    curv = ds["curvature_scaled"].mean("seed", skipna=True)
+    out = xr.Dataset({"curvature": curv}).sortby(row).sortby(col)
+    return out.rename({row: "nonlinearity", col: "noise"}).assign_coords(
+        friction=("nonlinearity", out[row].values), chain_noise=("noise", out[col].values))
+
+
+def _quantiles(n: int) -> np.ndarray:
+    return np.linspace(0.0, 1.0, n) if n > 1 else np.array([0.5])
+
+
+def aligned_labels(spring_labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Chain labels (R_s, C_s) sampled at the rank positions of a (R, C) grid."""
+    rs, cs = spring_labels.shape
+    ri = np.rint(_quantiles(shape[0]) * (rs - 1)).astype(int)
+    ci = np.rint(_quantiles(shape[1]) * (cs - 1)).astype(int)
+    return spring_labels[np.ix_(ri, ci)]
+
+
+def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
+    """Agreement beyond chance between two label arrays (NaN entries ignored)."""
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    if a.size == 0:
+        return np.nan
+    observed = np.mean(a == b)
+    chance = sum(np.mean(a == v) * np.mean(b == v) for v in (-1, 0, 1))
+    return float((observed - chance) / (1 - chance)) if chance < 1 else np.nan
+
+
+def rank_correlations(curv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman rho of curvature (R, C) along each row (vs column index) and column.
+
+    Returns (rows (R,), cols (C,)); NaN where a line has < 3 finite cells or
+    no variation.
+    """
+    def rho(values):
+        ok = np.isfinite(values)
+        if ok.sum() < 3 or np.ptp(values[ok]) == 0:
+            return np.nan
+        return stats.spearmanr(np.arange(values.size)[ok], values[ok]).statistic
+
+    rows = np.array([rho(curv[i]) for i in range(curv.shape[0])])
+    cols = np.array([rho(curv[:, j]) for j in range(curv.shape[1])])
+    return rows, cols
+
+
+def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 1000,
+                  bins: int = 8, seed: int = 0) -> dict:
+    """Where test accuracy peaks as a function of scale-free curvature.
+
+    ``curvature``, ``accuracy``: matching arrays over all cells and seeds.
+    Fits accuracy ~ a + b c + q c^2 and reports the vertex -b / (2q) (if
+    q < 0, else the best end of the range) with a percentile bootstrap 95 %
+    interval over samples, and a binned mean curve.
+    """
+    c = np.asarray(curvature, dtype=float).ravel()
+    a = np.asarray(accuracy, dtype=float).ravel()
+    ok = np.isfinite(c) & np.isfinite(a)
+    c, a = c[ok], a[ok]
+    if c.size < 4:
+        raise ValueError("accuracy vs curvature needs at least 4 finite samples")
+
+    def vertex(cc, aa):
+        with warnings.catch_warnings():  # few distinct resampled points: ill-conditioned
+            warnings.simplefilter("ignore", np.exceptions.RankWarning)
+            q, b, _ = np.polyfit(cc, aa, 2)
+        lo, hi = cc.min(), cc.max()
+        if q < 0:
+            return float(np.clip(-b / (2 * q), lo, hi))
+        return float(lo if np.polyval([q, b, 0], lo) > np.polyval([q, b, 0], hi) else hi)
+
+    rng = np.random.default_rng(seed)
+    boot = np.array([vertex(c[idx], a[idx])
+                     for idx in (rng.integers(0, c.size, c.size) for _ in range(n_boot))])
+    edges = np.quantile(c, np.linspace(0, 1, bins + 1))
+    which = np.clip(np.searchsorted(edges, c, side="right") - 1, 0, bins - 1)
+    centres = np.array([c[which == k].mean() if np.any(which == k) else np.nan
+                        for k in range(bins)])
+    means = np.array([a[which == k].mean() if np.any(which == k) else np.nan
+                      for k in range(bins)])
+    return {"peak": vertex(c, a), "peak_low": float(np.quantile(boot, 0.025)),
+            "peak_high": float(np.quantile(boot, 0.975)), "bin_curvature": centres,
+            "bin_accuracy": means, "spearman_abs": float(
+                stats.spearmanr(np.abs(c), a).statistic)}
+
+
+# --- the comparison -------------------------------------------------------------------
+
+
+def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ratio",
+            tolerance: float = PHASE_TOLERANCE) -> xr.Dataset:
+    """Compare a chain phase diagram with a network sweep; returns a report Dataset.
+
+    ``tolerance``: half-width of the band of scale-free curvature called
+    linear (the same for both diagrams). Cells whose seed mean is NaN (all
+    seeds diverged) are masked with a warning.
+    """
+    check_spring(spring)
+    check_network(network, measure)
+    if not (np.isfinite(tolerance) and tolerance >= 0):
+        raise ConfigError(f"tolerance must be a finite number >= 0 (got {tolerance})")
+    net = oriented_network(network, measure)
+    chain = oriented_spring(spring)
+    n_nan = int(np.isnan(net["curvature"]).sum())
+    if n_nan:
+        warnings.warn(f"{n_nan} network cell(s) have no finite curvature (diverged or no drop) "
+                      "and are masked", stacklevel=2)
+    net_labels = phase_label(net["curvature"].values, tolerance)
+    chain_labels = phase_label(chain["curvature"].values, tolerance)
+    chain_on_net = aligned_labels(chain_labels, net_labels.shape)
+    ok = np.isfinite(net_labels) & np.isfinite(chain_on_net)
+    net_rows, net_cols = rank_correlations(net["curvature"].values)
+    chain_rows, chain_cols = rank_correlations(chain["curvature"].values)
+    knob = network.attrs["knob"]
+    acc_curv = accuracy_peak(network["curvature_scaled"].sel(measure=measure).values,
+                             network["test_accuracy"].values)
+    report = xr.Dataset(
+        {
+            "network_curvature": (("nonlinearity", "noise"), net["curvature"].values,
+                                  {"long_name": "seed-mean scale-free curvature"}),
+            "network_label": (("nonlinearity", "noise"), net_labels,
+                              {"long_name": "-1 concave, 0 linear, +1 convex"}),
+            "network_accuracy": (("nonlinearity", "noise"), net["accuracy"].values),
+            "spring_label_aligned": (("nonlinearity", "noise"), chain_on_net,
+                                     {"long_name": "chain label at the same rank position"}),
+            "label_agreement": (("nonlinearity", "noise"),
+                                np.where(ok, net_labels == chain_on_net, np.nan)),
+            "spring_curvature": (("spring_nonlinearity", "spring_noise"),
+                                 chain["curvature"].values),
+            "spring_label": (("spring_nonlinearity", "spring_noise"), chain_labels),
+            "network_rho_along_noise": ("nonlinearity", net_rows),
+            "network_rho_along_nonlinearity": ("noise", net_cols),
+            "spring_rho_along_noise": ("spring_nonlinearity", chain_rows),
+            "spring_rho_along_nonlinearity": ("spring_noise", chain_cols),
+            "accuracy_bin_curvature": ("curvature_bin", acc_curv["bin_curvature"]),
+            "accuracy_bin_mean": ("curvature_bin", acc_curv["bin_accuracy"]),
+        },
+        coords={
+            "alpha": ("nonlinearity", net["alpha"].values),
+            knob: ("noise", net["knob"].values),
+            "friction": ("spring_nonlinearity", chain["friction"].values),
+            "chain_noise": ("spring_noise", chain["chain_noise"].values),
+        },
+    )
+    agreement = float(np.mean(net_labels[ok] == chain_on_net[ok])) if ok.any() else np.nan
+    report.attrs.update({
+        "kind": "dnnphase.compare",
+        "measure": measure,
+        "tolerance": tolerance,
+        "knob": knob,
+        "label_agreement": agreement,
+        "label_kappa": cohen_kappa(net_labels, chain_on_net),
+        "network_mean_rho_along_noise": float(np.nanmean(net_rows)) if np.isfinite(
+            net_rows).any() else np.nan,
+        "network_mean_rho_along_nonlinearity": float(np.nanmean(net_cols)) if np.isfinite(
+            net_cols).any() else np.nan,
+        "spring_mean_rho_along_noise": float(np.nanmean(chain_rows)) if np.isfinite(
+            chain_rows).any() else np.nan,
+        "spring_mean_rho_along_nonlinearity": float(np.nanmean(chain_cols)) if np.isfinite(
+            chain_cols).any() else np.nan,
+        "accuracy_peak_curvature": acc_curv["peak"],
+        "accuracy_peak_low": acc_curv["peak_low"],
+        "accuracy_peak_high": acc_curv["peak_high"],
+        "accuracy_spearman_abs_curvature": acc_curv["spearman_abs"],
+    })
+    return report
+
+
+def summary(report: xr.Dataset) -> str:
+    """A few lines a person reads: the agreement table."""
+    a = report.attrs
+    lines = [
+        f"measure {a['measure']}, linear band |curvature| <= {a['tolerance']:g}, knob {a['knob']}",
+        f"phase-label agreement after orientation: {a['label_agreement']:.2f} "
+        f"(Cohen's kappa {a['label_kappa']:.2f})",
+        "mean Spearman rho of curvature   along noise   along nonlinearity",
+        f"  networks                        {a['network_mean_rho_along_noise']:+.2f}        "
+        f"{a['network_mean_rho_along_nonlinearity']:+.2f}",
+        f"  spring-block chain              {a['spring_mean_rho_along_noise']:+.2f}        "
+        f"{a['spring_mean_rho_along_nonlinearity']:+.2f}",
+        f"test accuracy peaks at scale-free curvature {a['accuracy_peak_curvature']:+.3f} "
+        f"(95% bootstrap {a['accuracy_peak_low']:+.3f} .. {a['accuracy_peak_high']:+.3f}); "
+        f"Spearman(|curvature|, accuracy) = {a['accuracy_spearman_abs_curvature']:+.2f}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,350 @@
+"""The empirical phase diagram: nonlinearity alpha x a noise knob x seeds.
+
+:class:`SweepConfig` validates everything up front; :func:`sweep` splits the
+(alpha, knob value, seed) models into chunks, trains each chunk with one
+batched call (:func:`dnnphase.train.train_ensemble`), measures every layer
+(:mod:`dnnphase.metrics`) and assembles one labelled ``xarray.Dataset``.
+Chunks run through :mod:`springblock.engine`, so a sweep written to disk
+resumes after an interruption and can run on a Dask cluster. Every model's
+randomness (initialisation, data order, dropout masks, label/data noise)
+comes from its own seed, so results do not depend on the chunking.
+
+The noise knobs (DESIGN §3):
+
+=============  ===========================  =================================
+knob           what it sets                 noisier when
+=============  ===========================  =================================
+``dropout``    dropout probability p        larger (p in [0, 1))
+``lr``         learning rate                larger
+``batch_size`` mini-batch size              smaller (also: more optimizer
+                                            steps per epoch — see steps_run)
+``noise``      label + data noise level q   larger (q in [0, 1])
+=============  ===========================  =================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from springblock import loadcurve
+from springblock.config import ConfigError
+from springblock.engine import ChunkStore, run_sweep, validate_scheduler
+from springblock.io import check_output, provenance, save
+
+KNOBS = {
+    # name: (train_ensemble argument, noisier direction, units)
+    "dropout": ("dropout", "larger", "probability"),
+    "lr": ("lr", "larger", "1"),
+    "batch_size": ("batch_size", "smaller", "samples"),
+    "noise": ("label_noise", "larger", "fraction of labels / data std"),
+}
+MEASURE_NAMES = ("trace_ratio", "fuzziness", "cdnv", "ncc", "regression")
+DEFAULT_MEASURES = ("trace_ratio", "fuzziness", "cdnv", "ncc")
+
+
+def _require(ok: bool, name: str, allowed: str, value) -> None:
+    if not ok:
+        raise ConfigError(f"{name} must be {allowed} (got {value!r})")
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A network phase-diagram sweep (DESIGN §3 defaults).
+
+    knob, values : the noise knob (see the module table) and its values.
+    alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear).
+    seeds : the model seeds (initialisation and all of a model's randomness).
+    dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
+    depth, width, batchnorm, bias : the MLP (L hidden layers of width n).
+    optimizer, lr, epochs, batch_size, dropout, noise : training; the knob's own
+        entry is replaced by each swept value. ``batch_size=None``: full batch.
+    measures : separation measures computed for every layer (MEASURE_NAMES).
+    record_every : also record the first measure's load curve every k epochs.
+    loss_threshold, patience, rel_tol : early stopping (dnnphase.train.TrainConfig).
+    dtype, device : float32 (default, fast) or float64; "auto" picks CUDA if present.
+    models_per_chunk : models trained by one batched call and stored as one
+        resumable chunk (does not change any result).
+    """
+
+    knob: str = "dropout"
+    values: tuple = (0.0, 0.1, 0.2, 0.3)
+    alphas: tuple = (0.0, 0.5, 1.0)
+    seeds: tuple = (0, 1, 2)
+    dataset: str = "mnist5k"
+    data_seed: int = 0
+    n_train: int | None = None
+    root: str | None = None
+    depth: int = 7
+    width: int = 100
+    batchnorm: bool = True
+    bias: bool = True
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    epochs: int = 100
+    batch_size: int | None = None
+    dropout: float = 0.0
+    noise: float = 0.0
+    measures: tuple = DEFAULT_MEASURES
+    record_every: int = 0
+    loss_threshold: float = 1e-4
+    patience: int = 10
+    rel_tol: float = 1e-3
+    dtype: str = "float32"
+    device: str = "auto"
+    models_per_chunk: int = 16
+
+    def __post_init__(self):
+        for name in ("values", "alphas", "seeds", "measures"):
+            object.__setattr__(self, name, tuple(np.atleast_1d(getattr(self, name)).tolist()))
+        self.validate()
+
+    def validate(self) -> None:
+        from dnnphase.data import DATASETS
+
+        _require(self.knob in KNOBS, "knob", f"one of {', '.join(KNOBS)}", self.knob)
+        _require(len(self.values) > 0, "values", "a non-empty list", self.values)
+        _require(len(self.alphas) > 0 and all(0 <= a <= 1 for a in self.alphas), "alpha",
+                 "a non-empty list of slopes in [0, 1]", self.alphas)
+        _require(len(self.seeds) > 0 and all(isinstance(s, int) and s >= 0 for s in self.seeds),
+                 "seeds", "a non-empty list of integers >= 0", self.seeds)
+        _require(len(set(self.seeds)) == len(self.seeds), "seeds", "distinct", self.seeds)
+        name = self.dataset.lower().replace("_", "-")
+        _require(name in DATASETS, "dataset", f"one of {', '.join(DATASETS)}", self.dataset)
+        for field_name in ("depth", "width", "epochs", "models_per_chunk"):
+            value = getattr(self, field_name)
+            _require(isinstance(value, int) and value >= 1, field_name, "an integer >= 1", value)
+        _require(self.optimizer in ("adam", "sgd"), "optimizer", "adam or sgd", self.optimizer)
+        _require(math.isfinite(self.lr) and self.lr > 0, "lr", "> 0", self.lr)
+        _require(0 <= self.dropout < 1, "dropout", "in [0, 1)", self.dropout)
+        _require(0 <= self.noise <= 1, "noise", "in [0, 1]", self.noise)
+        _require(self.batch_size is None or (isinstance(self.batch_size, int)
+                                             and self.batch_size >= 1),
+                 "batch_size", "an integer >= 1 or None (full batch)", self.batch_size)
+        _require(isinstance(self.record_every, int) and self.record_every >= 0, "record_every",
+                 "an integer >= 0", self.record_every)
+        _require(len(self.measures) > 0 and all(m in MEASURE_NAMES for m in self.measures),
+                 "measure", f"one or more of {', '.join(MEASURE_NAMES)}", self.measures)
+        _require(self.dtype in ("float32", "float64"), "dtype", "float32 or float64", self.dtype)
+        _require(self.device == "auto" or self.device.startswith(("cpu", "cuda")), "device",
+                 "auto, cpu or cuda[:N]", self.device)
+        values = np.asarray(self.values, dtype=float)
+        checks = {
+            "dropout": (np.all((values >= 0) & (values < 1)), "in [0, 1)"),
+            "lr": (np.all(np.isfinite(values) & (values > 0)), "> 0"),
+            "batch_size": (np.all((values >= 1) & (values == np.round(values))),
+                           "integers >= 1"),
+            "noise": (np.all((values >= 0) & (values <= 1)), "in [0, 1]"),
+        }
+        ok, allowed = checks[self.knob]
+        _require(bool(ok), f"values of {self.knob}", allowed, self.values)
+
+    def check_data(self, n_train: int) -> None:
+        """Checks that need the data set's size (before any training)."""
+        sizes = list(self.values) if self.knob == "batch_size" else [self.batch_size or n_train]
+        _require(max(sizes) <= n_train, "batch_size",
+                 f"at most the training-set size {n_train}", max(sizes))
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes) -> SweepConfig:
+        return SweepConfig(**{**self.to_dict(), **changes})
+
+
+@functools.lru_cache(maxsize=4)
+def _data(dataset: str, n_train, data_seed: int, root):
+    from dnnphase.data import load_dataset
+
+    return load_dataset(dataset, n_train=n_train, data_seed=data_seed, root=root)
+
+
+def load_data(cfg: SweepConfig):
+    """The sweep's data set (cached per process)."""
+    return _data(cfg.dataset, cfg.n_train, cfg.data_seed, cfg.root)
+
+
+def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = False,
+          scheduler: str = "serial", workers: int | None = None, quiet: bool = True,
+          **params) -> xr.Dataset:
+    """Train every (alpha, knob value, seed) model and measure its layers.
+
+    ``config`` or its fields as keywords, e.g.
+    ``sweep(knob="dropout", values=[0, 0.3], alphas=[0], seeds=[0, 1, 2])``.
+    With ``output`` (NetCDF path) the sweep is resumable (see
+    :mod:`springblock.engine`); ``scheduler``: "serial", "processes" or a Dask
+    address.
+
+    Returns a Dataset with dims (alpha, <knob>, seed, measure, layer[, epoch]):
+    ``load_curve``, ``curvature``, ``curvature_scaled`` (per measure),
+    ``test_accuracy``, ``train_accuracy``, ``train_loss``, ``epochs_run``,
+    ``steps_run``, ``diverged``; ``load_curve_epochs`` if ``record_every``.
+    """
+    cfg = config.replace(**params) if config is not None else SweepConfig(**params)
+    validate_scheduler(scheduler)
+    data = load_data(cfg)
+    cfg.check_data(data.n_train)
+    if output is not None:
+        check_output(output, overwrite)
+    models = [(ia, iv, seed) for ia in range(len(cfg.alphas)) for iv in range(len(cfg.values))
+              for seed in cfg.seeds]
+    payloads = [{"config": cfg.to_dict(), "models": models[k:k + cfg.models_per_chunk]}
+                for k in range(0, len(models), cfg.models_per_chunk)]
+    if output is not None:
+        store = ChunkStore(output)
+        store.open(cfg.to_dict(), len(payloads), overwrite)
+        chunks = run_sweep(train_chunk, payloads, store, scheduler=scheduler, workers=workers,
+                           quiet=quiet, label=f"{cfg.knob} sweep")
+    else:
+        chunks = [train_chunk(p) for p in payloads]
+    ds = _assemble(chunks, cfg)
+    ds.attrs.update(provenance("dnnphase.sweep", cfg.to_dict()))
+    ds.attrs["knob"] = cfg.knob
+    ds.attrs["data"] = json.dumps(data.info, default=str)
+    if output is not None:
+        save(ds, output, overwrite=True)
+        store.clear()
+    return ds
+
+
+def train_chunk(payload: dict) -> xr.Dataset:
+    """One chunk: train its models together, then measure every layer.
+
+    Module-level so that process and Dask workers can unpickle it.
+    """
+    import torch
+
+    from dnnphase import metrics
+    from dnnphase.train import TrainConfig, train_ensemble
+
+    cfg = SweepConfig(**payload["config"])
+    ia, iv, seeds = (np.array([m[k] for m in payload["models"]]) for k in range(3))
+    data = load_data(cfg)
+    knob_arg = KNOBS[cfg.knob][0]
+    per_model = {
+        "alpha": [cfg.alphas[i] for i in ia],
+        "dropout": [cfg.dropout] * len(ia),
+        "lr": [cfg.lr] * len(ia),
+        "label_noise": [cfg.noise] * len(ia),
+        "batch_size": [cfg.batch_size] * len(ia),
+    }
+    knob_values = [cfg.values[i] for i in iv]
+    per_model[knob_arg] = ([int(v) for v in knob_values] if cfg.knob == "batch_size"
+                           else knob_values)
+    primary = cfg.measures[0]
+    y_train = torch.as_tensor(data.y_train)
+
+    def record(features):
+        curves = metrics.load_curve([f.double() for f in features], y_train, primary)
+        return torch.as_tensor(curves)  # (m, L+1)
+
+    train_cfg = TrainConfig(
+        epochs=cfg.epochs, optimizer=cfg.optimizer, lr=cfg.lr, dtype=cfg.dtype,
+        device=cfg.device, loss_threshold=cfg.loss_threshold, patience=cfg.patience,
+        rel_tol=cfg.rel_tol, record_every=cfg.record_every or None,
+    )
+    result = train_ensemble(
+        torch.as_tensor(data.x_train), y_train, torch.as_tensor(data.x_test),
+        torch.as_tensor(data.y_test), seeds=seeds.tolist(), config=train_cfg,
+        depth=cfg.depth, width=cfg.width, batchnorm=cfg.batchnorm, bias=cfg.bias,
+        record_fn=record if cfg.record_every else None, **per_model,
+    )
+    diverged = result.diverged.numpy()
+    curves = np.full((len(seeds), len(cfg.measures), cfg.depth + 1), np.nan)
+    healthy = np.flatnonzero(~diverged)
+    if healthy.size:
+        features = result.features(indices=healthy.tolist())  # L+1 tensors (m, N, d)
+        curves[healthy] = np.stack([metrics.load_curve(features, data.y_train, measure)
+                                    for measure in cfg.measures], axis=1)  # (m, measures, L+1)
+    out = xr.Dataset(
+        {
+            "load_curve": (("model", "measure", "layer"), curves),
+            "test_accuracy": ("model", result.test_accuracy.numpy()),
+            "train_accuracy": ("model", result.train_accuracy.numpy()),
+            "train_loss": ("model", result.train_loss.numpy()),
+            "epochs_run": ("model", result.epochs_run.numpy()),
+            "steps_run": ("model", result.steps_run.numpy()),
+            "diverged": ("model", diverged.astype(np.int8)),
+        },
+        coords={"alpha_index": ("model", ia), "value_index": ("model", iv),
+                "seed_value": ("model", seeds)},
+    )
+    if cfg.record_every:
+        epochs = [e for e, _ in result.snapshots]
+        snaps = np.stack([np.asarray(c, dtype=float) for _, c in result.snapshots], axis=1)
+        snaps[diverged] = np.nan
+        out["load_curve_epochs"] = (("model", "epoch", "layer"), snaps)
+        out = out.assign_coords(epoch=epochs)
+    return out
+
+
+def _on_epochs(chunk: xr.Dataset, epochs: np.ndarray) -> np.ndarray:
+    """A chunk's per-epoch curves on the full epoch grid, (m, epochs, L+1).
+
+    A chunk whose models all stopped early has fewer snapshots; a stopped
+    model keeps its final state, so later epochs repeat its last snapshot.
+    """
+    have = chunk["epoch"].values
+    last = np.searchsorted(have, epochs, side="right") - 1  # latest snapshot <= epoch
+    return chunk["load_curve_epochs"].values[:, np.clip(last, 0, None)]
+
+
+def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
+    n_a, n_v, n_s = len(cfg.alphas), len(cfg.values), len(cfg.seeds)
+    n_l, n_m = cfg.depth + 1, len(cfg.measures)
+    seed_pos = {s: k for k, s in enumerate(cfg.seeds)}
+    dims = ("alpha", cfg.knob, "seed")
+    scalars = ("test_accuracy", "train_accuracy", "train_loss", "epochs_run", "steps_run",
+               "diverged")
+    arrays = {name: np.full((n_a, n_v, n_s), np.nan) for name in scalars}
+    curves = np.full((n_a, n_v, n_s, n_m, n_l), np.nan)
+    epochs = np.arange(0, cfg.epochs + 1, cfg.record_every) if cfg.record_every else None
+    per_epoch = np.full((n_a, n_v, n_s, len(epochs), n_l), np.nan) if cfg.record_every else None
+    for chunk in chunks:
+        ia, iv = chunk["alpha_index"].values, chunk["value_index"].values
+        js = np.array([seed_pos[int(s)] for s in chunk["seed_value"].values])
+        curves[ia, iv, js] = chunk["load_curve"].values
+        for name in scalars:
+            arrays[name][ia, iv, js] = chunk[name].values
+        if per_epoch is not None:
+            per_epoch[ia, iv, js] = _on_epochs(chunk, epochs)
+    knob_units = KNOBS[cfg.knob][2]
+    data_vars = {
+        "load_curve": (dims + ("measure", "layer"), curves,
+                       {"long_name": "separation D per layer (see measure)"}),
+        "curvature": (dims + ("measure",), loadcurve.curvature(curves),
+                      {"long_name": "curvature (paper: first minus last gain)"}),
+        "curvature_scaled": (dims + ("measure",), loadcurve.curvature_scaled(curves),
+                             {"long_name": "scale-free curvature", "units": "1"}),
+        "test_accuracy": (dims, arrays["test_accuracy"], {"units": "1"}),
+        "train_accuracy": (dims, arrays["train_accuracy"], {"units": "1"}),
+        "train_loss": (dims, arrays["train_loss"], {"long_name": "final training loss (eval)"}),
+        "epochs_run": (dims, arrays["epochs_run"].astype(np.int64), {"units": "epochs"}),
+        "steps_run": (dims, arrays["steps_run"].astype(np.int64),
+                      {"units": "optimizer steps",
+                       "note": "at fixed epochs the batch size sets the number of steps"}),
+        "diverged": (dims, arrays["diverged"].astype(bool),
+                     {"long_name": "training loss became NaN/inf; metrics are NaN"}),
+    }
+    if per_epoch is not None:
+        data_vars["load_curve_epochs"] = (dims + ("epoch", "layer"), per_epoch,
+                                          {"long_name": f"{cfg.measures[0]} load curve during "
+                                                        "training (eval mode)"})
+    coords = {
+        "alpha": ("alpha", np.asarray(cfg.alphas, dtype=float),
+                  {"long_name": "LeakyReLU negative slope (0 = ReLU)"}),
+        cfg.knob: (cfg.knob, np.asarray(cfg.values, dtype=float), {"units": knob_units,
+                   "noisier": KNOBS[cfg.knob][1]}),
+        "seed": np.asarray(cfg.seeds),
+        "measure": list(cfg.measures),
+        "layer": ("layer", np.arange(n_l), {"long_name": "layer (0 = input)"}),
+    }
+    if epochs is not None:
+        coords["epoch"] = ("epoch", epochs, {"units": "epochs"})
+    return xr.Dataset(data_vars, coords=coords)

@@ -1,0 +1,122 @@
+"""The network sweep: the Dataset it writes, divergence, chunking, the CLI."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from dnnphase.cli import main
+from dnnphase.sweep import SweepConfig, sweep
+from springblock import io
+from springblock.config import ConfigError
+
+SMALL = dict(dataset="digits", n_train=300, depth=3, width=16, epochs=4, seeds=[0, 1])
+
+
+@pytest.fixture(scope="module")
+def small_sweep():
+    return sweep(knob="dropout", values=[0.0, 0.2], alphas=[0.0, 1.0], record_every=2,
+                 measures=["trace_ratio", "fuzziness", "cdnv", "ncc", "regression"], **SMALL)
+
+
+def test_small_sweep_has_every_variable_dimension_and_attribute(small_sweep):
+    ds = small_sweep
+    assert ds["load_curve"].dims == ("alpha", "dropout", "seed", "measure", "layer")
+    assert ds["load_curve"].shape == (2, 2, 2, 5, 4)
+    for name in ("curvature", "curvature_scaled"):
+        assert ds[name].dims == ("alpha", "dropout", "seed", "measure")
+    for name in ("test_accuracy", "train_accuracy", "train_loss", "epochs_run", "steps_run",
+                 "diverged"):
+        assert ds[name].dims == ("alpha", "dropout", "seed")
+    assert ds["load_curve_epochs"].dims == ("alpha", "dropout", "seed", "epoch", "layer")
+    np.testing.assert_array_equal(ds["epoch"], [0, 2, 4])
+    assert ds.attrs["kind"] == "dnnphase.sweep" and ds.attrs["knob"] == "dropout"
+    cfg = json.loads(ds.attrs["config"])
+    assert cfg["dataset"] == "digits" and cfg["data_seed"] == 0
+    assert "torch" in json.loads(ds.attrs["versions"])
+    assert np.isfinite(ds["load_curve"]).all() and not ds["diverged"].any()
+    assert (ds["steps_run"] == 4).all()  # full batch: one step per epoch
+    # the last recorded epoch is the final model, measured the same way
+    np.testing.assert_allclose(ds["load_curve_epochs"].isel(epoch=-1),
+                               ds["load_curve"].sel(measure="trace_ratio"), rtol=1e-6)
+
+
+def test_sweep_result_does_not_depend_on_chunking(small_sweep, tmp_path):
+    again = sweep(knob="dropout", values=[0.0, 0.2], alphas=[0.0, 1.0], record_every=2,
+                  measures=["trace_ratio", "fuzziness", "cdnv", "ncc", "regression"],
+                  models_per_chunk=3, output=tmp_path / "s.nc", **SMALL)
+    np.testing.assert_allclose(again["load_curve"], small_sweep["load_curve"], rtol=1e-5)
+    np.testing.assert_array_equal(again["test_accuracy"], small_sweep["test_accuracy"])
+    xr.testing.assert_identical(io.load(tmp_path / "s.nc").drop_attrs(), again.drop_attrs())
+
+
+def test_diverging_learning_rate_is_recorded_not_fatal():
+    ds = sweep(knob="lr", values=[1e-3, 1e6], alphas=[1.0], optimizer="sgd", batchnorm=False,
+               measures=["trace_ratio"], **SMALL)
+    assert not ds["diverged"].sel(lr=1e-3).any()
+    assert ds["diverged"].sel(lr=1e6).all()
+    assert np.isnan(ds["load_curve"].sel(lr=1e6)).all()
+    assert np.isnan(ds["test_accuracy"].sel(lr=1e6)).all()
+    assert np.isfinite(ds["load_curve"].sel(lr=1e-3)).all()
+
+
+def test_batch_size_knob_records_steps():
+    ds = sweep(knob="batch_size", values=[50, 300], alphas=[0.0], measures=["trace_ratio"],
+               **SMALL)
+    np.testing.assert_array_equal(ds["steps_run"].sel(batch_size=50), 4 * 6)
+    np.testing.assert_array_equal(ds["steps_run"].sel(batch_size=300), 4)
+
+
+@pytest.mark.parametrize("changes,fragment", [
+    (dict(knob="momentum"), "knob must be one of"),
+    (dict(dataset="imagenet"), "dataset must be one of"),
+    (dict(measures=["entropy"]), "measure must be"),
+    (dict(alphas=[1.5]), "alpha must be"),
+    (dict(knob="dropout", values=[1.0]), "values of dropout must be in [0, 1)"),
+    (dict(knob="lr", values=[0.0]), "values of lr must be > 0"),
+    (dict(epochs=0), "epochs must be an integer >= 1"),
+    (dict(width=0), "width must be"),
+    (dict(depth=0), "depth must be"),
+    (dict(batch_size=0), "batch_size must be"),
+])
+def test_bad_configuration_is_refused(changes, fragment):
+    with pytest.raises(ConfigError, match=re.escape(fragment)):
+        SweepConfig(**{**SMALL, **changes})
+
+
+def test_batch_size_larger_than_training_set_is_refused_before_training():
+    with pytest.raises(ConfigError, match="at most the training-set size 300"):
+        sweep(knob="batch_size", values=[20, 500], alphas=[0.0], **SMALL)
+
+
+def test_cli_sweep_and_plot(tmp_path, capsys):
+    out = tmp_path / "dnn.nc"
+    args = ["sweep", "--knob", "noise", "--values", "0,0.5", "--alpha", "0", "--seeds", "1",
+            "--dataset", "digits", "--n-train", "200", "--depth", "2", "--width", "8",
+            "--epochs", "2", "--measures", "trace_ratio", "--scheduler", "serial", "--quiet",
+            "-o", str(out)]
+    assert main(args) == 0
+    ds = io.load(out, kind="dnnphase.sweep")
+    assert ds["load_curve"].dims == ("alpha", "noise", "seed", "measure", "layer")
+    assert main(args) == 2 and "exists" in capsys.readouterr().err
+    image = tmp_path / "dnn.png"
+    assert main(["plot", str(out), "-o", str(image)]) == 0 and image.stat().st_size > 10_000
+    assert main(["plot", str(out), "-o", str(tmp_path / "x.png"), "--measure", "cdnv"]) == 2
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--knob", "momentum"], "knob must be one of"),
+    (["--dataset", "imagenet"], "dataset must be one of"),
+    (["--alpha", "2"], "alpha must be"),
+    (["--values", "0:x:3"], "start:stop:count"),
+    (["--dataset", "mnist", "--root", "/nonexistent"], "root"),
+    (["--lr", "-1"], "lr must be > 0"),
+])
+def test_cli_bad_input_exits_2_before_training(tmp_path, capsys, args, fragment):
+    out = tmp_path / "x.nc"
+    assert main(["sweep", *args, "--epochs", "1", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and err.startswith("dnnphase: error:") and "\n" not in err
+    assert not out.exists()

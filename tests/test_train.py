@@ -1,0 +1,378 @@
+"""Batched ensemble training (dnnphase.train) against one-model-at-a-time training.
+
+The reference is the plain recipe: ``MLP`` built under ``torch.manual_seed(seed)``,
+``torch.optim.Adam``/``SGD``, mean cross-entropy, data order from
+``torch.Generator().manual_seed(seed)`` + ``torch.randperm`` each epoch (full batch:
+the data in its given order). Everything in float64 (in float32 rounding alone makes
+long runs drift apart).
+
+Tolerance note: a Linear bias followed by BatchNorm has an exactly zero gradient in
+exact arithmetic; in floating point it receives rounding noise (~1e-17), which Adam
+divides by sqrt(v) + eps, so those biases (and the running means that include them)
+move by ~lr·1e-9 per step differently in any two summation orders. Over these short
+runs that stays ~1e-10, well inside the 1e-8 asserted; every other parameter agrees
+to ~1e-15.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dnnphase.model import MLP
+from dnnphase.train import (
+    EnsembleMLP,
+    TrainConfig,
+    _ModelStreams,
+    _Noise,
+    resolve_device,
+    train_ensemble,
+)
+
+N, D, C, DEPTH, WIDTH, EPOCHS = 128, 20, 4, 3, 16, 5
+TOL = 1e-8
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    # Short runs: threading overhead only adds noise on the shared 2-core machine.
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def data():
+    g = torch.Generator().manual_seed(0)
+    centres = 2.0 * torch.randn(C, D, generator=g, dtype=torch.float64)
+    y = torch.randint(0, C, (N,), generator=g)
+    x = centres[y] + 2.0 * torch.randn(N, D, generator=g, dtype=torch.float64)
+    return x, y
+
+
+def config(**kw):
+    base = dict(epochs=EPOCHS, dtype=torch.float64, device="cpu", loss_threshold=0.0,
+                rel_tol=0.0)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def reference(x, y, seed, *, alpha=0.0, lr=1e-2, batch_size=N, optimizer="adam",
+              momentum=0.0, epochs=EPOCHS):
+    """One model, plain nn.Module + torch.optim, the documented data order."""
+    torch.manual_seed(seed)
+    model = MLP(D, C, depth=DEPTH, width=WIDTH, alpha=alpha).double()
+    if optimizer == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    order = torch.Generator().manual_seed(seed)
+    n = x.shape[0]
+    for _ in range(epochs):
+        perm = torch.arange(n) if batch_size == n else torch.randperm(n, generator=order)
+        for s in range(n // batch_size):
+            idx = perm[s * batch_size : (s + 1) * batch_size]
+            opt.zero_grad()
+            F.cross_entropy(model(x[idx]), y[idx]).backward()
+            opt.step()
+    return model.eval()
+
+
+def trace_ratio_curve(feats, y):
+    """log(Tr Σw / Tr Σb) per layer of one model's features (list of (N, F))."""
+    out = []
+    for h in feats:
+        mu = h.mean(0)
+        sw = sb = 0.0
+        for c in range(C):
+            hc = h[y == c]
+            sw += ((hc - hc.mean(0)) ** 2).sum()
+            sb += len(hc) * ((hc.mean(0) - mu) ** 2).sum()
+        out.append(torch.log(sw / sb))
+    return torch.stack(out)
+
+
+def assert_matches_reference(result, j, ref, x, y):
+    """Model j of a TrainResult equals the reference MLP: parameters, BatchNorm
+    statistics, eval-mode features and load curve, all to TOL."""
+    mine = result.model.select([j]).to_models()[0]
+    for (name, a), b in zip(ref.state_dict().items(), mine.state_dict().values(), strict=True):
+        if a.dtype.is_floating_point:
+            assert (a - b).abs().max().item() <= TOL, name
+    with torch.no_grad():
+        _, ref_feats = ref(x, return_features=True)
+    feats = [f[0] for f in result.features([j])]
+    assert len(feats) == DEPTH + 1
+    for a, b in zip(ref_feats, feats, strict=True):
+        assert a.shape == b.shape
+        assert (a - b).abs().max().item() <= TOL
+    diff = trace_ratio_curve(ref_feats, y) - trace_ratio_curve(feats, y)
+    assert diff.abs().max().item() <= TOL
+    with torch.no_grad():
+        logits = ref(x)
+    assert result.train_loss[j].item() == pytest.approx(F.cross_entropy(logits, y).item(),
+                                                        abs=TOL)
+    acc = (logits.argmax(1) == y).double().mean().item()
+    assert result.train_accuracy[j].item() == pytest.approx(acc, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- model
+
+
+def test_mlp_features_and_seeded_init(data):
+    x, _ = data
+    ens = EnsembleMLP.init(3, D, C, seeds=[5, 6, 7], depth=DEPTH, width=WIDTH,
+                           alpha=[0.0, 0.5, 1.0], dtype=torch.float64)
+    assert ens.weights[0].shape == (3, D, WIDTH) and ens.biases[0].shape == (3, 1, WIDTH)
+    assert ens.weights[-1].shape == (3, WIDTH, C)
+    refs = []
+    for j, seed in enumerate([5, 6, 7]):
+        torch.manual_seed(seed)
+        ref = MLP(D, C, depth=DEPTH, width=WIDTH, alpha=[0.0, 0.5, 1.0][j]).double()
+        assert torch.equal(ens.weights[0][j], ref.linears[0].weight.T)
+        assert torch.equal(ens.weights[-1][j], ref.out.weight.T)
+        assert torch.equal(ens.biases[1][j, 0], ref.linears[1].bias)
+        refs.append(ref)
+    for mode in ("eval", "train", "eval"):  # train mode updates the running statistics
+        ens.train(mode == "train")
+        with torch.no_grad():
+            e_logits, e_feats = ens(x, return_features=True)  # (M, N, C), [(N, M, F)]
+        for j, ref in enumerate(refs):
+            ref.train(mode == "train")
+            with torch.no_grad():
+                logits, feats = ref(x, return_features=True)
+            assert (logits - e_logits[j]).abs().max() < 1e-12
+            for a, b in zip(feats, e_feats, strict=True):
+                assert (a - b[:, j]).abs().max() < 1e-12
+    # h_0 is the input after the input BatchNorm; h_l is taken before dropout.
+    mlp = MLP(D, C, depth=DEPTH, width=WIDTH, dropout=0.5).double().train()
+    _, feats = mlp(x, return_features=True)
+    assert torch.allclose(feats[0], mlp.input_bn(x))
+    assert (feats[1] != 0).float().mean() > 0.3  # no dropout zeros beyond ReLU's
+    assert EnsembleMLP.from_models(ens.to_models()).state_dict().keys() == ens.state_dict().keys()
+
+
+# --------------------------------------------------------------------------- exactness
+
+
+@pytest.mark.parametrize("batch_size", [N, 16])
+@pytest.mark.parametrize(("optimizer", "momentum"), [("adam", 0.0), ("sgd", 0.0), ("sgd", 0.9)])
+def test_batched_equals_one_at_a_time(data, optimizer, momentum, batch_size):
+    x, y = data
+    seeds, alphas = [1, 2, 3], [0.0, 0.3, 1.0]  # mixed slopes: the per-model activation path
+    lrs = [1e-2, 3e-3, 1e-2] if optimizer == "adam" else [0.1, 0.05, 0.1]  # two lr runs
+    res = train_ensemble(x, y, x, y, seeds=seeds, alpha=alphas, lr=lrs, batch_size=batch_size,
+                         depth=DEPTH, width=WIDTH,
+                         config=config(optimizer=optimizer, momentum=momentum))
+    assert res.steps_run.tolist() == [EPOCHS * (N // batch_size)] * 3
+    assert res.epochs_run.tolist() == [EPOCHS] * 3
+    assert not res.diverged.any()
+    for j in range(3):
+        ref = reference(x, y, seeds[j], alpha=alphas[j], lr=lrs[j], batch_size=batch_size,
+                        optimizer=optimizer, momentum=momentum)
+        assert_matches_reference(res, j, ref, x, y)
+
+
+def test_batch_sizes_are_grouped(data):
+    x, y = data
+    seeds, sizes = [4, 5, 6, 7], [16, N, 32, 16]
+    res = train_ensemble(x, y, seeds=seeds, batch_size=sizes, lr=1e-2, depth=DEPTH, width=WIDTH,
+                         config=config())
+    assert res.batch_size.tolist() == sizes
+    assert res.steps_run.tolist() == [EPOCHS * (N // b) for b in sizes]
+    for j, (seed, b) in enumerate(zip(seeds, sizes, strict=True)):
+        assert_matches_reference(res, j, reference(x, y, seed, batch_size=b), x, y)
+
+
+def test_from_models_start_and_stack_invariance(data):
+    """Training from stacked MLPs equals the reference; splitting the stack
+    (models_per_batch=1) changes nothing."""
+    x, y = data
+    models = []
+    for s in (11, 12):
+        torch.manual_seed(s)
+        models.append(MLP(D, C, depth=DEPTH, width=WIDTH))
+    start = EnsembleMLP.from_models(models, dtype=torch.float64)
+    a = train_ensemble(x, y, seeds=[11, 12], model=start, batch_size=32, lr=1e-2,
+                       config=config())
+    b = train_ensemble(x, y, seeds=[11, 12], model=start, batch_size=32, lr=1e-2,
+                       config=config(models_per_batch=1))
+    for j in range(2):
+        assert_matches_reference(a, j, reference(x, y, 11 + j, batch_size=32), x, y)
+    for p, q in zip(a.model.state_dict().values(), b.model.state_dict().values(), strict=True):
+        assert (p - q).abs().max() <= TOL
+
+
+# --------------------------------------------------------------------------- divergence
+
+
+def test_divergent_model_is_frozen_others_continue(data):
+    x, y = data
+    res = train_ensemble(x, y, x, y, seeds=[1, 2], lr=[1e6, 0.1], batch_size=16, depth=DEPTH,
+                         width=WIDTH, config=config(optimizer="sgd"))
+    assert res.diverged.tolist() == [True, False]
+    assert res.stop_reason == ["diverged", "max_epochs"]
+    for k in ("train_loss", "train_accuracy", "test_accuracy"):
+        assert torch.isnan(getattr(res, k)[0]) and torch.isfinite(getattr(res, k)[1])
+    assert res.steps_run[0] < res.steps_run[1] == EPOCHS * (N // 16)
+    assert torch.isnan(res.loss_history[0, res.epochs_run[0] - 1 :]).all()
+    # The healthy model is untouched by its neighbour's blow-up.
+    ref = reference(x, y, 2, lr=0.1, batch_size=16, optimizer="sgd")
+    assert_matches_reference(res, 1, ref, x, y)
+
+
+# --------------------------------------------------------------------------- noise knobs
+
+
+def test_label_noise_zero_is_clean_and_positive_changes_trajectory(data):
+    x, y = data
+    kw = dict(seeds=[3, 3], batch_size=16, lr=1e-2, depth=DEPTH, width=WIDTH, config=config())
+    clean = train_ensemble(x, y, **kw)
+    noisy = train_ensemble(x, y, label_noise=[0.0, 0.3], **kw)
+    p_clean = [p[0] for p in clean.model.parameters()]
+    p_zero = [p[0] for p in noisy.model.parameters()]  # q = 0 beside a q > 0 model
+    p_noisy = [p[1] for p in noisy.model.parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(p_clean, p_zero, strict=True))
+    assert max((a - b).abs().max().item() for a, b in zip(p_clean, p_noisy, strict=True)) > 1e-3
+    assert not torch.equal(noisy.loss_history[0], noisy.loss_history[1])
+
+
+def test_label_noise_is_fresh_every_step():
+    torch.manual_seed(0)
+    b, m, d, n_classes, q = 4000, 2, 3, 10, 0.5
+    std = torch.tensor([1.0, 2.0, 0.0], dtype=torch.float64)
+    x = torch.zeros(b, m, d, dtype=torch.float64)  # (B, M, d)
+    y = torch.randint(0, n_classes, (m, b))  # (M, B)
+    noise = _Noise([q, 0.0], std, n_classes)
+    gens = _ModelStreams([7, 8], torch.device("cpu")).noise
+    x1, y1 = noise(x, y, gens)
+    x2, y2 = noise(x, y, gens)
+    # Model 0 (q = 0.5): a fresh corruption each step.
+    assert not torch.equal(y1[0], y2[0]) and not torch.equal(x1[:, 0], x2[:, 0])
+    changed = (y1[0] != y[0]).double().mean().item()
+    assert changed == pytest.approx(q * (1 - 1 / n_classes), abs=0.03)  # reset to a uniform class
+    sd = x1[:, 0].std(0)
+    assert sd[0].item() == pytest.approx(q * 1.0, rel=0.05)
+    assert sd[1].item() == pytest.approx(q * 2.0, rel=0.05)
+    assert sd[2].item() == 0.0  # constant feature: no noise
+    # Model 1 (q = 0): the clean batch, exactly.
+    assert torch.equal(y1[1], y[1]) and torch.equal(x1[:, 1], x[:, 1])
+
+
+def test_dropout_masks_per_model(data):
+    x, _ = data
+    torch.manual_seed(0)
+    mlp = MLP(D, C, depth=DEPTH, width=WIDTH)
+    ens = EnsembleMLP.from_models([mlp] * 3, dtype=torch.float64).train()  # no dropout
+    drop = EnsembleMLP(3, D, C, DEPTH, WIDTH, dropout=[0.5, 0.5, 0.0], dtype=torch.float64)
+    drop.load_state_dict(ens.state_dict())
+    drop.train()
+    bits = _ModelStreams([1, 2, 3], torch.device("cpu")).dropout_bits(DEPTH, N, WIDTH)
+    assert bits.shape == (DEPTH, N, 3, WIDTH) and bits.dtype == torch.int16
+    scale = drop.dropout_scale(bits[0])  # (B, M, F)
+    # p = 0.5: half the units dropped, the rest scaled by 2; p = 0: no mask at all.
+    for j in (0, 1):
+        assert (scale[:, j] == 0).double().mean().item() == pytest.approx(0.5, abs=0.03)
+        assert set(scale[:, j].unique().tolist()) == {0.0, 2.0}
+    assert torch.equal(scale[:, 2], torch.ones_like(scale[:, 2]))
+    assert not torch.equal(scale[:, 0], scale[:, 1])  # masks differ across models
+    with torch.no_grad():
+        out = drop(x, dropout_bits=bits)
+        ref = ens(x)  # same weights, no dropout, training-mode BatchNorm
+    assert not torch.equal(out[0], out[1])
+    assert torch.equal(out[2], ref[2])
+
+
+def test_dropout_model_independent_of_stack_mates(data):
+    """Per-model random streams: a dropout model trained beside others equals the
+    same model trained alone."""
+    x, y = data
+    kw = dict(batch_size=32, lr=1e-2, depth=DEPTH, width=WIDTH, config=config())
+    together = train_ensemble(x, y, seeds=[1, 2, 3], dropout=[0.2, 0.1, 0.0],
+                              label_noise=[0.1, 0.0, 0.2], **kw)
+    alone = train_ensemble(x, y, seeds=[2], dropout=0.1, **kw)
+    for p, q in zip(together.model.select([1]).parameters(), alone.model.parameters(),
+                    strict=True):
+        assert (p - q).abs().max() <= TOL
+    # With dropout and noise on, model 0 is not model 1's trajectory.
+    assert not torch.equal(together.loss_history[0], together.loss_history[1])
+
+
+def test_float32_result_does_not_depend_on_stacking(data):
+    """Bitwise: mixed slopes, dropout and noise, stacks of all / 2 / 1 models
+    (foreach Adam; the fused kernel may differ in the last bit, see train.py)."""
+    x, y = data
+    kw = dict(seeds=[1, 2, 3, 4, 5], alpha=[0.0, 0.2, 0.2, 0.6, 1.0],
+              dropout=[0.0, 0.1, 0.2, 0.1, 0.0], label_noise=[0.0, 0.1, 0.0, 0.2, 0.1],
+              batch_size=16, lr=1e-2, depth=DEPTH, width=WIDTH)
+    runs = [train_ensemble(x.float(), y, **kw, config=config(dtype=torch.float32, fused=False,
+                                                             models_per_batch=k))
+            for k in (None, 2, 1)]
+    ref = runs[0].model.state_dict()
+    for other in runs[1:]:
+        assert all(torch.equal(ref[k], v) for k, v in other.model.state_dict().items())
+
+
+# --------------------------------------------------------------------------- stopping, records
+
+
+def test_early_stopping_rules(data):
+    x, y = data
+    # Loss threshold: the fast model drops below it, the slow one never does.
+    res = train_ensemble(x, y, seeds=[1, 2], lr=[5e-2, 1e-5], batch_size=16, depth=DEPTH,
+                         width=WIDTH, config=config(epochs=30, loss_threshold=0.3))
+    assert res.stop_reason == ["loss_threshold", "max_epochs"]
+    e = res.epochs_run[0].item()
+    assert e < 30 and res.epochs_run[1].item() == 30
+    assert res.loss_history[0, e - 1] < 0.3 <= res.loss_history[0, : e - 1].min()
+    assert torch.isnan(res.loss_history[0, e:]).all()
+    assert res.steps_run[0].item() == e * (N // 16)
+    # The model left in the stack carries on exactly (shared Adam step count).
+    ref = reference(x, y, 2, lr=1e-5, batch_size=16, epochs=30)
+    assert_matches_reference(res, 1, ref, x, y)
+    # Plateau: window means of 2 epochs compared with a loose tolerance.
+    res = train_ensemble(x, y, seeds=[1], lr=1e-5, depth=DEPTH, width=WIDTH,
+                         config=config(epochs=30, patience=2, rel_tol=0.5))
+    assert res.stop_reason == ["plateau"] and res.epochs_run.item() == 4
+
+
+def test_snapshots_every_k_epochs(data):
+    x, y = data
+
+    def last_layer_mean(feats):  # (m, N, F) → (m,)
+        return feats[-1].mean((1, 2))
+
+    start = EnsembleMLP.init(2, D, C, seeds=[1, 2], depth=DEPTH, width=WIDTH,
+                             dtype=torch.float64)
+    res = train_ensemble(x, y, seeds=[1, 2], model=start, lr=[1e-2, 1e-2], batch_size=[N, 32],
+                         config=config(epochs=5, record_every=2), record_fn=last_layer_mean)
+    assert [e for e, _ in res.snapshots] == [0, 2, 4]
+    first = res.snapshots[0][1]
+    assert first.shape == (2,)
+    assert torch.allclose(first, last_layer_mean(start.features(x)))
+    assert not torch.allclose(res.snapshots[1][1], first)
+    # Without record_fn the features themselves: L+1 tensors (M, N, F).
+    res = train_ensemble(x, y, seeds=[1], depth=DEPTH, width=WIDTH,
+                         config=config(epochs=2, record_every=1))
+    assert [e for e, _ in res.snapshots] == [0, 1, 2]
+    assert [tuple(f.shape) for f in res.snapshots[2][1]] == [(1, N, D)] + [(1, N, WIDTH)] * DEPTH
+    final = res.features()
+    assert all(torch.equal(a, b) for a, b in zip(res.snapshots[2][1], final, strict=True))
+
+
+def test_config_and_input_validation(data):
+    x, y = data
+    with pytest.raises(ValueError, match="optimizer"):
+        TrainConfig(optimizer="rmsprop")
+    with pytest.raises(ValueError, match="epochs"):
+        TrainConfig(epochs=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        train_ensemble(x, y, seeds=[1], batch_size=N + 1, config=config())
+    with pytest.raises(ValueError, match="alpha"):
+        train_ensemble(x, y, seeds=[1], alpha=1.5, config=config())
+    with pytest.raises(ValueError, match="dropout"):
+        train_ensemble(x, y, seeds=[1, 2], dropout=[0.1, 1.0], config=config())
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert TrainConfig(dtype="float64").dtype == torch.float64
+    assert np.isclose(EnsembleMLP(1, D, C, dropout=0.1)._drop_scale.item(), 1 / 0.9, atol=1e-4)
