@@ -167,18 +167,26 @@ def cmd_plot(args) -> None:
     print(f"wrote {out}")
 
 
-def main(argv=None) -> int:
-    parser = build_parser()
+def run(parser: argparse.ArgumentParser, argv=None) -> int:
+    """Parse, run the chosen command, and turn expected failures into exit code 2.
+
+    Shared by both packages' command lines: one-line ``<prog>: error: ...``
+    messages for bad input, 130 on Ctrl-C (a sweep resumes when rerun).
+    """
     args = parser.parse_args(argv)
     try:
         args.func(args)
     except (ConfigError, OutputExistsError, FileNotFoundError, ValueError) as err:
-        print(f"springblock: error: {err}", file=sys.stderr)
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("springblock: interrupted; rerun the same command to resume", file=sys.stderr)
+        print(f"{parser.prog}: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
     return 0
+
+
+def main(argv=None) -> int:
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from typing import Any
 
 import xarray as xr
 
-from springblock.io import ENGINE, OutputExistsError, temporary_name
+from springblock.io import ENGINE, OutputExistsError, write_atomic
 
 SCHEDULERS = ("serial", "processes")
 
@@ -106,14 +106,7 @@ class ChunkStore:
         return {int(p.stem.split("-")[1]) for p in self.path.glob("chunk-*.nc")}
 
     def write(self, index: int, ds: xr.Dataset) -> None:
-        target = self.chunk_path(index)
-        tmp = temporary_name(target)
-        try:
-            ds.to_netcdf(tmp, engine=ENGINE)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_atomic(ds, self.chunk_path(index))
 
     def read(self, index: int) -> xr.Dataset:
         with xr.open_dataset(self.chunk_path(index), engine=ENGINE) as ds:

@@ -59,21 +59,24 @@ def check_output(path, overwrite: bool = False) -> Path:
     return path
 
 
-def temporary_name(path: Path) -> Path:
-    """A unique hidden sibling of ``path`` to write before renaming onto it."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+def write_atomic(ds: xr.Dataset, path: Path) -> None:
+    """Write NetCDF to a unique hidden sibling, then rename it onto ``path``.
 
-
-def save(ds: xr.Dataset, path, overwrite: bool = False) -> Path:
-    """Write ``ds`` to NetCDF at ``path`` atomically."""
-    path = check_output(path, overwrite)
-    tmp = temporary_name(path)
+    A rename is atomic: readers (and a resumed sweep) see the whole file or none.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         ds.to_netcdf(tmp, engine=ENGINE)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def save(ds: xr.Dataset, path, overwrite: bool = False) -> Path:
+    """Write ``ds`` to NetCDF at ``path`` atomically, refusing to overwrite by default."""
+    path = check_output(path, overwrite)
+    write_atomic(ds, path)
     return path
 
 
