@@ -1,4 +1,4 @@
-"""Command line: ``dnnphase sweep | plot``.
+"""Command line: ``dnnphase sweep | plot | compare | fit | reproduce``.
 
 Every bad input ends with a one-line ``dnnphase: error: ...`` naming the
 parameter and its allowed values, exit code 2, before any training starts.
@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from springblock.cli import run
 from springblock.config import ConfigError
 from springblock.io import OutputExistsError
 from springblock.phase import parse_values
@@ -77,6 +78,41 @@ def build_parser() -> argparse.ArgumentParser:
                    help="half-width of the linear band of scale-free curvature")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("compare", help="networks vs spring-block chain: figures + agreement",
+                       description="Compare a chain phase diagram with a network sweep.")
+    p.add_argument("spring", help="a NetCDF file written by springblock phase")
+    p.add_argument("network", help="a NetCDF file written by dnnphase sweep")
+    p.add_argument("-o", "--output", required=True, help="output folder")
+    p.add_argument("--measure", default="trace_ratio")
+    p.add_argument("--tolerance", type=float, default=0.05,
+                   help="half-width of the linear band of scale-free curvature")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("fit", help="spring parameters for every network cell",
+                       description="Fit (mu_right, noise) of a chain, at fixed horizon and "
+                                   "mu_left/mu_right, to each cell's seed-mean load curve.")
+    p.add_argument("network", help="a NetCDF file written by dnnphase sweep")
+    p.add_argument("-o", "--output", required=True, help="output NetCDF file")
+    p.add_argument("--measure", default="trace_ratio")
+    p.add_argument("--horizon", type=float, default=1000.0, help="chain horizon T (default 1000)")
+    p.add_argument("--mu-left-ratio", type=float, default=2.0, help="mu_left / mu_right")
+    p.add_argument("--refine", default="theory", help="theory (default) or simulation")
+    p.add_argument("--figure", default=None, help="also draw the parameter maps here")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("reproduce", help="everything, end to end, from a preset",
+                       description="Chain phase diagram, network sweeps, fits, comparison and "
+                                   "figures in one folder (reruns reuse what is there).")
+    p.add_argument("--preset", default="quick", help="test, quick (default) or paper")
+    p.add_argument("-o", "--output", default="figures", help="output folder (default figures)")
+    p.add_argument("--scheduler", default=None,
+                   help="network sweeps: processes (default), serial or tcp://host:port")
+    p.add_argument("--overwrite", action="store_true", help="recompute existing results")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_reproduce)
     return parser
 
 
@@ -121,18 +157,65 @@ def cmd_plot(args) -> None:
     print(f"wrote {out}")
 
 
+def cmd_compare(args) -> None:
+    from dnnphase import compare as cmp
+    from dnnphase import plotting
+    from springblock.io import load, save
+
+    out = Path(args.output)
+    report_path = out / "report.nc"
+    if report_path.exists() and not args.overwrite:
+        raise OutputExistsError(f"output {str(report_path)!r} exists; pass --overwrite")
+    spring = load(args.spring)
+    network = load(args.network)
+    if spring.attrs.get("kind") == "dnnphase.sweep" and network.attrs.get("kind", "").startswith(
+            "springblock"):
+        raise ConfigError("the spring phase diagram comes first: dnnphase compare SPRING NETWORK")
+    report = cmp.compare(spring, network, measure=args.measure, tolerance=args.tolerance)
+    out.mkdir(parents=True, exist_ok=True)
+    save(report, report_path, overwrite=True)
+    plotting.save_figure(plotting.plot_side_by_side(spring, network, args.measure,
+                                                    args.tolerance), out / "phase.png")
+    plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report, args.measure),
+                         out / "accuracy.png")
+    print(cmp.summary(report))
+    print(f"wrote {report_path}, {out / 'phase.png'}, {out / 'accuracy.png'}")
+
+
+def cmd_fit(args) -> None:
+    from dnnphase.compare import check_network
+    from dnnphase.fit import fit_spring
+    from springblock.io import check_output, load, save
+
+    check_output(args.output, args.overwrite)
+    network = load(args.network, kind="dnnphase.sweep")
+    check_network(network, args.measure)
+    knob = network.attrs["knob"]
+    curves = network["load_curve"].sel(measure=args.measure).mean("seed", skipna=True)
+    fit = fit_spring(curves.values, horizon=args.horizon, mu_left_ratio=args.mu_left_ratio,
+                     refine=args.refine)
+    ds = fit.to_dataset(dims=["alpha", knob],
+                        coords={"alpha": network["alpha"].values, knob: network[knob].values})
+    ds.attrs["kind"] = "dnnphase.fit"
+    ds.attrs["source"] = str(args.network)
+    save(ds, args.output, overwrite=args.overwrite)
+    if args.figure:
+        from dnnphase import plotting
+
+        noisier_left = network[knob].attrs.get("noisier", "larger") == "larger"
+        plotting.save_figure(plotting.plot_fit_maps(ds, knob, noisier_left), args.figure)
+    print(f"wrote {args.output}: median residual {float(ds['residual'].median()):.4f}")
+
+
+def cmd_reproduce(args) -> None:
+    from dnnphase.reproduce import reproduce
+
+    reproduce(args.preset, args.output, overwrite=args.overwrite, scheduler=args.scheduler,
+              quiet=args.quiet)
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        args.func(args)
-    except (ConfigError, OutputExistsError, FileNotFoundError, ValueError) as err:
-        print(f"dnnphase: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("dnnphase: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
-    return 0
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

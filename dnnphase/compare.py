@@ -180,7 +180,8 @@ def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 
     return {"peak": vertex(c, a), "peak_low": float(np.quantile(boot, 0.025)),
             "peak_high": float(np.quantile(boot, 0.975)), "bin_curvature": centres,
             "bin_accuracy": means, "spearman_abs": float(
-                stats.spearmanr(np.abs(c), a).statistic)}
+                stats.spearmanr(np.abs(c), a).statistic) if np.ptp(a) > 0 and np.ptp(
+                np.abs(c)) > 0 else np.nan}
 
 
 # --- the comparison -------------------------------------------------------------------

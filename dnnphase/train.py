@@ -15,7 +15,15 @@ kept *sample-major*, ``(B, M, F)``, i.e. ``(B, M·F)`` in memory: then every
 model's BatchNorm is one native ``F.batch_norm`` call over ``M·F`` channels
 (per-model batch mean, biased batch variance, running statistics updated with
 PyTorch's momentum and unbiased variance — the very kernel ``nn.BatchNorm1d``
-uses). The matmuls are ``torch.baddbmm`` on transposed views ``(M, B, F)``.
+uses). The matmuls are ``torch.bmm`` / ``torch.baddbmm`` on transposed views
+``(M, B, F)``, which BLAS reads without a copy.
+
+Speed (benchmarks/bench_train.py, paper configuration, 1 core, shared machine):
+full batch ≈ 2.6 s per model per 100 epochs, ~1.1x the plain nn.Module loop
+(both are matmul-bound, ~58 % of bmm speed) and ~1.3x with dropout 0.1 (cheap
+masks); batch 20: ~6.7x the plain loop, ~4.5x a fused-Adam loop, at stacks of
+64–128 models. Stacking models does not pay at full batch (the stack only adds
+memory traffic), hence small default stacks there (``default_models_per_batch``).
 
 Exactness
 ---------

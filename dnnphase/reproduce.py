@@ -1,0 +1,274 @@
+"""One command from nothing to every figure: ``dnnphase reproduce --preset quick``.
+
+Steps (each result is a file in the output folder, so a rerun reuses what is
+there and resumes what was interrupted):
+
+1. the spring-block phase diagram (``spring_phase.nc``);
+2. one network sweep per knob (``dnn_<knob>.nc``), recording load curves
+   during training for the dynamics figure;
+3. for every network cell, the chain parameters that best explain its mean
+   load curve (``fit_<knob>.nc``);
+4. the comparison report (``report_<knob>.nc``) and its summary (printed);
+5. figures: ``phase_<knob>.png`` (networks beside the chain), ``fit_<knob>.png``
+   (fitted parameter maps), ``accuracy_<knob>.png`` (accuracy vs curvature),
+   ``dynamics_<knob>.png`` (load curves over training vs the chain over time).
+
+Presets: ``test`` (seconds; used by the test suite), ``quick`` (the README's
+main job, <= 10 minutes on 2 cores), ``paper`` (the paper's grids, 10 seeds;
+hours on a laptop — the expected time is printed before it starts).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from springblock import io
+from springblock.config import ConfigError
+
+ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
+#: DESIGN's recommended chain grid: 6 x 8 cells x 10 seeds, T = 1000, mu<- = 2 mu->.
+CHAIN_GRID = dict(rows=("mu_right", list(np.linspace(0, 0.03, 6))),
+                  cols=("noise", list(np.linspace(0, 0.028, 8))), seeds=10, steps=100_000,
+                  mu_left_ratio=2.0)
+
+PRESETS = {
+    "test": {
+        "spring": dict(rows=("mu_right", [0.0, 0.015, 0.03]), cols=("noise", [0.0, 0.01, 0.03]),
+                       seeds=2, steps=5_000, mu_left_ratio=2.0),
+        "networks": [dict(knob="dropout", values=(0.0, 0.3), alphas=(0.0, 1.0), seeds=(0, 1),
+                          dataset="digits", n_train=300, depth=3, width=16, epochs=6,
+                          record_every=2, measures=("trace_ratio",))],
+        "fit_grid": (8, 8),
+        "seconds_per_model": 0.3,
+    },
+    "quick": {
+        "spring": CHAIN_GRID,
+        # 3 alpha x 4 dropout x 2 seeds on the paper's network and data, 100 epochs.
+        "networks": [dict(knob="dropout", values=(0.0, 0.1, 0.2, 0.3), alphas=(0.0, 0.5, 1.0),
+                          seeds=(0, 1), dataset="mnist5k", epochs=100, record_every=10,
+                          measures=("trace_ratio", "fuzziness", "cdnv", "ncc"),
+                          models_per_chunk=4)],
+        "fit_grid": (24, 24),
+        "seconds_per_model": 6.0,
+    },
+    "paper": {
+        "spring": CHAIN_GRID,
+        "networks": [
+            dict(knob="dropout", values=tuple(np.round(np.linspace(0, 0.3, 16), 10)),
+                 alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=100, record_every=10),
+            dict(knob="lr", values=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.2, 0.5),
+                 alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=200, record_every=20),
+            dict(knob="batch_size", values=(5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560),
+                 alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=100, record_every=10),
+            dict(knob="noise", values=tuple(np.round(np.linspace(0, 0.8, 9), 10)),
+                 alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=100, record_every=10),
+        ],
+        "fit_grid": (24, 24),
+        "seconds_per_model": 6.0,
+    },
+}
+
+
+def _say(text: str, quiet: bool) -> None:
+    if not quiet:
+        print(text, flush=True)
+
+
+def expected_seconds(preset: dict) -> float:
+    """A rough wall-time estimate: models x measured seconds per model (2 cores)."""
+    total = 0.0
+    for net in preset["networks"]:
+        n = len(net["values"]) * len(net["alphas"]) * len(net["seeds"])
+        factor = net.get("epochs", 100) / 100
+        if net["knob"] == "batch_size":  # small batches: many more steps per epoch
+            factor *= np.mean([max(1.0, 2560 / v / 20) for v in net["values"]])
+        total += n * preset["seconds_per_model"] * factor
+    return total + 30.0  # the chain, the fits and the figures
+
+
+def _result(path: Path, kind: str, config: dict, make, overwrite: bool, quiet: bool):
+    """Reuse ``path`` if it holds the same configuration; otherwise compute it."""
+    if path.exists() and not overwrite:
+        ds = io.load(path)
+        if ds.attrs.get("kind") == kind and json.loads(ds.attrs["config"]) == json.loads(
+                json.dumps(config, default=str)):
+            _say(f"  reusing {path}", quiet)
+            return ds
+        raise ConfigError(f"{path} exists with a different configuration; pass --overwrite "
+                          "or choose another output folder")
+    return make()
+
+
+def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = False,
+              scheduler: str | None = None, quiet: bool = False) -> dict[str, xr.Dataset]:
+    """Run the whole pipeline of a preset; returns the report Dataset of each knob."""
+    from dnnphase import compare as cmp
+    from dnnphase import plotting
+    from dnnphase.fit import fit_spring
+    from dnnphase.sweep import SweepConfig, sweep
+    from springblock import phase_diagram
+    from springblock.phase import CHAINS_PER_CHUNK
+
+    if preset not in PRESETS:
+        raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")
+    spec = PRESETS[preset]
+    out = Path(output)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"output must be a folder (got the file {str(out)!r})")
+    configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
+    out.mkdir(parents=True, exist_ok=True)
+    n_models = sum(len(c.values) * len(c.alphas) * len(c.seeds) for c in configs)
+    _say(f"reproduce --preset {preset}: chain {len(spec['spring']['rows'][1])} x "
+         f"{len(spec['spring']['cols'][1])} cells x {spec['spring']['seeds']} seeds; "
+         f"{n_models} networks; expected about {expected_seconds(spec) / 60:.0f} min "
+         "on 2 cores", quiet)
+    start = time.monotonic()
+    net_scheduler = scheduler or ("serial" if preset == "test" else "processes")
+
+    _say("[1] spring-block phase diagram", quiet)
+    spring_path = out / "spring_phase.nc"
+    s = spec["spring"]
+    if spring_path.exists() and not overwrite:
+        spring = _reuse_spring(spring_path, s, quiet)
+    else:
+        spring = phase_diagram(s["rows"], s["cols"], seeds=s["seeds"], steps=s["steps"],
+                               mu_left_ratio=s["mu_left_ratio"], output=spring_path,
+                               overwrite=True, quiet=quiet, chains_per_chunk=CHAINS_PER_CHUNK)
+    horizon = float(spring["horizon"].mean())
+    reports = {}
+    for k, cfg in enumerate(configs, start=2):
+        knob = cfg.knob
+        _say(f"[{k}] network sweep: {knob}", quiet)
+        net_path = out / f"dnn_{knob}.nc"
+        network = _result(net_path, "dnnphase.sweep", cfg.to_dict(),
+                          lambda cfg=cfg, net_path=net_path: sweep(
+                              cfg, output=net_path, overwrite=True, scheduler=net_scheduler,
+                              quiet=quiet), overwrite, quiet)
+
+        _say(f"    fitting the chain to {network.sizes['alpha'] * network.sizes[knob]} cells",
+             quiet)
+        mean_curves = network["load_curve"].sel(measure="trace_ratio").mean("seed",
+                                                                            skipna=True)
+        fit = fit_spring(mean_curves.values, horizon=horizon,
+                         mu_left_ratio=s["mu_left_ratio"], grid=spec["fit_grid"])
+        fit_ds = fit.to_dataset(dims=["alpha", knob], coords={
+            "alpha": network["alpha"].values, knob: network[knob].values})
+        fit_ds.attrs["kind"] = "dnnphase.fit"
+        io.save(fit_ds, out / f"fit_{knob}.nc", overwrite=True)
+
+        report = cmp.compare(spring, network)
+        report = report.merge(_fit_trends(fit_ds, network, knob))
+        report.attrs.update(_fit_trends(fit_ds, network, knob).attrs)
+        io.save(report, out / f"report_{knob}.nc", overwrite=True)
+        reports[knob] = report
+        _say(cmp.summary(report) + "\n" + fit_summary(report), quiet)
+
+        noisier_left = network[knob].attrs.get("noisier", "larger") == "larger"
+        plotting.save_figure(plotting.plot_side_by_side(spring, network),
+                             out / f"phase_{knob}.png")
+        plotting.save_figure(plotting.plot_fit_maps(fit_ds, knob, noisier_left),
+                             out / f"fit_{knob}.png")
+        plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report),
+                             out / f"accuracy_{knob}.png")
+        if "load_curve_epochs" in network:
+            plotting.save_figure(_dynamics_figure(network, fit_ds, knob, s["steps"], horizon),
+                                 out / f"dynamics_{knob}.png")
+    _say(f"done in {time.monotonic() - start:.0f} s; results and figures in {out}/", quiet)
+    return reports
+
+
+def _reuse_spring(path: Path, spec: dict, quiet: bool) -> xr.Dataset:
+    """The stored chain phase diagram, if it was made with this preset's grid."""
+    ds = io.load(path, kind="springblock.phase_diagram")
+    stored = json.loads(ds.attrs["config"])
+    same = (stored["rows"] == [spec["rows"][0], [float(v) for v in spec["rows"][1]]]
+            and stored["cols"] == [spec["cols"][0], [float(v) for v in spec["cols"][1]]]
+            and len(stored["seeds"]) == spec["seeds"] and stored["base"]["steps"] == spec["steps"]
+            and stored["mu_left_ratio"] == spec["mu_left_ratio"])
+    if not same:
+        raise ConfigError(f"{path} exists with a different grid; pass --overwrite or choose "
+                          "another output folder")
+    _say(f"  reusing {path}", quiet)
+    return ds
+
+
+def _fit_trends(fit: xr.Dataset, network: xr.Dataset, knob: str) -> xr.Dataset:
+    """Does the fitted effective friction fall with noise and rise with nonlinearity?
+
+    Spearman rho of F_eff along each alpha row (vs the knob oriented noisier)
+    and along each knob column (vs nonlinearity 1 - alpha). The paper's theory
+    predicts rho < 0 along noise and rho > 0 along nonlinearity.
+    """
+    from dnnphase.compare import rank_correlations
+
+    larger_noisier = network[knob].attrs.get("noisier", "larger") == "larger"
+    oriented = fit["effective_force"].sortby("alpha", ascending=False).sortby(
+        knob, ascending=larger_noisier)
+    rows, cols = rank_correlations(oriented.values)
+    out = xr.Dataset({
+        "fit_rho_along_noise": ("nonlinearity", rows,
+                                {"long_name": "Spearman rho of F_eff vs noise, per alpha"}),
+        "fit_rho_along_nonlinearity": ("noise", cols,
+                                       {"long_name": "Spearman rho of F_eff vs 1 - alpha"}),
+        "fit_effective_force": (("nonlinearity", "noise"), oriented.values),
+        "fit_residual": (("nonlinearity", "noise"), fit["residual"].sortby(
+            "alpha", ascending=False).sortby(knob, ascending=larger_noisier).values),
+    })
+    out.attrs.update({
+        "fit_mean_rho_along_noise": float(np.nanmean(rows)) if np.isfinite(rows).any()
+        else np.nan,
+        "fit_mean_rho_along_nonlinearity": float(np.nanmean(cols)) if np.isfinite(cols).any()
+        else np.nan,
+        "fit_monotone_rows": int(np.sum(rows <= -0.999)),
+        "fit_monotone_cols": int(np.sum(cols >= 0.999)),
+        "fit_median_residual": float(np.nanmedian(fit["residual"].values)),
+    })
+    return out
+
+
+def fit_summary(report: xr.Dataset) -> str:
+    a = report.attrs
+    n_rows = report.sizes.get("nonlinearity", 0)
+    n_cols = report.sizes.get("noise", 0)
+    return ("fitted effective friction F_eff: mean Spearman rho "
+            f"{a['fit_mean_rho_along_noise']:+.2f} along noise (theory: < 0; strictly falling "
+            f"in {a['fit_monotone_rows']}/{n_rows} "
+            f"rows), {a['fit_mean_rho_along_nonlinearity']:+.2f} along nonlinearity (theory: > 0;"
+            f" strictly rising in {a['fit_monotone_cols']}/{n_cols} columns); median residual "
+            f"{a['fit_median_residual']:.3f}")
+
+
+def _dynamics_figure(network: xr.Dataset, fit: xr.Dataset, knob: str, steps: int,
+                     horizon: float):
+    """Three cells (least noisy / middle / noisiest at alpha = 0) vs their fitted chains."""
+    from dnnphase import plotting
+    from springblock import simulate
+
+    alpha = float(network["alpha"].min())
+    values = network[knob].values
+    picks = sorted({0, len(values) // 2, len(values) - 1})
+    net_curves, chain_curves, titles = [], [], []
+    for j in picks:
+        v = values[j]
+        epochs = network["epoch"].values
+        curves = network["load_curve_epochs"].sel(alpha=alpha, **{knob: v}).mean(
+            "seed", skipna=True).values
+        net_curves.append((epochs, curves))
+        cell = fit.sel(alpha=alpha, **{knob: v})
+        if np.isfinite(cell["mu_right"]):
+            every = max(1, steps // max(1, len(epochs) - 1))  # as many frames as epochs
+            chain = simulate(blocks=network.sizes["layer"] - 1,
+                             mu_right=float(cell["mu_right"]), mu_left=float(cell["mu_left"]),
+                             noise=float(cell["noise"]), steps=int(round(horizon / 0.01)),
+                             record_every=every, seeds=16, theory_prediction=False)
+            chain_curves.append((chain["time"].values,
+                                 chain["trajectory"].mean("seed").values))
+        else:
+            chain_curves.append((np.array([0.0]), np.full((1, network.sizes["layer"]), np.nan)))
+        titles.append(f"alpha {alpha:g}, {knob} {v:g}")
+    return plotting.plot_dynamics(net_curves, chain_curves, titles)

@@ -1,0 +1,173 @@
+"""The comparator on constructed inputs, its bad-input errors, and reproduce end to end."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from dnnphase import compare as cmp
+from dnnphase.cli import main
+from springblock import io
+
+
+def parabola(c, n_layers=8):
+    """Load curves (..., L+1) from 1 to 0 with scale-free curvature exactly c."""
+    u = np.linspace(0, 1, n_layers)
+    c = np.asarray(c, dtype=float)[..., None]
+    return 1 - u + c * (u * u - u)
+
+
+def fake_network(curv, alphas, knob="dropout", values=None, accuracy=None, seeds=2):
+    """A minimal dnnphase.sweep Dataset with given mean scale-free curvature (alpha, knob)."""
+    curv = np.asarray(curv, dtype=float)
+    values = np.linspace(0, 0.3, curv.shape[1]) if values is None else values
+    curves = np.repeat(parabola(curv)[:, :, None, None, :], seeds, axis=2)  # (a, v, s, 1, L+1)
+    from springblock import loadcurve
+
+    acc = np.zeros(curv.shape + (seeds,)) + (0.5 if accuracy is None else accuracy[..., None])
+    ds = xr.Dataset(
+        {"load_curve": (("alpha", knob, "seed", "measure", "layer"), curves),
+         "curvature_scaled": (("alpha", knob, "seed", "measure"),
+                              loadcurve.curvature_scaled(curves)),
+         "test_accuracy": (("alpha", knob, "seed"), acc)},
+        coords={"alpha": alphas, knob: (knob, values, {"noisier": "larger"}),
+                "seed": np.arange(seeds), "measure": ["trace_ratio"],
+                "layer": np.arange(8)},
+        attrs={"kind": "dnnphase.sweep", "knob": knob},
+    )
+    return ds
+
+
+def fake_spring(curv, friction, noise, seeds=2):
+    curv = np.asarray(curv, dtype=float)
+    curves = np.repeat(parabola(curv)[:, :, None, :], seeds, axis=2)
+    from springblock import loadcurve
+
+    return xr.Dataset(
+        {"load_curve": (("mu_right", "noise", "seed", "layer"), curves),
+         "curvature_scaled": (("mu_right", "noise", "seed"), loadcurve.curvature_scaled(curves)),
+         "horizon": (("mu_right", "noise", "seed"), np.full(curv.shape + (seeds,), 1000.0))},
+        coords={"mu_right": friction, "noise": noise, "seed": np.arange(seeds),
+                "layer": np.arange(8)},
+        attrs={"kind": "springblock.phase_diagram"},
+    )
+
+
+# The theory's picture on both sides: more nonlinearity (friction, 1 - alpha) -> concave,
+# more noise -> convex. Spring rows: friction up; network rows: alpha up (so reversed).
+SPRING_CURV = np.array([[-0.2, 0.0, 0.2, 0.4],
+                        [-0.4, -0.2, 0.0, 0.2],
+                        [-0.6, -0.4, -0.2, 0.0]])
+
+
+def test_matching_diagrams_agree_perfectly():
+    network = fake_network(SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    report = cmp.compare(spring, network, tolerance=0.05)
+    assert report.attrs["label_agreement"] == 1.0
+    assert report.attrs["label_kappa"] == pytest.approx(1.0)
+    np.testing.assert_allclose(report["network_rho_along_noise"], 1.0)
+    np.testing.assert_allclose(report["network_rho_along_nonlinearity"], -1.0)
+    np.testing.assert_allclose(report["spring_rho_along_noise"], 1.0)
+    np.testing.assert_allclose(report["spring_rho_along_nonlinearity"], -1.0)
+    # network rows were re-oriented: alpha = 1 (least nonlinear) comes first
+    np.testing.assert_array_equal(report["alpha"], [1.0, 0.5, 0.0])
+
+
+def test_labels_follow_the_tolerance_band():
+    network = fake_network(SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    wide = cmp.compare(spring, network, tolerance=0.3)
+    labels = wide["network_label"].values
+    assert np.sum(labels == 0) == 8 and np.sum(labels == -1) == 3 and np.sum(labels == 1) == 1
+
+
+def test_opposite_orientation_disagrees():
+    # a network whose curvature falls with noise: the theory's orientation fails
+    network = fake_network(-SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    report = cmp.compare(spring, network)
+    assert report.attrs["network_mean_rho_along_noise"] == pytest.approx(-1.0)
+    assert report.attrs["label_agreement"] < 0.5 and report.attrs["label_kappa"] < 0
+
+
+def test_rank_alignment_maps_different_grid_sizes():
+    spring_labels = np.arange(12.0).reshape(3, 4)
+    aligned = cmp.aligned_labels(spring_labels, (2, 3))
+    np.testing.assert_array_equal(aligned, [[0, 2, 3], [8, 10, 11]])
+
+
+def test_accuracy_peak_finds_a_known_maximum():
+    rng = np.random.default_rng(0)
+    c = rng.uniform(-1, 1, 400)
+    acc = 0.9 - 0.3 * (c - 0.1) ** 2 + 0.01 * rng.standard_normal(400)
+    peak = cmp.accuracy_peak(c, acc, n_boot=300)
+    assert peak["peak"] == pytest.approx(0.1, abs=0.03)
+    assert peak["peak_low"] < 0.1 < peak["peak_high"]
+    assert peak["peak_high"] - peak["peak_low"] < 0.1
+
+
+def test_partial_nan_cells_warn_and_are_masked():
+    curv = SPRING_CURV[::-1].copy()
+    curv[0, 0] = np.nan
+    network = fake_network(curv, alphas=[0.0, 0.5, 1.0])
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    with pytest.warns(UserWarning, match="masked"):
+        report = cmp.compare(spring, network)
+    assert np.isnan(report["label_agreement"].values).sum() == 1
+    assert report.attrs["label_agreement"] == 1.0
+
+
+def test_bad_inputs_are_clear_errors():
+    network = fake_network(SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    with pytest.raises(ValueError, match="expected a spring phase diagram"):
+        cmp.compare(network, network)
+    with pytest.raises(ValueError, match="expected a network sweep"):
+        cmp.compare(spring, spring)
+    with pytest.raises(ValueError, match="lacks variables: test_accuracy"):
+        cmp.compare(spring, network.drop_vars("test_accuracy"))
+    with pytest.raises(ValueError, match="every cell of the network phase diagram is NaN"):
+        cmp.compare(spring, network.map(lambda v: v * np.nan if v.dtype.kind == "f" else v,
+                                        keep_attrs=True).assign_attrs(network.attrs))
+    with pytest.raises(ValueError, match="empty"):
+        cmp.compare(spring, network.isel(alpha=slice(0, 0)))
+    with pytest.raises(ValueError, match="measure must be one of trace_ratio"):
+        cmp.compare(spring, network, measure="cdnv")
+
+
+def test_cli_compare_errors_exit_2(tmp_path, capsys):
+    network = fake_network(SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    io.save(network, tmp_path / "net.nc")
+    io.save(spring, tmp_path / "spring.nc")
+    (tmp_path / "junk.nc").write_text("not a result")
+    assert main(["compare", str(tmp_path / "net.nc"), str(tmp_path / "spring.nc"),
+                 "-o", str(tmp_path / "r")]) == 2
+    assert "spring phase diagram comes first" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "junk.nc"), str(tmp_path / "net.nc"),
+                 "-o", str(tmp_path / "r")]) == 2
+    assert "not a NetCDF result" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "spring.nc"), str(tmp_path / "net.nc"),
+                 "-o", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "report.nc").exists() and (tmp_path / "r" / "phase.png").exists()
+    assert main(["fit", str(tmp_path / "spring.nc"), "-o", str(tmp_path / "f.nc")]) == 2
+    assert "expected 'dnnphase.sweep'" in capsys.readouterr().err
+
+
+def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
+    out = tmp_path / "figs"
+    assert main(["reproduce", "--preset", "test", "-o", str(out), "--quiet"]) == 0
+    for name in ("spring_phase.nc", "dnn_dropout.nc", "fit_dropout.nc", "report_dropout.nc",
+                 "phase_dropout.png", "fit_dropout.png", "accuracy_dropout.png",
+                 "dynamics_dropout.png"):
+        assert (out / name).stat().st_size > 1000, name
+    report = io.load(out / "report_dropout.nc")
+    for key in ("label_agreement", "label_kappa", "accuracy_peak_curvature",
+                "fit_mean_rho_along_noise"):
+        assert key in report.attrs
+    fit = io.load(out / "fit_dropout.nc")
+    assert {"mu_right", "noise", "effective_force", "residual"} <= set(fit.data_vars)
+    # a rerun reuses the stored results instead of recomputing or refusing
+    assert main(["reproduce", "--preset", "test", "-o", str(out)]) == 0
+    assert "reusing" in capsys.readouterr().out
+    assert main(["reproduce", "--preset", "huge", "-o", str(out)]) == 2

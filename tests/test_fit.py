@@ -1,0 +1,233 @@
+"""dnnphase.fit: spring-chain parameters from load-curve shapes.
+
+Most fits here use the default horizon T = 1000 and bounds, so the starting
+grid is integrated once per test session (functools cache) and shared.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from dnnphase import fit
+from springblock import simulate, theory
+
+# --------------------------------------------------------------------------
+# the batched integrator
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "blocks,mu_right,mu_left,noise,horizon,modulus,target",
+    [
+        (7, 0.01, 0.02, 0.005, 1000.0, 1.0, 1.0),  # transition region
+        (7, 0.03, 0.06, 0.02, 1000.0, 1.0, 1.0),  # nearly relaxed
+        (7, 0.02, 0.04, 0.0, 1000.0, 1.0, 1.0),  # noiseless: Eq. 7, dead zone kinks
+        (7, 0.05, 0.10, 0.0, 1000.0, 1.0, 1.0),  # noiseless, only a tail of blocks moves
+        (7, 0.08, 0.16, 0.1, 300.0, 1.0, 1.0),  # edge of the default bounds
+        (5, 0.02, 0.03, 0.01, 300.0, 2.0, 1.5),  # other L, k, y
+    ],
+)
+def test_batched_integrator_equals_predict_positions(blocks, mu_right, mu_left, noise, horizon,
+                                                     modulus, target):
+    ref = theory.predict_positions(blocks, mu_right, mu_left, noise, horizon,
+                                   modulus=modulus, target=target)
+    got = fit.predict_positions_batch(blocks, [mu_right], [mu_left], [noise], horizon,
+                                      modulus=modulus, target=target)
+    assert got.shape == (1, blocks)
+    np.testing.assert_allclose(got[0], ref, atol=1e-5, rtol=0)
+
+
+def test_batched_integrator_broadcasts_and_sets_are_independent():
+    mu = np.array([[0.01], [0.03]])  # (2, 1) against (3,) noise -> (2, 3, L)
+    s = np.array([0.0, 0.005, 0.02])
+    both = fit.predict_positions_batch(6, mu, 2 * mu, s, 200.0)
+    assert both.shape == (2, 3, 6)
+    alone = fit.predict_positions_batch(6, 0.03, 0.06, 0.005, 200.0)
+    np.testing.assert_array_equal(both[1, 1], alone)
+
+
+# --------------------------------------------------------------------------
+# normalisation and the effective force
+# --------------------------------------------------------------------------
+
+
+def test_normalise_scales_to_one_and_zero_and_masks_flat_or_nan_curves():
+    d = np.array([[5.0, 4.0, 2.0, -1.0], [3.0, 3.0, 3.0, 3.0], [1.0, np.nan, 0.5, 0.0]])
+    n = fit.normalise(d)
+    np.testing.assert_allclose(n[0], [1.0, 5 / 6, 0.5, 0.0])
+    assert np.isnan(n[1]).all() and np.isnan(n[2]).all()
+
+
+@pytest.mark.parametrize("blocks", [3, 7, 12])
+@pytest.mark.parametrize("force", [-0.2, -0.02, 0.0, 0.004, 0.03])
+def test_effective_force_is_exact_on_equal_force_chains(blocks, force):
+    modulus = 2.0
+    x = theory.equal_force_state(force, blocks, modulus=modulus, target=1.0)
+    curve = theory.load_curve(x, 1.0)
+    # any affine rescaling of the curve (a network's units) has the same shape
+    for scaled in (curve, 3.7 * curve - 12.0):
+        eff = fit.effective_force(scaled, modulus=modulus)
+        assert eff.force == pytest.approx(force, abs=1e-10)
+        assert eff.residual < 1e-12
+        np.testing.assert_allclose(eff.curve, fit.normalise(curve), atol=1e-12)
+
+
+def test_effective_force_sign_convention_and_limits():
+    ell = np.arange(8.0)
+    line = 1 - ell / 7
+    concave = line + 0.01 * ell * (7 - ell)  # above the line: deep layers separate more
+    convex = line - 0.01 * ell * (7 - ell)
+    too_convex = line - 0.2 * ell * (7 - ell)  # beta L < -1: dips far below 0
+    eff = fit.effective_force(np.stack([concave, convex, too_convex, np.full(8, 2.0)]))
+    assert eff.force[0] > 0 > eff.force[1]
+    assert eff.force[2] == -np.inf and np.isfinite(eff.residual[2])
+    assert np.isnan(eff.force[3]) and np.isnan(eff.residual[3])
+    # F_eff of a noiseless chain is its right friction (paper Eq. 7)
+    quiet = theory.load_curve(theory.noiseless_state(7, 0.013))
+    assert fit.effective_force(quiet).force == pytest.approx(0.013, abs=1e-12)
+
+
+# --------------------------------------------------------------------------
+# recovery
+# --------------------------------------------------------------------------
+
+
+def test_recovers_theory_curves_near_exactly_and_nan_gives_nan():
+    """Curves from the fit's own model are recovered to 1e-6 relative.
+
+    Rows: transition region, nearly relaxed, only a tail of blocks moving,
+    noiseless; then a fully relaxed chain (s only bounded below), and a NaN
+    curve. Leading shape (2, 3) to check that it is kept.
+    """
+    mus = np.array([0.02, 0.03, 0.05, 0.015, 0.01])
+    noises = np.array([0.005, 0.02, 0.01, 0.0, 0.06])
+    curves = theory.load_curve(fit.predict_positions_batch(7, mus, 2 * mus, noises, 1000.0))
+    batch = np.concatenate([curves, np.full((1, 8), np.nan)]).reshape(2, 3, 8)
+    res = fit.fit_spring(batch)
+    assert res.mu_right.shape == (2, 3) and res.curve.shape == (2, 3, 8)
+
+    mu_fit, s_fit = res.mu_right.ravel(), res.noise.ravel()
+    np.testing.assert_allclose(mu_fit[:4], mus[:4], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(s_fit[:4], noises[:4], rtol=1e-6, atol=1e-9)
+    assert np.all(res.residual.ravel()[:4] < 1e-9)
+    np.testing.assert_allclose(res.mu_left.ravel()[:5], 2 * mu_fit[:5])
+
+    # Fully relaxed (F* = -mu/2 reached): mu-> is exact, s is the smallest
+    # noise whose curve is within TIE_TOLERANCE of the data.
+    assert mu_fit[4] == pytest.approx(0.01, rel=1e-6)
+    assert 0 < s_fit[4] < 0.06
+    assert res.residual.ravel()[4] <= fit.TIE_TOLERANCE * 1.01
+    lower = fit.chain_shapes(7, 0.01, 0.97 * s_fit[4])
+    assert np.sqrt(np.mean((lower - res.data.ravel()[32:40]) ** 2)) > fit.TIE_TOLERANCE
+    assert res.noise_se.ravel()[4] > 0.1 * s_fit[4]  # only loosely determined there
+
+    nan_row = (1, 2)
+    for name in ("mu_right", "mu_left", "noise", "residual", "effective_force",
+                 "mu_right_se", "noise_se"):
+        assert np.isnan(getattr(res, name)[nan_row]), name
+        assert np.isfinite(getattr(res, name)[0, 0]), name
+    assert np.isnan(res.curve[nan_row]).all()
+
+
+def test_recovers_parameters_from_simulated_chains():
+    """Tolerance 3 % relative on mu-> and s, residual < 2e-4.
+
+    The data are 64-seed means of the simulated chain itself (noise
+    included, T = 1000, mu<- = 2 mu->). Their misfit to the mean-field model
+    is 3e-5..1.3e-4 RMS (mean-field bias plus a sampling error of ~1e-4),
+    and what of it lies along the fit's weak direction (a singular value
+    250-400 times smaller than F_eff's) moves the parameters: measured
+    errors <= 1.6 %. F_eff, the strong direction, is recovered to 1 % of
+    mu->.
+    """
+    truth = [(0.02, 0.005), (0.01, 0.005), (0.03, 0.01), (0.02, 0.01)]
+    curves = np.stack([
+        simulate(blocks=7, mu_right=mu, mu_left=2 * mu, noise=s, steps=100_000, seeds=64,
+                 theory_prediction=False)["load_curve"].mean("seed").values
+        for mu, s in truth
+    ])
+    res = fit.fit_spring(curves)
+    mu_true, s_true = np.array(truth).T
+    np.testing.assert_allclose(res.mu_right, mu_true, rtol=0.03)
+    np.testing.assert_allclose(res.noise, s_true, rtol=0.03)
+    assert np.all(res.residual < 2e-4)
+    model_force = fit.effective_force(fit.chain_shapes(7, mu_true, s_true)).force
+    assert np.all(np.abs(res.effective_force - model_force) < 0.01 * mu_true)
+    # the standard errors are small where the split is resolved
+    assert np.all(res.mu_right_se < 0.1 * mu_true) and np.all(res.noise_se < 0.1 * s_true)
+
+
+def test_fixed_right_friction_fits_noise_alone_and_labels_a_dataset():
+    horizon = 100.0  # a short horizon keeps this test cheap (cost ~ T)
+    noises = np.array([0.003, 0.01])
+    curves = theory.load_curve(fit.predict_positions_batch(7, 0.02, 0.04, noises, horizon))
+    res = fit.fit_spring(curves, mu_right=0.02, horizon=horizon, grid=(2, 16))
+    np.testing.assert_allclose(res.noise, noises, rtol=1e-6)
+    assert np.all(res.mu_right == 0.02) and np.all(np.isnan(res.mu_right_se))
+    ds = res.to_dataset(dims=["dropout"], coords={"dropout": [0.1, 0.2]})
+    assert ds["noise"].dims == ("dropout",)
+    assert ds["fit_curve"].dims == ("dropout", "layer") and ds.sizes["layer"] == 8
+    assert ds.attrs["horizon"] == horizon and ds.attrs["mu_left_ratio"] == 2.0
+    with pytest.raises(ValueError, match="dims"):
+        res.to_dataset(dims=["a", "b"])
+
+
+def test_simulation_refinement_runs_and_never_worsens_the_simulated_misfit():
+    horizon, step = 50.0, 0.01
+    data = simulate(blocks=7, mu_right=0.02, mu_left=0.04, noise=0.02, steps=5000, seeds=32,
+                    theory_prediction=False)["load_curve"].mean("seed").values
+    theory_fit = fit.fit_spring(data, horizon=horizon, grid=(8, 8))
+    sim_fit = fit.fit_spring(data, horizon=horizon, grid=(8, 8), refine="simulation",
+                             refine_threshold=0.0, sim_seeds=8, sim_iterations=1, step=step)
+    # the refinement's residual is measured against simulated curves; the
+    # starting point's simulated residual is an upper bound for it
+    start = fit._simulated_shapes(np.array([[theory_fit.mu_right, theory_fit.noise]]), 7, 1.0,
+                                  horizon, 2.0, step, 8)
+    start_res = np.sqrt(np.mean((start[0] - sim_fit.data) ** 2))
+    assert sim_fit.residual <= start_res + 1e-15
+    assert sim_fit.mu_right == pytest.approx(0.02, rel=0.1)
+    assert sim_fit.noise == pytest.approx(0.02, rel=0.1)
+
+
+# --------------------------------------------------------------------------
+# bad input
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"modulus": 0.0}, "modulus"),
+        ({"horizon": -1.0}, "horizon"),
+        ({"horizon": math.inf}, "horizon"),
+        ({"mu_left_ratio": -1.0}, "mu_left_ratio"),
+        ({"mu_right": -0.1}, "mu_right"),
+        ({"bounds": ((0.1, 0.0), (0.0, 0.1))}, "bounds"),
+        ({"bounds": (0.0, 0.1)}, "bounds"),
+        ({"grid": (1, 5)}, "grid"),
+        ({"grid": "big"}, "grid"),
+        ({"refine": "magic"}, "refine"),
+        ({"sim_seeds": 0}, "sim_seeds"),
+        ({"refine": "simulation", "horizon": 1.005, "step": 0.01}, "horizon"),
+        ({"max_iter": 0}, "max_iter"),
+    ],
+)
+def test_bad_arguments_raise_value_error_naming_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        fit.fit_spring(np.linspace(1.0, 0.0, 8), **kwargs)
+
+
+@pytest.mark.parametrize("curves", [np.ones(2), 3.0, [[1.0, 0.0]], "abc"])
+def test_bad_curves_raise_value_error(curves):
+    with pytest.raises(ValueError, match="load_curve"):
+        fit.fit_spring(curves)
+
+
+def test_bad_effective_force_and_integrator_arguments():
+    with pytest.raises(ValueError, match="modulus"):
+        fit.effective_force(np.linspace(1, 0, 5), modulus=-1.0)
+    with pytest.raises(ValueError, match="blocks"):
+        fit.predict_positions_batch(0, 0.01, 0.02, 0.01, 10.0)
+    with pytest.raises(ValueError, match="horizon"):
+        fit.predict_positions_batch(5, 0.01, 0.02, 0.01, 0.0)
