@@ -73,12 +73,12 @@ def network_sweeps(quick: bool, workdir: Path) -> None:
     from springblock.io import save
 
     kwargs = dict(knob="dropout", values=[0.0, 0.3], alphas=[0.0, 1.0], seeds=[0, 1],
-                  dataset="mnist5k", epochs=5 if quick else 20, models_per_chunk=2,
+                  dataset="mnist5k", epochs=5 if quick else 100, models_per_chunk=2,
                   measures=["trace_ratio"])
 
     def in_memory():
         ds = sweep(**kwargs)
-        save(ds, workdir / "nm.nc")
+        save(ds, workdir / "nm.nc", overwrite=True)
         return ds
 
     in_memory()  # warm caches (data set, imports) so the serial run is not charged for them

@@ -79,15 +79,18 @@ def _say(text: str, quiet: bool) -> None:
         print(text, flush=True)
 
 
-def expected_seconds(preset: dict) -> float:
-    """A rough wall-time estimate: models x measured seconds per model (2 cores)."""
+def expected_seconds(preset: dict, cores: int | None = None) -> float:
+    """A rough wall-time estimate: models x measured core-seconds per model / cores."""
+    import os
+
+    cores = cores or os.cpu_count() or 1
     total = 0.0
     for net in preset["networks"]:
         n = len(net["values"]) * len(net["alphas"]) * len(net["seeds"])
         factor = net.get("epochs", 100) / 100
         if net["knob"] == "batch_size":  # small batches: many more steps per epoch
             factor *= np.mean([max(1.0, 2560 / v / 20) for v in net["values"]])
-        total += n * preset["seconds_per_model"] * factor
+        total += n * preset["seconds_per_model"] * factor / cores
     return total + 30.0  # the chain, the fits and the figures
 
 
@@ -125,8 +128,7 @@ def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = Fals
     n_models = sum(len(c.values) * len(c.alphas) * len(c.seeds) for c in configs)
     _say(f"reproduce --preset {preset}: chain {len(spec['spring']['rows'][1])} x "
          f"{len(spec['spring']['cols'][1])} cells x {spec['spring']['seeds']} seeds; "
-         f"{n_models} networks; expected about {expected_seconds(spec) / 60:.0f} min "
-         "on 2 cores", quiet)
+         f"{n_models} networks; expected about {expected_seconds(spec) / 60:.1f} min", quiet)
     start = time.monotonic()
     net_scheduler = scheduler or ("serial" if preset == "test" else "processes")
 

@@ -218,14 +218,25 @@ def run_sweep(
 
 
 def _single_thread() -> None:
-    """Process-pool workers each use one thread: the pool provides the parallelism."""
+    """Process-pool workers each use one thread: the pool provides the parallelism.
+
+    numpy is already imported when this runs (unpickling the task imports it), so
+    its BLAS pool is capped through threadpoolctl rather than the environment.
+    """
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["NUMBA_NUM_THREADS"] = "1"
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:
+        pass
     try:
         import torch
 
         torch.set_num_threads(1)
-    except ImportError:
+        torch.set_num_interop_threads(1)
+    except (ImportError, RuntimeError):
         pass
 
 
