@@ -7,7 +7,7 @@ sweep) prints the total time of each way of running the same chunks, as
 ratios against the serial run measured in the same process, and the cost of
 writing every chunk to disk as it completes (% of the run), measured as the
 difference between a run with a chunk store and the same computation kept
-in memory. All runs produce identical results (checked here too).
+in memory plus one final save. All runs must give the same result (checked).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 
 def _timed(fn):
@@ -27,7 +26,47 @@ def _timed(fn):
     return time.perf_counter() - t0, out
 
 
+def compare_schedulers(run, workdir: Path, tag: str, same) -> dict[str, float]:
+    """Time ``run(output=..., scheduler=..., workers=...)`` four ways; check results agree.
+
+    ``same(a, b)`` asserts two results agree. Returns seconds per way.
+    """
+    from dask.distributed import LocalCluster
+
+    from springblock.io import save
+
+    def in_memory():
+        ds = run()
+        save(ds, workdir / f"{tag}-m.nc", overwrite=True)  # the final file is written either way
+        return ds
+
+    times, results = {}, {}
+    times["memory"], results["memory"] = _timed(in_memory)
+    times["serial"], results["serial"] = _timed(lambda: run(output=workdir / f"{tag}-s.nc"))
+    times["processes"], results["processes"] = _timed(
+        lambda: run(output=workdir / f"{tag}-p.nc", scheduler="processes", workers=2))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        times["dask"], results["dask"] = _timed(
+            lambda: run(output=workdir / f"{tag}-d.nc", scheduler=cluster.scheduler_address))
+    for way in ("serial", "processes", "dask"):
+        same(results["memory"], results[way])
+    return times
+
+
+def print_times(title: str, t: dict[str, float]) -> None:
+    print(title)
+    print(f"  serial, in memory + 1 save : {t['memory']:7.2f} s")
+    print(f"  serial, chunk store        : {t['serial']:7.2f} s   store overhead "
+          f"{100 * (t['serial'] - t['memory']) / t['memory']:+5.1f} %")
+    for way, label in (("processes", "process pool, 2 workers    "),
+                       ("dask", "Dask LocalCluster, 2 wkrs  ")):
+        print(f"  {label}: {t[way]:7.2f} s   {t['serial'] / t[way]:5.2f}x serial")
+
+
 def spring_sweeps(quick: bool, workdir: Path) -> None:
+    import xarray as xr
+
     from springblock import phase_diagram
 
     kwargs = dict(rows=("mu_right", np.linspace(0, 0.03, 6)),
@@ -35,70 +74,32 @@ def spring_sweeps(quick: bool, workdir: Path) -> None:
                   steps=20_000 if quick else 100_000, chains_per_chunk=80,
                   theory_prediction=False)
     phase_diagram(**{**kwargs, "steps": 10, "seeds": 1})  # compile the kernel once
-    from springblock.io import save
 
-    def in_memory():
-        ds = phase_diagram(**kwargs)
-        save(ds, workdir / "m.nc")  # the final file is written either way
-        return ds
+    def same(a, b):
+        xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
 
-    t_mem, ref = _timed(in_memory)
-    t_serial, serial = _timed(lambda: phase_diagram(**kwargs, output=workdir / "s.nc"))
-    t_proc, proc = _timed(lambda: phase_diagram(**kwargs, output=workdir / "p.nc",
-                                                scheduler="processes", workers=2))
-    from dask.distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        t_dask, dask = _timed(lambda: phase_diagram(**kwargs, output=workdir / "d.nc",
-                                                    scheduler=cluster.scheduler_address))
-    for other in (serial, proc, dask):
-        xr.testing.assert_identical(ref.drop_attrs(), other.drop_attrs())
-    n_chunks = int(np.ceil(48 / (80 // 10)))
-    print(f"springblock phase diagram: 6 x 8 cells x 10 seeds, {kwargs['steps']} steps, "
-          f"{n_chunks} chunks")
-    print(f"  serial, in memory + 1 save : {t_mem:7.2f} s")
-    print(f"  serial, chunk store        : {t_serial:7.2f} s   store overhead "
-          f"{100 * (t_serial - t_mem) / t_mem:+5.1f} %")
-    print(f"  process pool, 2 workers    : {t_proc:7.2f} s   {t_serial / t_proc:5.2f}x serial")
-    print(f"  Dask LocalCluster, 2 wkrs  : {t_dask:7.2f} s   {t_serial / t_dask:5.2f}x serial")
+    times = compare_schedulers(lambda **kw: phase_diagram(**kwargs, **kw), workdir, "chain",
+                               same)
+    print_times(f"springblock phase diagram: 6 x 8 cells x 10 seeds, {kwargs['steps']} steps, "
+                "6 chunks", times)
     print("  (serial already uses both cores through numba's threads; the pools run one "
-          "thread per worker and pay start-up and kernel compilation per worker)")
+          "thread per worker and pay start-up and kernel loading per worker)")
 
 
 def network_sweeps(quick: bool, workdir: Path) -> None:
-    from dask.distributed import LocalCluster
-
     from dnnphase.sweep import sweep
-    from springblock.io import save
 
     kwargs = dict(knob="dropout", values=[0.0, 0.3], alphas=[0.0, 1.0], seeds=[0, 1],
                   dataset="mnist5k", epochs=5 if quick else 100, models_per_chunk=2,
                   measures=["trace_ratio"])
+    sweep(**{**kwargs, "epochs": 1})  # warm caches (data set, imports)
 
-    def in_memory():
-        ds = sweep(**kwargs)
-        save(ds, workdir / "nm.nc", overwrite=True)
-        return ds
+    def same(a, b):
+        np.testing.assert_allclose(b["load_curve"], a["load_curve"], rtol=1e-4)
 
-    in_memory()  # warm caches (data set, imports) so the serial run is not charged for them
-    t_mem, ref = _timed(in_memory)
-    t_serial, serial = _timed(lambda: sweep(**kwargs, output=workdir / "ns.nc"))
-    t_proc, proc = _timed(lambda: sweep(**kwargs, output=workdir / "np.nc",
-                                        scheduler="processes", workers=2))
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        t_dask, dask = _timed(lambda: sweep(**kwargs, output=workdir / "nd.nc",
-                                            scheduler=cluster.scheduler_address))
-    for other in (serial, proc, dask):
-        np.testing.assert_allclose(other["load_curve"], ref["load_curve"], rtol=1e-4)
-    print(f"network sweep: 8 models (paper network, mnist5k), {kwargs['epochs']} epochs, "
-          "4 chunks")
-    print(f"  serial, in memory + 1 save : {t_mem:7.2f} s")
-    print(f"  serial, chunk store        : {t_serial:7.2f} s   store overhead "
-          f"{100 * (t_serial - t_mem) / t_mem:+5.1f} %")
-    print(f"  process pool, 2 workers    : {t_proc:7.2f} s   {t_serial / t_proc:5.2f}x serial")
-    print(f"  Dask LocalCluster, 2 wkrs  : {t_dask:7.2f} s   {t_serial / t_dask:5.2f}x serial")
+    times = compare_schedulers(lambda **kw: sweep(**kwargs, **kw), workdir, "net", same)
+    print_times(f"network sweep: 8 models (paper network, mnist5k), {kwargs['epochs']} epochs, "
+                "4 chunks", times)
 
 
 def main(argv=None):
