@@ -58,6 +58,16 @@ def noise_level(p, step):
 
 
 @numba.njit(inline="always")
+def _record_row(traj, m, row, step, record_every):
+    """Store one chain's positions (L,) after global step ``step`` if it is recorded."""
+    if record_every > 0 and step % record_every == 0:
+        r = step // record_every  # row 0 is the initial state, written by the caller
+        if r < traj.shape[1]:
+            for j in range(row.shape[0]):
+                traj[m, r, j] = row[j]
+
+
+@numba.njit(inline="always")
 def _record(traj, m, x, step, record_every):
     """Store positions after global step ``step`` if it is a recording step."""
     if record_every > 0 and step % record_every == 0:
@@ -67,19 +77,30 @@ def _record(traj, m, x, step, record_every):
                 traj[m, r, j] = x[m, j]
 
 
+@numba.njit(inline="always")
+def _overdamped_block(cur, left, right, k, noisy, mu_r, mu_l, eta):
+    """New position of one block: x + eta f(F + s xi), ``noisy`` = s xi."""
+    return cur + eta * dead_zone(k * (right - 2.0 * cur + left) + noisy, mu_r, mu_l)
+
+
 @numba.njit(parallel=True, cache=True)
 def overdamped(x, states, params, n_steps, step0, synchronous, record_every, traj):
     """Overdamped chain with friction on the noisy force (paper Eqs. 5-6).
 
     x_l <- x_l + eta * f(F_l + s xi_l),  F_l = k (x_{l+1} - 2 x_l + x_{l-1}).
+    Each chain works on a private copy of its row (no aliasing with other
+    chains, so the compiler keeps it in cache-friendly form), and the last
+    block, whose right neighbour is the target, is peeled out of the loop.
     """
     n_chains, n_blocks = x.shape
+    last = n_blocks - 1
     for m in numba.prange(n_chains):
         p = params[m]
         mu_r, mu_l, k, y, eta, bound = (
             p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP], p[P_TRUNCATION]
         )
         s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
+        xm = x[m].copy()
         for t in range(n_steps):
             s = noise_level(p, step0 + t)
             xi = 0.0
@@ -87,13 +108,14 @@ def overdamped(x, states, params, n_steps, step0, synchronous, record_every, tra
                 xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
             left = 0.0
             for j in range(n_blocks):
-                right = x[m, j + 1] if j + 1 < n_blocks else y
-                force = k * (right - 2.0 * x[m, j] + left)
-                left = x[m, j]
                 if not synchronous and s > 0.0:
                     xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
-                x[m, j] += eta * dead_zone(force + s * xi, mu_r, mu_l)
-            _record(traj, m, x, step0 + t + 1, record_every)
+                cur = xm[j]
+                right = xm[j + 1] if j < last else y
+                xm[j] = _overdamped_block(cur, left, right, k, s * xi, mu_r, mu_l, eta)
+                left = cur
+            _record_row(traj, m, xm, step0 + t + 1, record_every)
+        x[m] = xm
         states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
 
 

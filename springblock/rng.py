@@ -125,11 +125,15 @@ def next_normal(s0, s1, s2, s3):
 
 @numba.njit(inline="always")
 def next_truncated_normal(bound, s0, s1, s2, s3):
-    """Standard normal conditioned on |z| <= bound (rejection; bound=inf: plain)."""
-    while True:
+    """Standard normal conditioned on |z| <= bound (rejection; bound=inf: plain).
+
+    The first draw is straight-line code: with an infinite bound the loop never
+    runs, and a ``while True`` form here halved the Gaussian kernels' speed.
+    """
+    z, s0, s1, s2, s3 = next_normal(s0, s1, s2, s3)
+    while abs(z) > bound:
         z, s0, s1, s2, s3 = next_normal(s0, s1, s2, s3)
-        if abs(z) <= bound:
-            return z, s0, s1, s2, s3
+    return z, s0, s1, s2, s3
 
 
 # --- seeding and bulk draws -------------------------------------------------
