@@ -17,6 +17,10 @@ Kolmogorov-Smirnov, tail frequencies beyond the ziggurat base).
 
 All functions taking ``(s0, s1, s2, s3)`` return the advanced state as their
 last four values; numba keeps these in registers inside the kernels.
+
+The kernels are compiled with ``cache=True``. numba invalidates a cached kernel
+when its own file changes, not when this file does: after editing this module,
+delete the ``*.nbi``/``*.nbc`` files under ``springblock/__pycache__``.
 """
 
 from __future__ import annotations
