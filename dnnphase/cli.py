@@ -13,6 +13,7 @@ from pathlib import Path
 from springblock.cli import run
 from springblock.config import ConfigError
 from springblock.io import OutputExistsError
+from springblock.loadcurve import PHASE_TOLERANCE
 from springblock.phase import parse_values
 
 
@@ -70,24 +71,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("plot", help="Fig. 1 style figure of a sweep")
+    shape = argparse.ArgumentParser(add_help=False)  # how load curves are read and labelled
+    shape.add_argument("--measure", default="trace_ratio", help="separation measure")
+    shape.add_argument("--tolerance", type=float, default=PHASE_TOLERANCE,
+                       help="half-width of the linear band of scale-free curvature "
+                            "(default %(default)s)")
+    shape.add_argument("--overwrite", action="store_true")
+
+    p = sub.add_parser("plot", parents=[shape], help="Fig. 1 style figure of a sweep")
     p.add_argument("input", help="a NetCDF file written by dnnphase sweep")
     p.add_argument("-o", "--output", required=True, help="image file (.png, .pdf, .svg)")
-    p.add_argument("--measure", default="trace_ratio")
-    p.add_argument("--tolerance", type=float, default=0.05,
-                   help="half-width of the linear band of scale-free curvature")
-    p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("compare", help="networks vs spring-block chain: figures + agreement",
+    p = sub.add_parser("compare", parents=[shape],
+                       help="networks vs spring-block chain: figures + agreement",
                        description="Compare a chain phase diagram with a network sweep.")
     p.add_argument("spring", help="a NetCDF file written by springblock phase")
     p.add_argument("network", help="a NetCDF file written by dnnphase sweep")
     p.add_argument("-o", "--output", required=True, help="output folder")
-    p.add_argument("--measure", default="trace_ratio")
-    p.add_argument("--tolerance", type=float, default=0.05,
-                   help="half-width of the linear band of scale-free curvature")
-    p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("fit", help="spring parameters for every network cell",

@@ -68,16 +68,6 @@ def _record_row(traj, m, row, step, record_every):
 
 
 @numba.njit(inline="always")
-def _record(traj, m, x, step, record_every):
-    """Store positions after global step ``step`` if it is a recording step."""
-    if record_every > 0 and step % record_every == 0:
-        r = step // record_every  # row 0 is the initial state, written by the caller
-        if r < traj.shape[1]:
-            for j in range(x.shape[1]):
-                traj[m, r, j] = x[m, j]
-
-
-@numba.njit(inline="always")
 def _overdamped_block(cur, left, right, k, noisy, mu_r, mu_l, eta):
     """New position of one block: x + eta f(F + s xi), ``noisy`` = s xi."""
     return cur + eta * dead_zone(k * (right - 2.0 * cur + left) + noisy, mu_r, mu_l)
@@ -161,7 +151,7 @@ def second_order(x, v, states, params, n_steps, step0, synchronous, record_every
                     vel = eta * dead_zone(applied, mu_r, mu_l)
                 v[m, j] = vel
                 x[m, j] += eta * vel
-            _record(traj, m, x, step0 + t + 1, record_every)
+            _record_row(traj, m, x[m], step0 + t + 1, record_every)
         states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
 
 
@@ -210,7 +200,7 @@ def langevin(x, v, states, params, n_steps, step0, synchronous, record_every, tr
                     accel = dead_zone(force, mu_r, mu_l)
                 x[m, j] += dt * vel
                 v[m, j] = vel + dt * accel + sigma * xi
-            _record(traj, m, x, step0 + t + 1, record_every)
+            _record_row(traj, m, x[m], step0 + t + 1, record_every)
         states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
 
 
@@ -241,4 +231,4 @@ def overdamped_legacy(x, seeds, params, n_steps, synchronous, record_every, traj
                 if not synchronous:
                     xi = np.random.standard_normal()  # noqa: NPY002
                 x[m, j] += eta * dead_zone(force + s * xi, mu_r, mu_l)
-            _record(traj, m, x, t + 1, record_every)
+            _record_row(traj, m, x[m], t + 1, record_every)
