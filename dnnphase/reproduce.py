@@ -164,8 +164,8 @@ def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = Fals
         io.save(fit_ds, out / f"fit_{knob}.nc", overwrite=True)
 
         report = cmp.compare(spring, network)
-        report = report.merge(_fit_trends(fit_ds, network, knob))
-        report.attrs.update(_fit_trends(fit_ds, network, knob).attrs)
+        trends = _fit_trends(fit_ds, network, knob)
+        report = report.merge(trends, combine_attrs="no_conflicts")
         io.save(report, out / f"report_{knob}.nc", overwrite=True)
         reports[knob] = report
         _say(cmp.summary(report) + "\n" + fit_summary(report), quiet)
