@@ -10,11 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from springblock.cli import run
-from springblock.config import ConfigError
-from springblock.io import OutputExistsError
-from springblock.loadcurve import PHASE_TOLERANCE
-from springblock.phase import parse_values
+from springblock.shared.checks import ConfigError, parse_values
+from springblock.shared.commandline import run
+from springblock.shared.loadcurve import PHASE_TOLERANCE
+from springblock.shared.results import OutputExistsError
 
 
 def _values(text: str, name: str):
@@ -146,7 +145,7 @@ def cmd_sweep(args) -> None:
 
 def cmd_plot(args) -> None:
     from dnnphase.plotting import plot_sweep, save_figure
-    from springblock.io import check_output, load
+    from springblock.shared.results import check_output, load
 
     out = Path(args.output)
     check_output(out, args.overwrite)
@@ -161,7 +160,7 @@ def cmd_plot(args) -> None:
 def cmd_compare(args) -> None:
     from dnnphase import compare as cmp
     from dnnphase import plotting
-    from springblock.io import load, save
+    from springblock.shared.results import load, save
 
     out = Path(args.output)
     report_path = out / "report.nc"
@@ -186,7 +185,7 @@ def cmd_compare(args) -> None:
 def cmd_fit(args) -> None:
     from dnnphase.compare import check_network
     from dnnphase.fit import fit_spring
-    from springblock.io import check_output, load, save
+    from springblock.shared.results import check_output, load, save
 
     check_output(args.output, args.overwrite)
     network = load(args.network, kind="dnnphase.sweep")

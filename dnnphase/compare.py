@@ -12,7 +12,7 @@ Instead both are *oriented* the way the theory predicts and compared by rank:
 Then:
 
 * phase labels (concave / linear / convex) per cell from the seed-mean
-  scale-free curvature with a tolerance band (:func:`springblock.loadcurve.phase_label`);
+  scale-free curvature with a tolerance band (:func:`springblock.shared.loadcurve.phase_label`);
 * label agreement: each network cell is matched to the chain cell at the same
   *relative rank* position on both oriented axes (nearest quantile), and we
   report the fraction of agreeing cells and Cohen's kappa (agreement beyond
@@ -31,8 +31,8 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from springblock.config import ConfigError
-from springblock.loadcurve import PHASE_TOLERANCE, phase_label
+from springblock.shared.checks import ConfigError
+from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
 
 PHASES = {-1: "concave", 0: "linear", 1: "convex"}
 

@@ -145,7 +145,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import ndtr
 
-from springblock.loadcurve import MIN_RELATIVE_DROP
+from springblock.shared.loadcurve import MIN_RELATIVE_DROP
 from springblock.theory import laplacian_eigenvalues
 
 __all__ = [
@@ -207,7 +207,7 @@ def normalise(load_curve, min_relative_drop: float = MIN_RELATIVE_DROP) -> np.nd
     ``load_curve`` (..., L+1) -> (..., L+1). A whole curve is NaN if any of
     its points is NaN/inf or if its drop is too small to divide by,
     |D_0 - D_L| < ``min_relative_drop`` * max|D| (the same rule as
-    :func:`springblock.loadcurve.curvature_scaled`). A rising curve is
+    :func:`springblock.shared.loadcurve.curvature_scaled`). A rising curve is
     normalised by the same formula, so it too starts at 1 and ends at 0 (the
     fit then matches its reflected shape; check the sign of D_0 - D_L).
     """

@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from springblock.loadcurve import curvature, curvature_scaled, linearity, phase_label
+from springblock.shared.loadcurve import curvature, curvature_scaled, linearity, phase_label
 
 __all__ = [
     "ClassStatistics",

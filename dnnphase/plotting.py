@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from springblock.loadcurve import PHASE_TOLERANCE, phase_label
-from springblock.plotting import PhasePanel, plot_phase_grid, save_figure
+from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
+from springblock.shared.panels import PhasePanel, axis_label, plot_phase_grid, save_figure
 
 __all__ = ["normalised", "sweep_panels", "plot_sweep", "save_figure"]
 
@@ -77,15 +77,13 @@ def plot_side_by_side(spring, network, measure: str = "trace_ratio",
     Both panels are shaded by the seed-mean scale-free curvature on one
     symmetric scale, with their concave / linear / convex boundaries drawn.
     """
-    from springblock.plotting import _axis_label
-
     net = sweep_panels(network, measure, tolerance)[1]
     row, col = spring["load_curve"].dims[:2]
     chain_curv = spring["curvature_scaled"].mean("seed").values
     chain = PhasePanel(
         normalised(spring["load_curve"].mean("seed").values), chain_curv,
-        spring[row].values, spring[col].values, row_label=_axis_label(spring, row),
-        col_label=_axis_label(spring, col), shade_label="mean scale-free curvature",
+        spring[row].values, spring[col].values, row_label=axis_label(spring, row),
+        col_label=axis_label(spring, col), shade_label="mean scale-free curvature",
         boundary=phase_label(chain_curv, tolerance),
         title=f"spring-block chain (T = {float(spring['horizon'].mean()):g})",
     )

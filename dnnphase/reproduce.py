@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from springblock import io
-from springblock.config import ConfigError
+from springblock.shared import results
+from springblock.shared.checks import ConfigError
 
 ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
 #: DESIGN's recommended chain grid: 6 x 8 cells x 10 seeds, T = 1000, mu<- = 2 mu->.
@@ -97,7 +97,7 @@ def expected_seconds(preset: dict, cores: int | None = None) -> float:
 def _result(path: Path, kind: str, config: dict, make, overwrite: bool, quiet: bool):
     """Reuse ``path`` if it holds the same configuration; otherwise compute it."""
     if path.exists() and not overwrite:
-        ds = io.load(path)
+        ds = results.load(path)
         if ds.attrs.get("kind") == kind and json.loads(ds.attrs["config"]) == json.loads(
                 json.dumps(config, default=str)):
             _say(f"  reusing {path}", quiet)
@@ -161,12 +161,12 @@ def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = Fals
         fit_ds = fit.to_dataset(dims=["alpha", knob], coords={
             "alpha": network["alpha"].values, knob: network[knob].values})
         fit_ds.attrs["kind"] = "dnnphase.fit"
-        io.save(fit_ds, out / f"fit_{knob}.nc", overwrite=True)
+        results.save(fit_ds, out / f"fit_{knob}.nc", overwrite=True)
 
         report = cmp.compare(spring, network)
         trends = _fit_trends(fit_ds, network, knob)
         report = report.merge(trends, combine_attrs="no_conflicts")
-        io.save(report, out / f"report_{knob}.nc", overwrite=True)
+        results.save(report, out / f"report_{knob}.nc", overwrite=True)
         reports[knob] = report
         _say(cmp.summary(report) + "\n" + fit_summary(report), quiet)
 
@@ -186,7 +186,7 @@ def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = Fals
 
 def _reuse_spring(path: Path, spec: dict, quiet: bool) -> xr.Dataset:
     """The stored chain phase diagram, if it was made with this preset's grid."""
-    ds = io.load(path, kind="springblock.phase_diagram")
+    ds = results.load(path, kind="springblock.phase_diagram")
     stored = json.loads(ds.attrs["config"])
     same = (stored["rows"] == [spec["rows"][0], [float(v) for v in spec["rows"][1]]]
             and stored["cols"] == [spec["cols"][0], [float(v) for v in spec["cols"][1]]]

@@ -4,7 +4,7 @@
 (alpha, knob value, seed) models into chunks, trains each chunk with one
 batched call (:func:`dnnphase.train.train_ensemble`), measures every layer
 (:mod:`dnnphase.metrics`) and assembles one labelled ``xarray.Dataset``.
-Chunks run through :mod:`springblock.engine`, so a sweep written to disk
+Chunks run through :mod:`springblock.shared.sweeps`, so a sweep written to disk
 resumes after an interruption and can run on a Dask cluster. Every model's
 randomness (initialisation, data order, dropout masks, label/data noise)
 comes from its own seed, so results do not depend on the chunking.
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from springblock import loadcurve
-from springblock.config import ConfigError
-from springblock.engine import ChunkStore, run_sweep, validate_scheduler
-from springblock.io import check_output, provenance, save
+from springblock.shared import loadcurve
+from springblock.shared.checks import ConfigError
+from springblock.shared.results import check_output, provenance, save
+from springblock.shared.sweeps import ChunkStore, run_sweep, validate_scheduler
 
 KNOBS = {
     # name: (train_ensemble argument, noisier direction, units)
@@ -178,7 +178,7 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ``config`` or its fields as keywords, e.g.
     ``sweep(knob="dropout", values=[0, 0.3], alphas=[0], seeds=[0, 1, 2])``.
     With ``output`` (NetCDF path) the sweep is resumable (see
-    :mod:`springblock.engine`); ``scheduler``: "serial", "processes" or a Dask
+    :mod:`springblock.shared.sweeps`); ``scheduler``: "serial", "processes" or a Dask
     address.
 
     Returns a Dataset with dims (alpha, <knob>, seed, measure, layer[, epoch]):

@@ -7,10 +7,10 @@ asymmetric friction mu-> / mu<- and force noise s. Entry points:
 * :func:`simulate` — one configuration, many seeds -> ``xarray.Dataset``;
 * :func:`phase_diagram` — a grid over two parameters x seeds -> ``xarray.Dataset``;
 * :mod:`springblock.theory` — Eq. 7, Eq. 8, mean drift, relaxation time;
-* :mod:`springblock.loadcurve` — curvature and linearity of load curves
-  (numba-free; shared with ``dnnphase``).
+* :mod:`springblock.shared` — what both packages stand on, free of numba and
+  torch: checks, load-curve shape, results io, resumable sweeps, figures.
 
-Submodules are imported lazily so that ``springblock.loadcurve`` can be used
+Submodules are imported lazily so that ``springblock.shared`` can be used
 without compiling any numba kernel.
 """
 
@@ -26,11 +26,11 @@ _LAZY = {
     "phase_diagram": ("springblock.phase", "phase_diagram"),
     "ChainConfig": ("springblock.config", "ChainConfig"),
     "ConfigError": ("springblock.config", "ConfigError"),
-    "load": ("springblock.io", "load"),
-    "save": ("springblock.io", "save"),
+    "load": ("springblock.shared.results", "load"),
+    "save": ("springblock.shared.results", "save"),
 }
-_SUBMODULES = {"ensemble", "theory", "loadcurve", "dynamics", "rng", "config", "io", "phase",
-               "plotting", "engine", "cli"}
+_SUBMODULES = {"ensemble", "theory", "dynamics", "rng", "config", "phase", "plotting", "cli",
+               "shared"}
 
 __all__ = sorted(_LAZY) + sorted(_SUBMODULES)
 

@@ -10,8 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from springblock.config import DYNAMICS, NOISE_DISTS, RNGS, ChainConfig, ConfigError
-from springblock.io import OutputExistsError
+from springblock.config import DYNAMICS, NOISE_DISTS, RNGS, ChainConfig
+from springblock.shared.checks import ConfigError
+from springblock.shared.commandline import run
 
 # (flag, ChainConfig field, type, help) — the chain options both commands share.
 CHAIN_OPTIONS = [
@@ -119,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_simulate(args) -> None:
     from springblock.ensemble import simulate
-    from springblock.io import check_output, save
+    from springblock.shared.results import check_output, save
 
     config = _chain_config(args)
     seeds = _seeds(args, default=1)
@@ -151,7 +152,7 @@ def cmd_phase(args) -> None:
 
 def cmd_plot(args) -> None:
     from springblock import plotting
-    from springblock.io import check_output, load
+    from springblock.shared.results import check_output, load
 
     out = Path(args.output)
     check_output(out, args.overwrite)
@@ -165,24 +166,6 @@ def cmd_plot(args) -> None:
         fig = plotting.plot_trajectory(ds)
     plotting.save_figure(fig, out)
     print(f"wrote {out}")
-
-
-def run(parser: argparse.ArgumentParser, argv=None) -> int:
-    """Parse, run the chosen command, and turn expected failures into exit code 2.
-
-    Shared by both packages' command lines: one-line ``<prog>: error: ...``
-    messages for bad input, 130 on Ctrl-C (a sweep resumes when rerun).
-    """
-    args = parser.parse_args(argv)
-    try:
-        args.func(args)
-    except (ConfigError, OutputExistsError, FileNotFoundError, ValueError) as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
-    return 0
 
 
 def main(argv=None) -> int:

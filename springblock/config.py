@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from springblock import dynamics as _dyn
+from springblock.shared.checks import is_finite, is_int, require
 from springblock.theory import laplacian_eigenvalues, max_stable_step
 
 DYNAMICS = ("overdamped", "second_order", "langevin")
@@ -50,15 +51,6 @@ UNITS = {
     "steps": "steps",
     "blocks": "blocks",
 }
-
-
-class ConfigError(ValueError):
-    """A parameter is outside its allowed range (the CLI exits with code 2)."""
-
-
-def _require(ok: bool, name: str, allowed: str, value) -> None:
-    if not ok:
-        raise ConfigError(f"{name} must be {allowed} (got {value!r})")
 
 
 @dataclass(frozen=True)
@@ -145,43 +137,43 @@ class ChainConfig:
         self.validate()
 
     def validate(self) -> None:
-        _require(_is_int(self.blocks) and self.blocks >= 1, "blocks", "an integer >= 1",
+        require(is_int(self.blocks) and self.blocks >= 1, "blocks", "an integer >= 1",
                  self.blocks)
-        _require(self.dynamics in DYNAMICS, "dynamics", f"one of {', '.join(DYNAMICS)}",
+        require(self.dynamics in DYNAMICS, "dynamics", f"one of {', '.join(DYNAMICS)}",
                  self.dynamics)
-        _require(self.noise_dist in NOISE_DISTS, "noise_dist",
+        require(self.noise_dist in NOISE_DISTS, "noise_dist",
                  f"one of {', '.join(NOISE_DISTS)}", self.noise_dist)
-        _require(self.noise_sharing in NOISE_SHARING, "noise_sharing",
+        require(self.noise_sharing in NOISE_SHARING, "noise_sharing",
                  f"one of {', '.join(NOISE_SHARING)}", self.noise_sharing)
-        _require(self.rng in RNGS, "rng", f"one of {', '.join(RNGS)}", self.rng)
-        _require(_finite(self.modulus) and self.modulus > 0, "modulus", "> 0", self.modulus)
+        require(self.rng in RNGS, "rng", f"one of {', '.join(RNGS)}", self.rng)
+        require(is_finite(self.modulus) and self.modulus > 0, "modulus", "> 0", self.modulus)
         for name in ("mu_right", "mu_left", "noise", "noise_decay", "damping"):
             value = getattr(self, name)
             if value is None and name in ("mu_left", "damping"):
                 continue
-            _require(_finite(value) and value >= 0, name, "a finite number >= 0", value)
-        _require(_finite(self.target), "target", "a finite number", self.target)
-        _require(_finite(self.truncation) and self.truncation > 0, "truncation",
+            require(is_finite(value) and value >= 0, name, "a finite number >= 0", value)
+        require(is_finite(self.target), "target", "a finite number", self.target)
+        require(is_finite(self.truncation) and self.truncation > 0, "truncation",
                  "> 0 (standard deviations)", self.truncation)
-        _require(_is_int(self.steps) and self.steps >= 1, "steps", "an integer >= 1", self.steps)
-        _require(_is_int(self.record_every) and self.record_every >= 0, "record_every",
+        require(is_int(self.steps) and self.steps >= 1, "steps", "an integer >= 1", self.steps)
+        require(is_int(self.record_every) and self.record_every >= 0, "record_every",
                  "an integer >= 0", self.record_every)
-        _require(_is_int(self.stop_window) and self.stop_window >= 1, "stop_window",
+        require(is_int(self.stop_window) and self.stop_window >= 1, "stop_window",
                  "an integer >= 1", self.stop_window)
         if self.stop_tol is not None:
-            _require(_finite(self.stop_tol) and self.stop_tol > 0, "stop_tol", "> 0 or None",
+            require(is_finite(self.stop_tol) and self.stop_tol > 0, "stop_tol", "> 0 or None",
                      self.stop_tol)
         if self.dynamics == "langevin":
-            _require(self.gamma > 0, "damping", "> 0 for the Langevin dynamics "
+            require(self.gamma > 0, "damping", "> 0 for the Langevin dynamics "
                      "(Euler-Maruyama is unstable without damping)", self.damping)
         limit = max_stable_step(int(self.blocks), self.modulus, self.dynamics, self.gamma)
-        _require(_finite(self.step) and 0 < self.step < limit, "step",
+        require(is_finite(self.step) and 0 < self.step < limit, "step",
                  f"in (0, {limit:.6g}): the {self.dynamics} scheme is unstable beyond "
                  f"that for blocks={self.blocks}, modulus={self.modulus:g}"
                  + (f", damping={self.gamma:g}" if self.dynamics != "overdamped" else ""),
                  self.step)
         if self.rng == "legacy":
-            _require(self.dynamics == "overdamped" and self.noise_dist == "gaussian"
+            require(self.dynamics == "overdamped" and self.noise_dist == "gaussian"
                      and self.stop_tol is None, "rng",
                      "'xoshiro' unless dynamics='overdamped', noise_dist='gaussian' and "
                      "stop_tol=None ('legacy' reproduces the plain numpy loop only)", self.rng)
@@ -233,14 +225,3 @@ class ChainConfig:
     @classmethod
     def from_json(cls, text: str) -> ChainConfig:
         return cls(**json.loads(text))
-
-
-def _finite(value) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from springblock import dynamics, loadcurve, theory
-from springblock.config import ChainConfig, ConfigError
-from springblock.io import provenance
+from springblock import dynamics, theory
+from springblock.config import ChainConfig
 from springblock.rng import seed_states
+from springblock.shared import loadcurve
+from springblock.shared.checks import ConfigError
+from springblock.shared.results import provenance
 
 FINITE_HORIZON_NOTE = (
     "Gaussian-noise load curves are finite-horizon objects: with unbounded noise "
@@ -136,7 +138,7 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     Returns an ``xarray.Dataset`` with
 
     * ``load_curve (seed, layer)``: d_l = y - x_l, layer 0 (the wall) .. L;
-    * ``curvature``, ``curvature_scaled (seed)`` (:mod:`springblock.loadcurve`);
+    * ``curvature``, ``curvature_scaled (seed)`` (:mod:`springblock.shared.loadcurve`);
     * ``steps_run``, ``horizon (seed)`` (T = steps_run * step);
     * ``trajectory (seed, time, layer)`` if ``record_every`` > 0;
     * ``theory_load_curve (layer)``: the mean-drift prediction at the horizon

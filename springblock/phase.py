@@ -2,7 +2,7 @@
 
 Each cell of the grid is a :class:`~springblock.config.ChainConfig`; all its
 seeds run in the same chunk so the stopping rule can watch the seed-mean load
-curve. Chunks of cells are computed by :mod:`springblock.engine` (resumable,
+curve. Chunks of cells are computed by :mod:`springblock.shared.sweeps` (resumable,
 optionally distributed) and assembled into one labelled Dataset.
 """
 
@@ -14,36 +14,17 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from springblock import loadcurve, theory
-from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig, ConfigError
-from springblock.engine import ChunkStore, run_sweep, validate_scheduler
+from springblock import theory
+from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig
 from springblock.ensemble import FINITE_HORIZON_NOTE, _seed_list, predict, run_ensemble
-from springblock.io import check_output, provenance, save
+from springblock.shared import loadcurve
+from springblock.shared.checks import ConfigError, parse_values
+from springblock.shared.results import check_output, provenance, save
+from springblock.shared.sweeps import ChunkStore, run_sweep, validate_scheduler
 
 #: Chains per chunk the default chunking aims for: enough to keep the kernel's
 #: threads busy, few enough that an interruption loses little.
 CHAINS_PER_CHUNK = 256
-
-
-def parse_values(text: str, name: str = "values") -> np.ndarray:
-    """``"0:0.3:16"`` (start:stop:count, inclusive) or ``"0.1,0.2,0.5"`` -> array."""
-    text = str(text).strip()
-    try:
-        if ":" in text:
-            start, stop, count = text.split(":")
-            n = int(count)
-            if n < 1:
-                raise ValueError
-            return np.linspace(float(start), float(stop), n)
-        values = np.array([float(v) for v in text.split(",") if v.strip() != ""])
-    except ValueError:
-        raise ConfigError(
-            f"{name} must be start:stop:count (count >= 1) or a comma-separated list of numbers "
-            f"(got {text!r})"
-        ) from None
-    if values.size == 0 or not np.all(np.isfinite(values)):
-        raise ConfigError(f"{name} must list at least one finite number (got {text!r})")
-    return values
 
 
 def parse_grid(spec: str) -> tuple[str, np.ndarray]:
@@ -92,7 +73,7 @@ def phase_diagram(
     output : NetCDF path; chunks are stored beside it while the sweep runs, so
         an interrupted call resumes when repeated. Existing output is refused
         unless ``overwrite``.
-    scheduler, workers : see :mod:`springblock.engine`.
+    scheduler, workers : see :mod:`springblock.shared.sweeps`.
 
     Returns a Dataset with dims (<row>, <col>, seed, layer): ``load_curve``,
     ``curvature``, ``curvature_scaled``, ``steps_run``, ``horizon``; the theory

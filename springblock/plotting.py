@@ -1,162 +1,26 @@
-"""Figures from saved results (matplotlib, headless).
+"""Figures of chain results (matplotlib, headless).
 
-* :func:`plot_phase_grid` — the paper's Fig. 3 style: a grid of small
-  load-curve panels over a background shaded by a per-cell value (mean
-  curvature by default), diverging colormap centred on linear. Shared with
-  ``dnnphase`` for the network phase diagrams.
+* :func:`plot_phase` — a phase diagram in the paper's Fig. 3 style (drawn by
+  :func:`springblock.shared.panels.plot_phase_grid`);
 * :func:`plot_trajectory` — load curve of each block over time (paper Fig. 4,
   right column).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import matplotlib.pyplot as plt
+import numpy as np
 
-import matplotlib
+from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
+from springblock.shared.panels import (
+    PhasePanel,
+    axis_label,
+    fmt_value,
+    plot_phase_grid,
+    save_figure,
+)
 
-matplotlib.use("Agg")  # files only; never needs a display
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: E402
-
-from springblock.loadcurve import PHASE_TOLERANCE, phase_label  # noqa: E402
-
-
-def _fmt(v: float) -> str:
-    return f"{v:.3g}"
-
-
-@dataclass
-class PhasePanel:
-    """One phase diagram: a grid of small load curves over a shaded background.
-
-    curves : (R, C, L+1) mean load curve per cell (NaN cells left blank)
-    shade : (R, C) background value per cell
-    The first row is drawn on top; ``flip_cols`` draws the last column on the
-    left. ``diverging`` centres the colormap on 0 (a linear load curve) with
-    symmetric limits unless ``vlim`` is given. ``reference`` draws the straight
-    line from the first to the last point of each curve (the linear load curve
-    with the same drop). ``boundary``: (R, C) values whose zero level is drawn
-    ``boundary``: (R, C) phase labels (-1 concave, 0 linear, +1 convex, see
-    :func:`springblock.loadcurve.phase_label`); the edges between neighbouring
-    cells of different label are drawn as phase boundaries.
-    """
-
-    curves: np.ndarray
-    shade: np.ndarray
-    row_values: np.ndarray
-    col_values: np.ndarray
-    row_label: str
-    col_label: str
-    shade_label: str
-    title: str = ""
-    diverging: bool = True
-    cmap: str | None = None
-    vlim: tuple[float, float] | None = None
-    reference: bool = True
-    flip_cols: bool = False
-    boundary: np.ndarray | None = None
-
-
-def _norm(panel: PhasePanel):
-    finite = panel.shade[np.isfinite(panel.shade)]
-    vlim = panel.vlim
-    if vlim is None:
-        if panel.diverging:
-            m = float(np.max(np.abs(finite))) if finite.size else 1.0
-            vlim = (-m or -1.0, m or 1.0)
-        else:
-            vlim = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-            if vlim[0] == vlim[1]:
-                vlim = (vlim[0] - 0.5, vlim[1] + 0.5)
-    if panel.diverging and vlim[0] < 0 < vlim[1]:
-        return TwoSlopeNorm(0.0, vlim[0], vlim[1])
-    return Normalize(*vlim)
-
-
-def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
-    """Draw ``panel`` with its grid's lower-left corner at ``box`` (inches) = (x0, y0)."""
-    curves = np.asarray(panel.curves, dtype=float)
-    shade = np.asarray(panel.shade, dtype=float)
-    n_r, n_c = shade.shape
-    fw, fh = fig.get_size_inches()
-    x0, y0 = box
-    norm = _norm(panel)
-    colormap = plt.get_cmap(panel.cmap or ("RdBu_r" if panel.diverging else "viridis"))
-    cols = list(range(n_c))[::-1] if panel.flip_cols else list(range(n_c))
-    finite_curves = curves[np.isfinite(curves)]
-    y_lo, y_hi = (finite_curves.min(), finite_curves.max()) if finite_curves.size else (0, 1)
-    pad = 0.05 * (y_hi - y_lo or 1.0)
-    gap = 0.07 * ax_size
-    for i in range(n_r):
-        for jj, j in enumerate(cols):
-            rect = [(x0 + jj * ax_size) / fw, (y0 + (n_r - 1 - i) * ax_size) / fh,
-                    (ax_size - gap) / fw, (ax_size - gap) / fh]
-            ax = fig.add_axes(rect)
-            ax.set_facecolor(colormap(norm(shade[i, j])) if np.isfinite(shade[i, j]) else "0.85")
-            curve = curves[i, j]
-            if np.all(np.isfinite(curve)):
-                layers = np.arange(curve.size)
-                if panel.reference:
-                    ax.plot(layers[[0, -1]], curve[[0, -1]], color="0.35", lw=0.6, ls="--")
-                ax.plot(layers, curve, color="k", lw=1.1, marker=".", ms=2.5)
-            ax.set_ylim(y_lo - pad, y_hi + pad)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if i == n_r - 1:
-                ax.set_xlabel(_fmt(panel.col_values[j]), fontsize=7)
-            if jj == 0:
-                ax.set_ylabel(_fmt(panel.row_values[i]), fontsize=7, rotation=0, ha="right",
-                              va="center")
-    if panel.boundary is not None:
-        # Phase boundaries: the edges between neighbouring cells of different label.
-        labels = np.asarray(panel.boundary, dtype=float)[:, cols]
-        over = fig.add_axes([x0 / fw, y0 / fh, n_c * ax_size / fw, n_r * ax_size / fh])
-        over.set_xlim(0, n_c)
-        over.set_ylim(n_r, 0)
-        over.axis("off")
-        style = dict(color="k", lw=2.2, alpha=0.75, solid_capstyle="butt")
-        for i in range(n_r):
-            for j in range(n_c):
-                if j + 1 < n_c and _differ(labels[i, j], labels[i, j + 1]):
-                    over.plot([j + 1, j + 1], [i, i + 1], **style)
-                if i + 1 < n_r and _differ(labels[i, j], labels[i + 1, j]):
-                    over.plot([j, j + 1], [i + 1, i + 1], **style)
-    width, height = n_c * ax_size, n_r * ax_size
-    fig.text((x0 + width / 2) / fw, (y0 - 0.45) / fh, panel.col_label, ha="center", va="top",
-             fontsize=9)
-    fig.text((x0 - 0.55) / fw, (y0 + height / 2) / fh, panel.row_label, ha="right",
-             va="center", rotation=90, fontsize=9)
-    if panel.title:
-        fig.text((x0 + width / 2) / fw, (y0 + height + 0.1) / fh, panel.title, ha="center",
-                 va="bottom", fontsize=9)
-    cax = fig.add_axes([(x0 + width + 0.15) / fw, y0 / fh, 0.16 / fw, (height - gap) / fh])
-    sm = plt.cm.ScalarMappable(norm=norm, cmap=colormap)
-    fig.colorbar(sm, cax=cax).set_label(panel.shade_label, fontsize=8)
-
-
-def _differ(a: float, b: float) -> bool:
-    return bool(np.isfinite(a) and np.isfinite(b) and a != b)
-
-
-def plot_phase_grid(panels: PhasePanel | list[PhasePanel], *, title: str = "",
-                    ax_size: float = 0.85):
-    """Figure with one or more :class:`PhasePanel` side by side; returns the Figure."""
-    panels = [panels] if isinstance(panels, PhasePanel) else list(panels)
-    left, between, right, bottom, top = 1.2, 2.1, 1.1, 0.9, 0.75 + 0.2 * title.count("\n")
-    widths = [p.shade.shape[1] * ax_size for p in panels]
-    heights = [p.shade.shape[0] * ax_size for p in panels]
-    fig_w = left + sum(widths) + between * (len(panels) - 1) + right
-    fig_h = bottom + max(heights) + top + (0.3 if any(p.title for p in panels) else 0)
-    fig = plt.figure(figsize=(fig_w, fig_h))
-    x = left
-    for panel, w, h in zip(panels, widths, heights, strict=True):
-        _draw_panel(fig, (x, bottom + (max(heights) - h) / 2), panel, ax_size)
-        x += w + between
-    if title:
-        fig.suptitle(title, fontsize=10, y=1 - 0.1 / fig_h, va="top")
-    return fig
+__all__ = ["plot_phase", "plot_trajectory", "save_figure"]
 
 
 def plot_phase(ds, shade: str = "curvature_scaled", tolerance: float = PHASE_TOLERANCE):
@@ -169,24 +33,17 @@ def plot_phase(ds, shade: str = "curvature_scaled", tolerance: float = PHASE_TOL
     mean_curve = ds["load_curve"].mean("seed").values
     value = ds[shade].mean("seed") if "seed" in ds[shade].dims else ds[shade]
     horizon = np.unique(np.round(ds["horizon"].values, 6))
-    t_text = f"T = {_fmt(horizon[0])}" if horizon.size == 1 else \
-        f"T = {_fmt(horizon.min())}..{_fmt(horizon.max())}"
+    t_text = f"T = {fmt_value(horizon[0])}" if horizon.size == 1 else \
+        f"T = {fmt_value(horizon.min())}..{fmt_value(horizon.max())}"
     title = (f"Spring-block phase diagram: mean load curve of {ds.sizes['seed']} seeds, "
              f"L = {ds.sizes['layer'] - 1}, {t_text}\n(dashed: linear load curve; "
              "blue concave, red convex)")
     boundary = phase_label(ds["curvature_scaled"].mean("seed").values, tolerance)
     panel = PhasePanel(mean_curve, value.values, ds[row].values, ds[col].values,
-                       row_label=_axis_label(ds, row), col_label=_axis_label(ds, col),
+                       row_label=axis_label(ds, row), col_label=axis_label(ds, col),
                        shade_label=f"mean {ds[shade].attrs.get('long_name', shade)}",
                        boundary=boundary)
     return plot_phase_grid(panel, title=title)
-
-
-def _axis_label(ds, name: str) -> str:
-    label = {"mu_right": "friction mu->", "mu_left": "friction mu<-", "noise": "noise s"}.get(
-        name, name.replace("_", " "))
-    units = ds[name].attrs.get("units")
-    return f"{label} [{units}]" if units and len(units) < 20 else label
 
 
 def plot_trajectory(ds):
@@ -209,8 +66,3 @@ def plot_trajectory(ds):
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
-
-
-def save_figure(fig, path, dpi: int = 130) -> None:
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)

@@ -6,7 +6,7 @@ import xarray as xr
 
 from dnnphase import compare as cmp
 from dnnphase.cli import main
-from springblock import io
+from springblock.shared import results
 
 
 def parabola(c, n_layers=8):
@@ -21,7 +21,7 @@ def fake_network(curv, alphas, knob="dropout", values=None, accuracy=None, seeds
     curv = np.asarray(curv, dtype=float)
     values = np.linspace(0, 0.3, curv.shape[1]) if values is None else values
     curves = np.repeat(parabola(curv)[:, :, None, None, :], seeds, axis=2)  # (a, v, s, 1, L+1)
-    from springblock import loadcurve
+    from springblock.shared import loadcurve
 
     acc = np.zeros(curv.shape + (seeds,)) + (0.5 if accuracy is None else accuracy[..., None])
     ds = xr.Dataset(
@@ -40,7 +40,7 @@ def fake_network(curv, alphas, knob="dropout", values=None, accuracy=None, seeds
 def fake_spring(curv, friction, noise, seeds=2):
     curv = np.asarray(curv, dtype=float)
     curves = np.repeat(parabola(curv)[:, :, None, :], seeds, axis=2)
-    from springblock import loadcurve
+    from springblock.shared import loadcurve
 
     return xr.Dataset(
         {"load_curve": (("mu_right", "noise", "seed", "layer"), curves),
@@ -138,8 +138,8 @@ def test_bad_inputs_are_clear_errors():
 def test_cli_compare_errors_exit_2(tmp_path, capsys):
     network = fake_network(SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
     spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
-    io.save(network, tmp_path / "net.nc")
-    io.save(spring, tmp_path / "spring.nc")
+    results.save(network, tmp_path / "net.nc")
+    results.save(spring, tmp_path / "spring.nc")
     (tmp_path / "junk.nc").write_text("not a result")
     assert main(["compare", str(tmp_path / "net.nc"), str(tmp_path / "spring.nc"),
                  "-o", str(tmp_path / "r")]) == 2
@@ -161,11 +161,11 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
                  "phase_dropout.png", "fit_dropout.png", "accuracy_dropout.png",
                  "dynamics_dropout.png"):
         assert (out / name).stat().st_size > 1000, name
-    report = io.load(out / "report_dropout.nc")
+    report = results.load(out / "report_dropout.nc")
     for key in ("label_agreement", "label_kappa", "accuracy_peak_curvature",
                 "fit_mean_rho_along_noise"):
         assert key in report.attrs
-    fit = io.load(out / "fit_dropout.nc")
+    fit = results.load(out / "fit_dropout.nc")
     assert {"mu_right", "noise", "effective_force", "residual"} <= set(fit.data_vars)
     # a rerun reuses the stored results instead of recomputing or refusing
     assert main(["reproduce", "--preset", "test", "-o", str(out)]) == 0

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from springblock import io, phase_diagram
-from springblock.engine import ChunkStore, Progress, run_sweep
-from springblock.io import OutputExistsError
+from springblock import phase_diagram
+from springblock.shared import results
+from springblock.shared.results import OutputExistsError
+from springblock.shared.sweeps import ChunkStore, Progress, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASE_ARGS = ["phase", "--rows", "mu_right=0:0.03:4", "--cols", "noise=0:0.03:4",
@@ -55,7 +56,7 @@ def test_killed_sweep_resumes_to_the_identical_result(tmp_path):
     first = re.search(r"progress phase diagram: (\d+)/(\d+) chunks", err)
     assert int(first.group(1)) >= done_before and int(first.group(2)) == 8  # resumed, not redone
     assert not parts.exists()
-    _identical(io.load(out), io.load(reference))
+    _identical(results.load(out), results.load(reference))
 
 
 def test_changed_configuration_is_refused_then_overwritten(tmp_path):
@@ -148,4 +149,4 @@ def test_dask_phase_diagram_equals_serial(tmp_path):
         dask = phase_diagram(**kwargs, output=tmp_path / "d.nc",
                              scheduler=cluster.scheduler_address)
     _identical(serial, dask)
-    _identical(serial, io.load(tmp_path / "d.nc"))
+    _identical(serial, results.load(tmp_path / "d.nc"))

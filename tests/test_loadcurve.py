@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from springblock import loadcurve
+from springblock.shared import loadcurve
 
 
 def test_paper_curvature_telescopes_to_first_minus_last_gain():
@@ -60,10 +60,13 @@ def test_too_short_curve_is_an_error():
         loadcurve.curvature([1.0, 0.0])
 
 
-def test_loadcurve_does_not_import_numba():
+@pytest.mark.parametrize("module", ["springblock.shared.loadcurve", "springblock.shared.sweeps",
+                                    "dnnphase.sweep", "dnnphase.metrics", "dnnphase.cli",
+                                    "dnnphase.compare", "dnnphase.plotting"])
+def test_shared_layer_and_dnnphase_do_not_import_numba(module):
     import subprocess
 
-    code = "import springblock.loadcurve, sys; print('numba' in sys.modules)"
+    code = f"import {module}, sys; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"

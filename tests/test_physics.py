@@ -4,9 +4,10 @@ import numba
 import numpy as np
 import pytest
 
-from springblock import loadcurve, simulate, theory
+from springblock import simulate, theory
 from springblock.config import ChainConfig
 from springblock.ensemble import run_ensemble
+from springblock.shared import loadcurve
 from tests import chain_oracle
 
 CASES = [  # (blocks, modulus, mu_right, mu_left)

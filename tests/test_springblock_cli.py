@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
-from springblock import io, phase_diagram
+from springblock import phase_diagram
 from springblock.cli import main
-from springblock.config import ChainConfig, ConfigError
+from springblock.config import ChainConfig
+from springblock.shared import results
+from springblock.shared.checks import ConfigError
 
 
 def test_simulate_phase_plot_end_to_end(tmp_path, capsys):
@@ -13,14 +15,14 @@ def test_simulate_phase_plot_end_to_end(tmp_path, capsys):
     assert main(["simulate", "--blocks", "5", "--mu-right", "0.1", "--mu-left", "0.2",
                  "--noise", "0.1", "--steps", "2000", "--seeds", "4", "--record-every", "100",
                  "-o", str(chain)]) == 0
-    ds = io.load(chain, kind="springblock.simulate")
+    ds = results.load(chain, kind="springblock.simulate")
     assert ds["load_curve"].dims == ("seed", "layer") and ds.sizes["seed"] == 4
-    assert io.config_of(ds)["mu_left"] == 0.2 and "numba" in ds.attrs["versions"]
+    assert results.config_of(ds)["mu_left"] == 0.2 and "numba" in ds.attrs["versions"]
     phase = tmp_path / "phase.nc"
     assert main(["phase", "--rows", "mu_right=0:0.03:3", "--cols", "noise=0,0.02",
                  "--mu-left-ratio", "2", "--seeds", "3", "--steps", "3000", "--quiet",
                  "-o", str(phase)]) == 0
-    pd = io.load(phase, kind="springblock.phase_diagram")
+    pd = results.load(phase, kind="springblock.phase_diagram")
     assert pd["load_curve"].dims == ("mu_right", "noise", "seed", "layer")
     assert pd["load_curve"].shape == (3, 2, 3, 8)
     np.testing.assert_allclose(pd["mu_left_cell"].values[:, 0], [0, 0.03, 0.06])
@@ -68,7 +70,7 @@ def test_existing_output_refused_unless_overwrite(tmp_path, capsys):
     assert main(["simulate", "--steps", "100", "-o", str(out)]) == 2
     assert "exists" in capsys.readouterr().err and out.read_bytes() == b"precious"
     assert main(["simulate", "--steps", "100", "-o", str(out), "--overwrite"]) == 0
-    assert io.load(out)["load_curve"].shape == (1, 8)
+    assert results.load(out)["load_curve"].shape == (1, 8)
 
 
 def test_plot_rejects_files_that_are_not_results(tmp_path, capsys):

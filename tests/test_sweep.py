@@ -9,8 +9,8 @@ import xarray as xr
 
 from dnnphase.cli import main
 from dnnphase.sweep import SweepConfig, sweep
-from springblock import io
-from springblock.config import ConfigError
+from springblock.shared import results
+from springblock.shared.checks import ConfigError
 
 SMALL = dict(dataset="digits", n_train=300, depth=3, width=16, epochs=4, seeds=[0, 1])
 
@@ -49,7 +49,7 @@ def test_sweep_result_does_not_depend_on_chunking(small_sweep, tmp_path):
                   models_per_chunk=3, output=tmp_path / "s.nc", **SMALL)
     np.testing.assert_allclose(again["load_curve"], small_sweep["load_curve"], rtol=1e-5)
     np.testing.assert_array_equal(again["test_accuracy"], small_sweep["test_accuracy"])
-    xr.testing.assert_identical(io.load(tmp_path / "s.nc").drop_attrs(), again.drop_attrs())
+    xr.testing.assert_identical(results.load(tmp_path / "s.nc").drop_attrs(), again.drop_attrs())
 
 
 def test_diverging_learning_rate_is_recorded_not_fatal():
@@ -98,7 +98,7 @@ def test_cli_sweep_and_plot(tmp_path, capsys):
             "--epochs", "2", "--measures", "trace_ratio", "--scheduler", "serial", "--quiet",
             "-o", str(out)]
     assert main(args) == 0
-    ds = io.load(out, kind="dnnphase.sweep")
+    ds = results.load(out, kind="dnnphase.sweep")
     assert ds["load_curve"].dims == ("alpha", "noise", "seed", "measure", "layer")
     assert main(args) == 2 and "exists" in capsys.readouterr().err
     image = tmp_path / "dnn.png"

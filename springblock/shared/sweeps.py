@@ -45,7 +45,7 @@ from typing import Any
 
 import xarray as xr
 
-from springblock.io import ENGINE, OutputExistsError, write_atomic
+from springblock.shared.results import ENGINE, OutputExistsError, write_atomic
 
 SCHEDULERS = ("serial", "processes")
 

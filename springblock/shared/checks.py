@@ -1,0 +1,70 @@
+"""Configuration checks: one error type and one way to raise it.
+
+Every bad input in either package is a :class:`ConfigError` whose message
+names the parameter, the allowed range and the value given, so the command
+lines can print it as one line (exit code 2) before any work starts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class ConfigError(ValueError):
+    """A parameter is outside its allowed range (the CLI exits with code 2)."""
+
+
+def require(ok: bool, name: str, allowed: str, value) -> None:
+    """Raise ``ConfigError("<name> must be <allowed> (got <value>)")`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"{name} must be {allowed} (got {value!r})")
+
+
+def is_finite(value) -> bool:
+    """A real number that is neither NaN nor infinite (strings and None are not)."""
+    if isinstance(value, (bool, str)) or value is None:
+        return False
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def is_int(value) -> bool:
+    """A Python or numpy integer (booleans excluded)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_int(name: str, value, *, minimum: int = 0) -> int:
+    """``value`` as an int, or a ConfigError naming ``name`` and the minimum."""
+    require(is_int(value) and value >= minimum, name, f"an integer >= {minimum}", value)
+    return int(value)
+
+
+def check_positive(name: str, value) -> float:
+    """``value`` as a float > 0, or a ConfigError."""
+    require(is_finite(value) and float(value) > 0, name, "a finite number > 0", value)
+    return float(value)
+
+
+def parse_values(text: str, name: str = "values") -> np.ndarray:
+    """``"0:0.3:16"`` (start:stop:count, inclusive) or ``"0.1,0.2,0.5"`` -> array."""
+    text = str(text).strip()
+    try:
+        if ":" in text:
+            start, stop, count = text.split(":")
+            n = int(count)
+            if n < 1:
+                raise ValueError
+            return np.linspace(float(start), float(stop), n)
+        values = np.array([float(v) for v in text.split(",") if v.strip() != ""])
+    except ValueError:
+        raise ConfigError(
+            f"{name} must be start:stop:count (count >= 1) or a comma-separated list of numbers "
+            f"(got {text!r})"
+        ) from None
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise ConfigError(f"{name} must list at least one finite number (got {text!r})")
+    return values
