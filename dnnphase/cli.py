@@ -10,19 +10,81 @@ import argparse
 import sys
 from pathlib import Path
 
+from dnnphase import defaults
 from springblock.shared.checks import ConfigError, parse_values
-from springblock.shared.commandline import run
+from springblock.shared.commandline import add_options, output_options, run
 from springblock.shared.loadcurve import PHASE_TOLERANCE
 from springblock.shared.results import OutputExistsError
 
 
-def _values(text: str, name: str):
+def _floats(text: str, name: str) -> list[float]:
     return [float(v) for v in parse_values(text, name=name)]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from dnnphase.sweep import KNOBS, MEASURE_NAMES
+#: Options given as text and parsed after argparse, so that a bad value gets
+#: the project's one-line error rather than argparse's usage message.
+_PARSED = {
+    "values": lambda text: _floats(text, "values"),
+    "alphas": lambda text: _floats(text, "alpha"),
+    "measures": lambda text: [m.strip() for m in str(text).split(",") if m.strip()],
+}
 
+
+def _sweep_options():
+    """(flag, SweepConfig field, type, default, help): the ``dnnphase sweep`` options."""
+    from dnnphase.knobs import KNOBS
+    from dnnphase.sweep import DEFAULT_MEASURES, MEASURE_NAMES
+
+    return [
+        ("--knob", "knob", str, "dropout", f"the noise knob: {', '.join(KNOBS)}"),
+        ("--values", "values", str, "0:0.3:4",
+         "knob values: start:stop:count (inclusive) or v1,v2,..."),
+        ("--alpha", "alphas", str, "0,0.5,1",
+         "LeakyReLU slopes in [0, 1] (0 = ReLU), same forms"),
+        ("--dataset", "dataset", str, defaults.DATASET,
+         "mnist5k, digits, mnist1d, gmm, mnist, fashion-mnist or cifar10"),
+        ("--root", "root", str, None, "folder holding the mnist / fashion-mnist / cifar10 files"),
+        ("--n-train", "n_train", int, None, "training samples (default: the data set's own)"),
+        ("--data-seed", "data_seed", int, 0, "seed of the train/test split and data generators"),
+        ("--depth", "depth", int, defaults.DEPTH, "hidden layers L"),
+        ("--width", "width", int, defaults.WIDTH, "hidden width n"),
+        ("--optimizer", "optimizer", str, "adam", "adam or sgd"),
+        ("--lr", "lr", float, defaults.LR, "learning rate (unless it is the knob)"),
+        ("--epochs", "epochs", int, defaults.EPOCHS, "training epochs (at most)"),
+        ("--batch-size", "batch_size", int, None,
+         "mini-batch size (default: full batch; unless it is the knob)"),
+        ("--dropout", "dropout", float, 0.0, "dropout probability p (unless it is the knob)"),
+        ("--label-noise", "label_noise", float, 0.0,
+         "label + data noise level q in [0, 1] (unless it is the knob)"),
+        ("--measures", "measures", str, ",".join(DEFAULT_MEASURES),
+         f"comma-separated, from {', '.join(MEASURE_NAMES)}; the first is recorded "
+         "during training"),
+        ("--record-every", "record_every", int, 0,
+         "record the load curve every k epochs (0: final only)"),
+        ("--loss-threshold", "loss_threshold", float, defaults.LOSS_THRESHOLD,
+         "stop a model when its training loss is below this"),
+        ("--patience", "patience", int, defaults.PATIENCE,
+         "epochs of the moving mean watched by the plateau rule"),
+        ("--rel-tol", "rel_tol", float, defaults.REL_TOL,
+         "stop when that mean changes by less than this, relatively"),
+        ("--dtype", "dtype", str, "float32", "float32 or float64"),
+        ("--device", "device", str, "auto", "auto (CUDA if present), cpu, cuda or cuda:N"),
+        ("--models-per-chunk", "models_per_chunk", int, None,
+         f"models per resumable chunk (default: at most {defaults.MODELS_PER_CHUNK}, "
+         "at least 4 chunks)"),
+    ]
+
+
+def _scheduler_options(parser, default: str | None) -> None:
+    parser.add_argument("--scheduler", default=default,
+                        help="processes (one single-threaded worker per core), serial, or a "
+                             "Dask address tcp://host:port (default "
+                             f"{default or 'processes; serial for the test preset'})")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="process-pool size (default: one per core)")
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dnnphase",
         description="Train families of deep networks and measure how each layer separates the "
@@ -32,54 +94,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="network phase diagram: alpha x knob x seeds",
                        description="Train every (alpha, knob value, seed) model and write a "
-                                   "labelled NetCDF result (resumable).")
-    p.add_argument("--knob", default="dropout", help=f"one of {', '.join(KNOBS)}")
-    p.add_argument("--values", default="0:0.3:4",
-                   help="knob values: start:stop:count or v1,v2,... (default %(default)s)")
-    p.add_argument("--alpha", default="0,0.5,1",
-                   help="LeakyReLU slopes in [0, 1], same forms (default %(default)s)")
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds (default 3)")
-    p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--dataset", default="mnist5k",
-                   help="mnist5k (default), digits, mnist1d, gmm, mnist, fashion-mnist, cifar10")
-    p.add_argument("--root", default=None, help="directory of mnist/fashion-mnist/cifar10 files")
-    p.add_argument("--n-train", type=int, default=None, help="training samples")
-    p.add_argument("--data-seed", type=int, default=0)
-    p.add_argument("--depth", type=int, default=7, help="hidden layers L (default 7)")
-    p.add_argument("--width", type=int, default=100, help="hidden width (default 100)")
-    p.add_argument("--no-batchnorm", action="store_true")
-    p.add_argument("--no-bias", action="store_true")
-    p.add_argument("--optimizer", default="adam", help="adam (default) or sgd")
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--batch-size", type=int, default=None, help="default: full batch")
-    p.add_argument("--dropout", type=float, default=0.0)
-    p.add_argument("--noise", type=float, default=0.0, help="label + data noise level q")
-    p.add_argument("--measures", default="trace_ratio,fuzziness,cdnv,ncc",
-                   help=f"comma-separated, from {', '.join(MEASURE_NAMES)}")
-    p.add_argument("--record-every", type=int, default=0,
-                   help="record load curves every k epochs (for dynamics plots)")
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda")
-    p.add_argument("--models-per-chunk", type=int, default=16)
-    p.add_argument("--scheduler", default="processes",
-                   help="processes (default), serial, or a Dask address tcp://host:port")
-    p.add_argument("--workers", type=int, default=None, help="process-pool size")
-    p.add_argument("-o", "--output", required=True, help="output NetCDF file")
-    p.add_argument("--overwrite", action="store_true")
-    p.add_argument("--quiet", action="store_true")
+                                   "labelled NetCDF result (resumable: rerun the same command "
+                                   "after an interruption).")
+    add_options(p.add_argument_group("network and training"), _sweep_options())
+    p.add_argument("--seeds", type=int, default=3, help="number of seeds (default %(default)s)")
+    p.add_argument("--first-seed", type=int, default=0, help="first seed (default %(default)s)")
+    p.add_argument("--no-batchnorm", action="store_true", help="no BatchNorm layers")
+    p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
+    p.add_argument("--noise", dest="old_noise", type=float, default=None,
+                   help=argparse.SUPPRESS)  # renamed --label-noise; accepted for one release
+    _scheduler_options(p, defaults.SCHEDULER)
+    output_options(p, "output NetCDF file")
     p.set_defaults(func=cmd_sweep)
 
     shape = argparse.ArgumentParser(add_help=False)  # how load curves are read and labelled
-    shape.add_argument("--measure", default="trace_ratio", help="separation measure")
+    shape.add_argument("--measure", default="trace_ratio",
+                       help="separation measure (one of the file's; default %(default)s)")
     shape.add_argument("--tolerance", type=float, default=PHASE_TOLERANCE,
                        help="half-width of the linear band of scale-free curvature "
                             "(default %(default)s)")
-    shape.add_argument("--overwrite", action="store_true")
 
     p = sub.add_parser("plot", parents=[shape], help="Fig. 1 style figure of a sweep")
     p.add_argument("input", help="a NetCDF file written by dnnphase sweep")
-    p.add_argument("-o", "--output", required=True, help="image file (.png, .pdf, .svg)")
+    output_options(p, "image file (.png, .pdf, .svg)", quiet=False)
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("compare", parents=[shape],
@@ -87,31 +124,35 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Compare a chain phase diagram with a network sweep.")
     p.add_argument("spring", help="a NetCDF file written by springblock phase")
     p.add_argument("network", help="a NetCDF file written by dnnphase sweep")
-    p.add_argument("-o", "--output", required=True, help="output folder")
+    output_options(p, "output folder (report.nc, phase.png, accuracy.png)", quiet=False)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("fit", help="spring parameters for every network cell",
                        description="Fit (mu_right, noise) of a chain, at fixed horizon and "
                                    "mu_left/mu_right, to each cell's seed-mean load curve.")
     p.add_argument("network", help="a NetCDF file written by dnnphase sweep")
-    p.add_argument("-o", "--output", required=True, help="output NetCDF file")
-    p.add_argument("--measure", default="trace_ratio")
-    p.add_argument("--horizon", type=float, default=1000.0, help="chain horizon T (default 1000)")
-    p.add_argument("--mu-left-ratio", type=float, default=2.0, help="mu_left / mu_right")
-    p.add_argument("--refine", default="theory", help="theory (default) or simulation")
+    p.add_argument("--measure", default="trace_ratio",
+                   help="separation measure (default %(default)s)")
+    p.add_argument("--horizon", type=float, default=1000.0,
+                   help="chain horizon T (default %(default)s)")
+    p.add_argument("--mu-left-ratio", type=float, default=2.0,
+                   help="mu_left / mu_right (default %(default)s)")
+    p.add_argument("--refine", default="theory",
+                   help="theory (default) or simulation")
     p.add_argument("--figure", default=None, help="also draw the parameter maps here")
-    p.add_argument("--overwrite", action="store_true")
+    output_options(p, "output NetCDF file", quiet=False)
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("reproduce", help="everything, end to end, from a preset",
                        description="Chain phase diagram, network sweeps, fits, comparison and "
                                    "figures in one folder (reruns reuse what is there).")
     p.add_argument("--preset", default="quick", help="test, quick (default) or paper")
-    p.add_argument("-o", "--output", default="figures", help="output folder (default figures)")
-    p.add_argument("--scheduler", default=None,
-                   help="network sweeps: processes (default), serial or tcp://host:port")
+    p.add_argument("-o", "--output", required=True,
+                   help="output folder (created if missing; figures/ holds the committed "
+                        "reference of the quick preset)")
+    _scheduler_options(p, None)
     p.add_argument("--overwrite", action="store_true", help="recompute existing results")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_reproduce)
     return parser
 
@@ -122,20 +163,14 @@ def cmd_sweep(args) -> None:
     if args.seeds < 1 or args.first_seed < 0:
         raise ConfigError(f"seeds must be >= 1 and first-seed >= 0 (got {args.seeds}, "
                           f"{args.first_seed})")
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"workers must be >= 1 (got {args.workers})")
-    cfg = SweepConfig(
-        knob=args.knob, values=_values(args.values, "values"),
-        alphas=_values(args.alpha, "alpha"),
-        seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
-        dataset=args.dataset, data_seed=args.data_seed, n_train=args.n_train, root=args.root,
-        depth=args.depth, width=args.width, batchnorm=not args.no_batchnorm,
-        bias=not args.no_bias, optimizer=args.optimizer, lr=args.lr, epochs=args.epochs,
-        batch_size=args.batch_size, dropout=args.dropout, noise=args.noise,
-        measures=[m.strip() for m in args.measures.split(",") if m.strip()],
-        record_every=args.record_every, dtype=args.dtype, device=args.device,
-        models_per_chunk=args.models_per_chunk,
-    )
+    fields = {dest: _PARSED.get(dest, lambda v: v)(getattr(args, dest))
+              for _, dest, *_ in _sweep_options()}
+    if args.old_noise is not None:
+        print("dnnphase: note: --noise is now --label-noise; the old name will be removed in "
+              "the next release", file=sys.stderr)
+        fields["label_noise"] = args.old_noise
+    cfg = SweepConfig(seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
+                      batchnorm=not args.no_batchnorm, bias=not args.no_bias, **fields)
     ds = sweep(cfg, output=args.output, overwrite=args.overwrite, scheduler=args.scheduler,
                workers=args.workers, quiet=args.quiet)
     if not args.quiet:
@@ -184,7 +219,7 @@ def cmd_compare(args) -> None:
 
 def cmd_fit(args) -> None:
     from dnnphase.compare import check_network
-    from dnnphase.fit import fit_spring
+    from springblock.fit import fit_spring
     from springblock.shared.results import check_output, load, save
 
     check_output(args.output, args.overwrite)
@@ -201,9 +236,10 @@ def cmd_fit(args) -> None:
     save(ds, args.output, overwrite=args.overwrite)
     if args.figure:
         from dnnphase import plotting
+        from dnnphase.knobs import larger_is_noisier
 
-        noisier_left = network[knob].attrs.get("noisier", "larger") == "larger"
-        plotting.save_figure(plotting.plot_fit_maps(ds, knob, noisier_left), args.figure)
+        plotting.save_figure(plotting.plot_fit_maps(ds, knob, larger_is_noisier(network)),
+                             args.figure)
     print(f"wrote {args.output}: median residual {float(ds['residual'].median()):.4f}")
 
 
@@ -211,7 +247,7 @@ def cmd_reproduce(args) -> None:
     from dnnphase.reproduce import reproduce
 
     reproduce(args.preset, args.output, overwrite=args.overwrite, scheduler=args.scheduler,
-              quiet=args.quiet)
+              workers=args.workers, quiet=args.quiet)
 
 
 def main(argv=None) -> int:

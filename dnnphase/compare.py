@@ -31,6 +31,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
+from dnnphase.knobs import larger_is_noisier
 from springblock.shared.checks import ConfigError
 from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
 
@@ -85,7 +86,7 @@ def oriented_network(ds: xr.Dataset, measure: str = "trace_ratio") -> xr.Dataset
     accuracy), and the original ``alpha`` / knob values as coordinates.
     """
     knob = ds.attrs["knob"]
-    larger_noisier = ds[knob].attrs.get("noisier", "larger") == "larger"
+    larger_noisier = larger_is_noisier(ds)
     curv = ds["curvature_scaled"].sel(measure=measure).mean("seed", skipna=True)
     acc = ds["test_accuracy"].mean("seed", skipna=True)
     out = xr.Dataset({"curvature": curv, "accuracy": acc})

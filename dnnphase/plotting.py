@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from dnnphase import knobs
 from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
 from springblock.shared.panels import PhasePanel, axis_label, plot_phase_grid, save_figure
 
 __all__ = ["normalised", "sweep_panels", "plot_sweep", "save_figure"]
 
-KNOB_LABELS = {
-    "dropout": "dropout probability p",
-    "lr": "learning rate",
-    "batch_size": "batch size",
-    "noise": "label + data noise q",
-}
 
 
 def normalised(curves: np.ndarray) -> np.ndarray:
@@ -33,14 +28,14 @@ def sweep_panels(ds, measure: str = "trace_ratio", tolerance: float = PHASE_TOLE
     noisier to the left as in the paper.
     """
     knob = ds.attrs["knob"]
-    noisier_left = ds[knob].attrs.get("noisier", "larger") == "larger"
+    noisier_left = knobs.larger_is_noisier(ds)
     sub = ds.sortby("alpha").sel(measure=measure)
     curves = normalised(sub["load_curve"].mean("seed", skipna=True).values)
     curv = sub["curvature_scaled"].mean("seed", skipna=True).values
     acc = sub["test_accuracy"].mean("seed", skipna=True).values
     common = dict(row_values=sub["alpha"].values, col_values=sub[knob].values,
                   row_label="LeakyReLU slope alpha (0 = ReLU)",
-                  col_label=KNOB_LABELS.get(knob, knob) + " (noisier to the left)",
+                  col_label=knobs.label(knob) + " (noisier to the left)",
                   flip_cols=noisier_left, boundary=phase_label(curv, tolerance))
     n_seeds = ds.sizes["seed"]
     return [
@@ -128,7 +123,7 @@ def plot_accuracy_vs_curvature(network, report, measure: str = "trace_ratio"):
 def plot_fit_maps(fit, knob: str, noisier_left: bool = True):
     """Fitted chain parameters over the network grid (alpha rows, knob columns).
 
-    ``fit``: a Dataset from :meth:`dnnphase.fit.FitResult.to_dataset` with dims
+    ``fit``: a Dataset from :meth:`springblock.fit.FitResult.to_dataset` with dims
     (alpha, knob). Panels: effective force F_eff, mu->, s and the residual.
     """
     import matplotlib.pyplot as plt
@@ -158,7 +153,7 @@ def plot_fit_maps(fit, knob: str, noisier_left: bool = True):
                       rotation=60, fontsize=7)
         ax.set_yticks(range(fit.sizes["alpha"]), [f"{v:.2g}" for v in fit["alpha"].values],
                       fontsize=7)
-        ax.set_xlabel(KNOB_LABELS.get(knob, knob) + (" (noisier left)" if noisier_left else ""),
+        ax.set_xlabel(knobs.label(knob) + (" (noisier left)" if noisier_left else ""),
                       fontsize=8)
         ax.set_ylabel("alpha (0 = ReLU)", fontsize=8)
         ax.set_title(label, fontsize=9)

@@ -27,8 +27,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from dnnphase import defaults
+from dnnphase.knobs import larger_is_noisier
 from springblock.shared import results
 from springblock.shared.checks import ConfigError
+from springblock.shared.sweeps import validate_scheduler, validate_workers
 
 ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
 #: DESIGN's recommended chain grid: 6 x 8 cells x 10 seeds, T = 1000, mu<- = 2 mu->.
@@ -51,8 +54,7 @@ PRESETS = {
         # 3 alpha x 4 dropout x 2 seeds on the paper's network and data, 100 epochs.
         "networks": [dict(knob="dropout", values=(0.0, 0.1, 0.2, 0.3), alphas=(0.0, 0.5, 1.0),
                           seeds=(0, 1), dataset="mnist5k", epochs=100, record_every=10,
-                          measures=("trace_ratio", "fuzziness", "cdnv", "ncc"),
-                          models_per_chunk=4)],
+                          measures=("trace_ratio", "fuzziness", "cdnv", "ncc"))],
         "fit_grid": (24, 24),
         "seconds_per_model": 6.0,
     },
@@ -65,7 +67,7 @@ PRESETS = {
                  alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=200, record_every=20),
             dict(knob="batch_size", values=(5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560),
                  alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=100, record_every=10),
-            dict(knob="noise", values=tuple(np.round(np.linspace(0, 0.8, 9), 10)),
+            dict(knob="label_noise", values=tuple(np.round(np.linspace(0, 0.8, 9), 10)),
                  alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=100, record_every=10),
         ],
         "fit_grid": (24, 24),
@@ -107,12 +109,17 @@ def _result(path: Path, kind: str, config: dict, make, overwrite: bool, quiet: b
     return make()
 
 
-def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = False,
-              scheduler: str | None = None, quiet: bool = False) -> dict[str, xr.Dataset]:
-    """Run the whole pipeline of a preset; returns the report Dataset of each knob."""
+def reproduce(preset: str = "quick", output="results", *, overwrite: bool = False,
+              scheduler: str | None = None, workers: int | None = None,
+              quiet: bool = False) -> dict[str, xr.Dataset]:
+    """Run the whole pipeline of a preset; returns the report Dataset of each knob.
+
+    ``scheduler`` runs the network sweeps (default: a process pool; serial for
+    the ``test`` preset, whose chunks are too small to pay for workers).
+    """
     from dnnphase import compare as cmp
     from dnnphase import plotting
-    from dnnphase.fit import fit_spring
+    from springblock.fit import fit_spring
     from dnnphase.sweep import SweepConfig, sweep
     from springblock import phase_diagram
     from springblock.phase import CHAINS_PER_CHUNK
@@ -130,7 +137,9 @@ def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = Fals
          f"{len(spec['spring']['cols'][1])} cells x {spec['spring']['seeds']} seeds; "
          f"{n_models} networks; expected about {expected_seconds(spec) / 60:.1f} min", quiet)
     start = time.monotonic()
-    net_scheduler = scheduler or ("serial" if preset == "test" else "processes")
+    net_scheduler = scheduler or ("serial" if preset == "test" else defaults.SCHEDULER)
+    validate_scheduler(net_scheduler)
+    validate_workers(workers)
 
     _say("[1] spring-block phase diagram", quiet)
     spring_path = out / "spring_phase.nc"
@@ -150,7 +159,7 @@ def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = Fals
         network = _result(net_path, "dnnphase.sweep", cfg.to_dict(),
                           lambda cfg=cfg, net_path=net_path: sweep(
                               cfg, output=net_path, overwrite=True, scheduler=net_scheduler,
-                              quiet=quiet), overwrite, quiet)
+                              workers=workers, quiet=quiet), overwrite, quiet)
 
         _say(f"    fitting the chain to {network.sizes['alpha'] * network.sizes[knob]} cells",
              quiet)
@@ -170,7 +179,7 @@ def reproduce(preset: str = "quick", output="figures", *, overwrite: bool = Fals
         reports[knob] = report
         _say(cmp.summary(report) + "\n" + fit_summary(report), quiet)
 
-        noisier_left = network[knob].attrs.get("noisier", "larger") == "larger"
+        noisier_left = larger_is_noisier(network)
         plotting.save_figure(plotting.plot_side_by_side(spring, network),
                              out / f"phase_{knob}.png")
         plotting.save_figure(plotting.plot_fit_maps(fit_ds, knob, noisier_left),
@@ -208,7 +217,7 @@ def _fit_trends(fit: xr.Dataset, network: xr.Dataset, knob: str) -> xr.Dataset:
     """
     from dnnphase.compare import rank_correlations
 
-    larger_noisier = network[knob].attrs.get("noisier", "larger") == "larger"
+    larger_noisier = larger_is_noisier(network)
     oriented = fit["effective_force"].sortby("alpha", ascending=False).sortby(
         knob, ascending=larger_noisier)
     rows, cols = rank_correlations(oriented.values)

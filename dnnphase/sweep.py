@@ -9,17 +9,7 @@ resumes after an interruption and can run on a Dask cluster. Every model's
 randomness (initialisation, data order, dropout masks, label/data noise)
 comes from its own seed, so results do not depend on the chunking.
 
-The noise knobs (DESIGN §3):
-
-=============  ===========================  =================================
-knob           what it sets                 noisier when
-=============  ===========================  =================================
-``dropout``    dropout probability p        larger (p in [0, 1))
-``lr``         learning rate                larger
-``batch_size`` mini-batch size              smaller (also: more optimizer
-                                            steps per epoch — see steps_run)
-``noise``      label + data noise level q   larger (q in [0, 1])
-=============  ===========================  =================================
+The noise knobs and their orientation are in :mod:`dnnphase.knobs`.
 """
 
 from __future__ import annotations
@@ -33,129 +23,153 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from dnnphase import defaults
+from dnnphase.knobs import KNOBS, canonical
 from springblock.shared import loadcurve
-from springblock.shared.checks import ConfigError
-from springblock.shared.results import check_output, provenance, save
-from springblock.shared.sweeps import ChunkStore, run_sweep, validate_scheduler
+from springblock.shared.checks import is_finite, is_int, require
+from springblock.shared.results import check_output
+from springblock.shared.sweeps import finish, run_chunked, validate_workers
 
-KNOBS = {
-    # name: (train_ensemble argument, noisier direction, units)
-    "dropout": ("dropout", "larger", "probability"),
-    "lr": ("lr", "larger", "1"),
-    "batch_size": ("batch_size", "smaller", "samples"),
-    "noise": ("label_noise", "larger", "fraction of labels / data std"),
-}
 MEASURE_NAMES = ("trace_ratio", "fuzziness", "cdnv", "ncc", "regression")
 DEFAULT_MEASURES = ("trace_ratio", "fuzziness", "cdnv", "ncc")
 
 
-def _require(ok: bool, name: str, allowed: str, value) -> None:
-    if not ok:
-        raise ConfigError(f"{name} must be {allowed} (got {value!r})")
-
-
 @dataclass(frozen=True)
 class SweepConfig:
-    """A network phase-diagram sweep (DESIGN §3 defaults).
+    """A network phase-diagram sweep (DESIGN §3 defaults, see :mod:`dnnphase.defaults`).
 
-    knob, values : the noise knob (see the module table) and its values.
+    knob, values : the noise knob (:mod:`dnnphase.knobs`) and its values.
     alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear).
     seeds : the model seeds (initialisation and all of a model's randomness).
     dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
     depth, width, batchnorm, bias : the MLP (L hidden layers of width n).
-    optimizer, lr, epochs, batch_size, dropout, noise : training; the knob's own
-        entry is replaced by each swept value. ``batch_size=None``: full batch.
+    optimizer, lr, epochs, batch_size, dropout, label_noise : training. The
+        swept knob's own field must stay at its default: its values are
+        ``values``. ``batch_size=None``: full batch.
     measures : separation measures computed for every layer (MEASURE_NAMES).
     record_every : also record the first measure's load curve every k epochs.
     loss_threshold, patience, rel_tol : early stopping (dnnphase.train.TrainConfig).
     dtype, device : float32 (default, fast) or float64; "auto" picks CUDA if present.
     models_per_chunk : models trained by one batched call and stored as one
-        resumable chunk (does not change any result).
+        resumable chunk (does not change any result). None: at most
+        ``defaults.MODELS_PER_CHUNK``, and at least four chunks so that a
+        process pool's workers all get work and progress shows early.
     """
 
     knob: str = "dropout"
     values: tuple = (0.0, 0.1, 0.2, 0.3)
     alphas: tuple = (0.0, 0.5, 1.0)
     seeds: tuple = (0, 1, 2)
-    dataset: str = "mnist5k"
+    dataset: str = defaults.DATASET
     data_seed: int = 0
     n_train: int | None = None
     root: str | None = None
-    depth: int = 7
-    width: int = 100
+    depth: int = defaults.DEPTH
+    width: int = defaults.WIDTH
     batchnorm: bool = True
     bias: bool = True
     optimizer: str = "adam"
-    lr: float = 1e-3
-    epochs: int = 100
+    lr: float = defaults.LR
+    epochs: int = defaults.EPOCHS
     batch_size: int | None = None
     dropout: float = 0.0
-    noise: float = 0.0
+    label_noise: float = 0.0
     measures: tuple = DEFAULT_MEASURES
     record_every: int = 0
-    loss_threshold: float = 1e-4
-    patience: int = 10
-    rel_tol: float = 1e-3
+    loss_threshold: float = defaults.LOSS_THRESHOLD
+    patience: int = defaults.PATIENCE
+    rel_tol: float = defaults.REL_TOL
     dtype: str = "float32"
     device: str = "auto"
-    models_per_chunk: int = 16
+    models_per_chunk: int | None = None
 
     def __post_init__(self):
+        object.__setattr__(self, "knob", canonical(self.knob))
         for name in ("values", "alphas", "seeds", "measures"):
             object.__setattr__(self, name, tuple(np.atleast_1d(getattr(self, name)).tolist()))
         self.validate()
+        if self.models_per_chunk is None:
+            n_models = len(self.alphas) * len(self.values) * len(self.seeds)
+            object.__setattr__(self, "models_per_chunk",
+                               max(1, min(defaults.MODELS_PER_CHUNK, math.ceil(n_models / 4))))
 
     def validate(self) -> None:
         from dnnphase.data import DATASETS
 
-        _require(self.knob in KNOBS, "knob", f"one of {', '.join(KNOBS)}", self.knob)
-        _require(len(self.values) > 0, "values", "a non-empty list", self.values)
-        _require(len(self.alphas) > 0 and all(0 <= a <= 1 for a in self.alphas), "alpha",
-                 "a non-empty list of slopes in [0, 1]", self.alphas)
-        _require(len(self.seeds) > 0 and all(isinstance(s, int) and s >= 0 for s in self.seeds),
-                 "seeds", "a non-empty list of integers >= 0", self.seeds)
-        _require(len(set(self.seeds)) == len(self.seeds), "seeds", "distinct", self.seeds)
-        name = self.dataset.lower().replace("_", "-")
-        _require(name in DATASETS, "dataset", f"one of {', '.join(DATASETS)}", self.dataset)
-        for field_name in ("depth", "width", "epochs", "models_per_chunk"):
+        require(len(self.values) > 0, "values", "a non-empty list", self.values)
+        require(len(self.alphas) > 0 and all(is_finite(a) and 0 <= a <= 1 for a in self.alphas),
+                "alpha", "a non-empty list of slopes in [0, 1]", self.alphas)
+        require(len(self.seeds) > 0 and all(is_int(s) and s >= 0 for s in self.seeds),
+                "seeds", "a non-empty list of integers >= 0", self.seeds)
+        require(len(set(self.seeds)) == len(self.seeds), "seeds", "distinct", self.seeds)
+        name = str(self.dataset).lower().replace("_", "-")
+        require(name in DATASETS, "dataset", f"one of {', '.join(DATASETS)}", self.dataset)
+        for field_name in ("depth", "width", "epochs", "patience"):
             value = getattr(self, field_name)
-            _require(isinstance(value, int) and value >= 1, field_name, "an integer >= 1", value)
-        _require(self.optimizer in ("adam", "sgd"), "optimizer", "adam or sgd", self.optimizer)
-        _require(math.isfinite(self.lr) and self.lr > 0, "lr", "> 0", self.lr)
-        _require(0 <= self.dropout < 1, "dropout", "in [0, 1)", self.dropout)
-        _require(0 <= self.noise <= 1, "noise", "in [0, 1]", self.noise)
-        _require(self.batch_size is None or (isinstance(self.batch_size, int)
-                                             and self.batch_size >= 1),
-                 "batch_size", "an integer >= 1 or None (full batch)", self.batch_size)
-        _require(isinstance(self.record_every, int) and self.record_every >= 0, "record_every",
-                 "an integer >= 0", self.record_every)
-        _require(len(self.measures) > 0 and all(m in MEASURE_NAMES for m in self.measures),
-                 "measure", f"one or more of {', '.join(MEASURE_NAMES)}", self.measures)
-        _require(self.dtype in ("float32", "float64"), "dtype", "float32 or float64", self.dtype)
-        _require(self.device == "auto" or self.device.startswith(("cpu", "cuda")), "device",
-                 "auto, cpu or cuda[:N]", self.device)
+            require(is_int(value) and value >= 1, field_name, "an integer >= 1", value)
+        require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
+                                                  and self.models_per_chunk >= 1),
+                "models_per_chunk", "an integer >= 1 or None (automatic)", self.models_per_chunk)
+        require(self.optimizer in ("adam", "sgd"), "optimizer", "adam or sgd", self.optimizer)
+        require(is_finite(self.lr) and self.lr > 0, "lr", "> 0", self.lr)
+        require(is_finite(self.dropout) and 0 <= self.dropout < 1, "dropout", "in [0, 1)",
+                self.dropout)
+        require(is_finite(self.label_noise) and 0 <= self.label_noise <= 1, "label_noise",
+                "in [0, 1]", self.label_noise)
+        require(self.batch_size is None or (is_int(self.batch_size) and self.batch_size >= 1),
+                "batch_size", "an integer >= 1 or None (full batch)", self.batch_size)
+        require(is_int(self.record_every) and self.record_every >= 0, "record_every",
+                "an integer >= 0", self.record_every)
+        require(is_finite(self.loss_threshold) and self.loss_threshold >= 0, "loss_threshold",
+                "a number >= 0", self.loss_threshold)
+        require(is_finite(self.rel_tol) and self.rel_tol >= 0, "rel_tol", "a number >= 0",
+                self.rel_tol)
+        require(len(self.measures) > 0 and all(m in MEASURE_NAMES for m in self.measures),
+                "measure", f"one or more of {', '.join(MEASURE_NAMES)}", self.measures)
+        require(len(set(self.measures)) == len(self.measures), "measures", "distinct",
+                self.measures)
+        require(self.dtype in ("float32", "float64"), "dtype", "float32 or float64", self.dtype)
+        require(self.device == "auto" or str(self.device).startswith(("cpu", "cuda")),
+                "device", "auto, cpu or cuda[:N]", self.device)
+        self._validate_knob()
+
+    def _validate_knob(self) -> None:
         values = np.asarray(self.values, dtype=float)
         checks = {
-            "dropout": (np.all((values >= 0) & (values < 1)), "in [0, 1)"),
-            "lr": (np.all(np.isfinite(values) & (values > 0)), "> 0"),
-            "batch_size": (np.all((values >= 1) & (values == np.round(values))),
-                           "integers >= 1"),
-            "noise": (np.all((values >= 0) & (values <= 1)), "in [0, 1]"),
+            "dropout": np.all((values >= 0) & (values < 1)),
+            "lr": np.all(np.isfinite(values) & (values > 0)),
+            "batch_size": np.all((values >= 1) & (values == np.round(values))),
+            "label_noise": np.all((values >= 0) & (values <= 1)),
         }
-        ok, allowed = checks[self.knob]
-        _require(bool(ok), f"values of {self.knob}", allowed, self.values)
+        require(bool(checks[self.knob]), f"values of {self.knob}", KNOBS[self.knob].allowed,
+                self.values)
+        fixed, default = getattr(self, self.knob), _FIELD_DEFAULTS[self.knob]
+        require(fixed == default, self.knob,
+                f"left at its default {default!r} when it is the swept knob (its values come "
+                "from values / --values)", fixed)
 
     def check_data(self, n_train: int) -> None:
         """Checks that need the data set's size (before any training)."""
         sizes = list(self.values) if self.knob == "batch_size" else [self.batch_size or n_train]
-        _require(max(sizes) <= n_train, "batch_size",
-                 f"at most the training-set size {n_train}", max(sizes))
+        require(max(sizes) <= n_train, "batch_size",
+                f"at most the training-set size {n_train}", max(sizes))
+
+    def check_device(self) -> None:
+        """A CUDA device asked for must exist (checked before any work starts)."""
+        if str(self.device).startswith("cuda"):
+            import torch
+
+            require(torch.cuda.is_available(), "device",
+                    "auto or cpu on this machine (no CUDA device is available)", self.device)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     def replace(self, **changes) -> SweepConfig:
         return SweepConfig(**{**self.to_dict(), **changes})
+
+
+_FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 
 
 @functools.lru_cache(maxsize=4)
@@ -171,15 +185,15 @@ def load_data(cfg: SweepConfig):
 
 
 def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = False,
-          scheduler: str = "serial", workers: int | None = None, quiet: bool = True,
+          scheduler: str = defaults.SCHEDULER, workers: int | None = None, quiet: bool = True,
           **params) -> xr.Dataset:
     """Train every (alpha, knob value, seed) model and measure its layers.
 
     ``config`` or its fields as keywords, e.g.
     ``sweep(knob="dropout", values=[0, 0.3], alphas=[0], seeds=[0, 1, 2])``.
     With ``output`` (NetCDF path) the sweep is resumable (see
-    :mod:`springblock.shared.sweeps`); ``scheduler``: "serial", "processes" or a Dask
-    address.
+    :mod:`springblock.shared.sweeps`); ``scheduler``: "serial", "processes" or
+    a Dask address.
 
     Returns a Dataset with dims (alpha, <knob>, seed, measure, layer[, epoch]):
     ``load_curve``, ``curvature``, ``curvature_scaled`` (per measure),
@@ -187,7 +201,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ``steps_run``, ``diverged``; ``load_curve_epochs`` if ``record_every``.
     """
     cfg = config.replace(**params) if config is not None else SweepConfig(**params)
-    validate_scheduler(scheduler)
+    validate_workers(workers)
+    cfg.check_device()
     data = load_data(cfg)
     cfg.check_data(data.n_train)
     if output is not None:
@@ -196,53 +211,53 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
               for seed in cfg.seeds]
     payloads = [{"config": cfg.to_dict(), "models": models[k:k + cfg.models_per_chunk]}
                 for k in range(0, len(models), cfg.models_per_chunk)]
-    if output is not None:
-        store = ChunkStore(output)
-        store.open(cfg.to_dict(), len(payloads), overwrite)
-        chunks = run_sweep(train_chunk, payloads, store, scheduler=scheduler, workers=workers,
-                           quiet=quiet, label=f"{cfg.knob} sweep")
-    else:
-        chunks = [train_chunk(p) for p in payloads]
+    chunks, store = run_chunked(train_chunk, payloads, config=cfg.to_dict(), output=output,
+                                overwrite=overwrite, scheduler=scheduler, workers=workers,
+                                quiet=quiet, label=f"{cfg.knob} sweep")
     ds = _assemble(chunks, cfg)
-    ds.attrs.update(provenance("dnnphase.sweep", cfg.to_dict()))
     ds.attrs["knob"] = cfg.knob
     ds.attrs["data"] = json.dumps(data.info, default=str)
-    if output is not None:
-        save(ds, output, overwrite=True)
-        store.clear()
-    return ds
+    return finish(ds, "dnnphase.sweep", cfg.to_dict(), store)
 
 
 def train_chunk(payload: dict) -> xr.Dataset:
     """One chunk: train its models together, then measure every layer.
 
-    Module-level so that process and Dask workers can unpickle it.
+    Module-level so that process and Dask workers can unpickle it. Training
+    runs on one CPU thread whatever the process's setting, so a chunk's result
+    never depends on the scheduler, the thread count or the machine's load
+    (BLAS libraries split sums differently with more threads, and some pick
+    the count at run time from the load).
     """
     import torch
 
-    from dnnphase import metrics
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train_and_measure(SweepConfig(**payload["config"]), payload["models"])
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
+    import torch
+
+    from dnnphase import separation
     from dnnphase.train import TrainConfig, train_ensemble
 
-    cfg = SweepConfig(**payload["config"])
-    ia, iv, seeds = (np.array([m[k] for m in payload["models"]]) for k in range(3))
+    ia, iv, seeds = (np.array([m[k] for m in models]) for k in range(3))
     data = load_data(cfg)
-    knob_arg = KNOBS[cfg.knob][0]
-    per_model = {
-        "alpha": [cfg.alphas[i] for i in ia],
-        "dropout": [cfg.dropout] * len(ia),
-        "lr": [cfg.lr] * len(ia),
-        "label_noise": [cfg.noise] * len(ia),
-        "batch_size": [cfg.batch_size] * len(ia),
-    }
+    per_model = {name: [getattr(cfg, name)] * len(ia)
+                 for name in ("dropout", "lr", "label_noise", "batch_size")}
+    per_model["alpha"] = [cfg.alphas[i] for i in ia]
     knob_values = [cfg.values[i] for i in iv]
-    per_model[knob_arg] = ([int(v) for v in knob_values] if cfg.knob == "batch_size"
+    per_model[cfg.knob] = ([int(v) for v in knob_values] if cfg.knob == "batch_size"
                            else knob_values)
     primary = cfg.measures[0]
     y_train = torch.as_tensor(data.y_train)
 
-    def record(features):
-        curves = metrics.load_curve([f.double() for f in features], y_train, primary)
-        return torch.as_tensor(curves)  # (m, L+1)
+    def record(features):  # on the training device, all models at once
+        return separation.measure_layers(features, y_train, (primary,))[:, 0]  # (m, L+1)
 
     train_cfg = TrainConfig(
         epochs=cfg.epochs, optimizer=cfg.optimizer, lr=cfg.lr, dtype=cfg.dtype,
@@ -260,8 +275,8 @@ def train_chunk(payload: dict) -> xr.Dataset:
     healthy = np.flatnonzero(~diverged)
     if healthy.size:
         features = result.features(indices=healthy.tolist())  # L+1 tensors (m, N, d)
-        curves[healthy] = np.stack([metrics.load_curve(features, data.y_train, measure)
-                                    for measure in cfg.measures], axis=1)  # (m, measures, L+1)
+        curves[healthy] = separation.measure_layers(
+            features, y_train, cfg.measures).cpu().numpy()  # (m, measures, L+1)
     out = xr.Dataset(
         {
             "load_curve": (("model", "measure", "layer"), curves),
@@ -314,7 +329,6 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
             arrays[name][ia, iv, js] = chunk[name].values
         if per_epoch is not None:
             per_epoch[ia, iv, js] = _on_epochs(chunk, epochs)
-    knob_units = KNOBS[cfg.knob][2]
     data_vars = {
         "load_curve": (dims + ("measure", "layer"), curves,
                        {"long_name": "separation D per layer (see measure)"}),
@@ -339,8 +353,8 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
     coords = {
         "alpha": ("alpha", np.asarray(cfg.alphas, dtype=float),
                   {"long_name": "LeakyReLU negative slope (0 = ReLU)"}),
-        cfg.knob: (cfg.knob, np.asarray(cfg.values, dtype=float), {"units": knob_units,
-                   "noisier": KNOBS[cfg.knob][1]}),
+        cfg.knob: (cfg.knob, np.asarray(cfg.values, dtype=float),
+                   {"units": KNOBS[cfg.knob].units, "noisier": KNOBS[cfg.knob].noisier}),
         "seed": np.asarray(cfg.seeds),
         "measure": list(cfg.measures),
         "layer": ("layer", np.arange(n_l), {"long_name": "layer (0 = input)"}),

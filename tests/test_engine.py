@@ -97,8 +97,10 @@ def test_non_tty_progress_is_line_based_and_parseable():
         progress.advance()
     lines = stream.text.strip().splitlines()
     pattern = re.compile(r"^progress demo: (\d+)/4 chunks \(([\d.]+)%\) elapsed ([\d.]+)s "
-                         r"eta ([\d.]+|nan)s$")
+                         r"eta ([\d.]+|\?)s$")
     assert [int(pattern.match(line).group(1)) for line in lines] == [1, 2, 3, 4]
+    assert pattern.match(lines[0]).group(4) == "?"  # no estimate before a chunk finished
+    assert all(pattern.match(line).group(4) != "?" for line in lines[1:])
     quiet = Stream()
     Progress(total=2, stream=quiet, quiet=True).advance()
     assert quiet.text == ""

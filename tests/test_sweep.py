@@ -93,13 +93,13 @@ def test_batch_size_larger_than_training_set_is_refused_before_training():
 
 def test_cli_sweep_and_plot(tmp_path, capsys):
     out = tmp_path / "dnn.nc"
-    args = ["sweep", "--knob", "noise", "--values", "0,0.5", "--alpha", "0", "--seeds", "1",
+    args = ["sweep", "--knob", "label_noise", "--values", "0,0.5", "--alpha", "0", "--seeds", "1",
             "--dataset", "digits", "--n-train", "200", "--depth", "2", "--width", "8",
             "--epochs", "2", "--measures", "trace_ratio", "--scheduler", "serial", "--quiet",
             "-o", str(out)]
     assert main(args) == 0
     ds = results.load(out, kind="dnnphase.sweep")
-    assert ds["load_curve"].dims == ("alpha", "noise", "seed", "measure", "layer")
+    assert ds["load_curve"].dims == ("alpha", "label_noise", "seed", "measure", "layer")
     assert main(args) == 2 and "exists" in capsys.readouterr().err
     image = tmp_path / "dnn.png"
     assert main(["plot", str(out), "-o", str(image)]) == 0 and image.stat().st_size > 10_000

@@ -15,6 +15,23 @@ from springblock.shared.checks import ConfigError
 from springblock.shared.results import OutputExistsError
 
 
+def add_options(group, table) -> None:
+    """Declare command-line options from a table of rows
+    ``(flag, dest, type, default, help)``; the default is shown in the help."""
+    for flag, dest, typ, default, text in table:
+        shown = "" if default is None else f" (default {default})"
+        group.add_argument(flag, dest=dest, type=typ, default=default, help=text + shown)
+
+
+def output_options(parser, what: str, quiet: bool = True) -> None:
+    """``-o/--output`` (required), ``--overwrite`` and, for long jobs, ``--quiet``."""
+    parser.add_argument("-o", "--output", required=True, help=what)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing output (never done silently)")
+    if quiet:
+        parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
 def run(parser: argparse.ArgumentParser, argv=None) -> int:
     """Parse, run the chosen command, and turn expected failures into exit code 2.
 
@@ -27,7 +44,8 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
     except (ConfigError, OutputExistsError, FileNotFoundError, ValueError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted; rerun the same command to resume", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        detail = str(err) or "interrupted; rerun the same command to resume"
+        print(f"{parser.prog}: {detail}", file=sys.stderr)
         return 130
     return 0

@@ -20,6 +20,10 @@ unless ``overwrite``. Because each chunk depends only on its own payload (its
 cells and seeds), the consolidated result is identical whatever the chunking
 order, worker count or number of interruptions.
 
+Healing: on resume every chunk file is opened once; one that cannot be read
+(a disk filled up, a copy was truncated) is deleted, reported in one line and
+computed again. Leftover temporary files of killed writers are removed.
+
 Schedulers: ``"serial"`` (this process; the chain kernels are already
 multithreaded), ``"processes"`` (a local process pool, one thread per worker;
 right for the network trainer), or a Dask distributed address such as
@@ -27,17 +31,26 @@ right for the network trainer), or a Dask distributed address such as
 writes its own chunks, so the store must be on a filesystem the workers
 share; a worker that dies loses only its unfinished chunk, which Dask
 reschedules.
+
+Interruption: Ctrl-C or SIGTERM stops a sweep within about a second: queued
+chunks are cancelled, pool workers are terminated (a half-computed chunk is
+simply lost, never half-written), and :class:`SweepInterrupted` (a
+``KeyboardInterrupt``) says how to resume. Pool workers ignore Ctrl-C (the
+parent decides) and exit by themselves if the parent dies, even by ``kill -9``.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,9 +58,22 @@ from typing import Any
 
 import xarray as xr
 
-from springblock.shared.results import ENGINE, OutputExistsError, write_atomic
+from springblock.shared.checks import ConfigError
+from springblock.shared.results import (
+    ENGINE,
+    OutputExistsError,
+    check_output,
+    provenance,
+    save,
+    write_atomic,
+)
 
 SCHEDULERS = ("serial", "processes")
+DASK_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://")
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C or SIGTERM; its finished chunks are kept."""
 
 
 def config_hash(config: dict) -> str:
@@ -57,12 +83,28 @@ def config_hash(config: dict) -> str:
 
 
 def validate_scheduler(scheduler: str) -> str:
-    if scheduler in SCHEDULERS or str(scheduler).startswith(("tcp://", "tls://", "inproc://")):
+    """Check the scheduler name, and that Dask is installed for an address."""
+    if scheduler in SCHEDULERS:
         return scheduler
-    raise ValueError(
+    if str(scheduler).startswith(DASK_PREFIXES):
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                f"scheduler {scheduler!r} needs Dask: pip install 'springblock-dnnphase"
+                "[distributed]' (or choose serial or processes)") from None
+        return scheduler
+    raise ConfigError(
         f"scheduler must be one of {', '.join(SCHEDULERS)} or a Dask address like "
         f"tcp://host:8786 (got {scheduler!r})"
     )
+
+
+def validate_workers(workers: int | None) -> int | None:
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise ConfigError(f"workers must be an integer >= 1 or None (got {workers!r})")
+    return workers
 
 
 class ChunkStore:
@@ -72,24 +114,21 @@ class ChunkStore:
         self.output = Path(output)
         self.path = self.output.with_name(self.output.name + ".parts")
 
+    @property
+    def meta(self) -> Path:
+        return self.path / "sweep.json"
+
     def chunk_path(self, index: int) -> Path:
         return self.path / f"chunk-{index:06d}.nc"
 
     def open(self, config: dict, n_chunks: int, overwrite: bool = False) -> None:
         """Create the store, or check that an existing one belongs to ``config``."""
         digest = config_hash({"config": config, "n_chunks": n_chunks})
-        if self.output.exists():
-            if not overwrite:
-                raise OutputExistsError(
-                    f"output {str(self.output)!r} exists; choose another path or pass "
-                    "overwrite=True (--overwrite)"
-                )
-        if not self.output.parent.exists():
-            raise FileNotFoundError(f"output directory {str(self.output.parent)!r} does not exist")
-        meta = self.path / "sweep.json"
-        if meta.exists():
-            stored = json.loads(meta.read_text()).get("hash")
+        check_output(self.output, overwrite)
+        if self.meta.exists():
+            stored = self._stored_hash()
             if stored == digest and not overwrite:
+                self._heal()
                 return  # resume
             if stored != digest and not overwrite:
                 raise OutputExistsError(
@@ -98,9 +137,37 @@ class ChunkStore:
                     "overwrite=True (--overwrite) to discard it"
                 )
             self.clear()
+        elif self.path.exists() and any(self.path.iterdir()) and not overwrite:
+            raise OutputExistsError(
+                f"{str(self.path)!r} exists but is not a sweep store (no sweep.json); "
+                "remove it or pass overwrite=True (--overwrite)")
         self.path.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(meta, json.dumps({"hash": digest, "n_chunks": n_chunks,
-                                             "config": config}, default=str))
+        _atomic_write_text(self.meta, json.dumps({"hash": digest, "n_chunks": n_chunks,
+                                                  "config": config}, default=str))
+
+    def _stored_hash(self) -> str | None:
+        try:
+            return json.loads(self.meta.read_text())["hash"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise OutputExistsError(
+                f"{str(self.meta)!r} is unreadable ({type(err).__name__}); delete "
+                f"{str(self.path)!r} or pass overwrite=True (--overwrite) to start afresh"
+            ) from None
+
+    def _heal(self) -> None:
+        """Drop temporary files of killed writers and chunks that cannot be read."""
+        for tmp in self.path.glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
+        bad = []
+        for index in sorted(self.done()):
+            try:
+                self.read(index)
+            except Exception:  # noqa: BLE001 (any unreadable file is recomputed)
+                self.chunk_path(index).unlink(missing_ok=True)
+                bad.append(index)
+        if bad:
+            print(f"{self.path}: {len(bad)} unreadable chunk file(s) {bad} removed; they will "
+                  "be computed again", file=sys.stderr, flush=True)
 
     def done(self) -> set[int]:
         return {int(p.stem.split("-")[1]) for p in self.path.glob("chunk-*.nc")}
@@ -131,9 +198,10 @@ def _compute_and_write(compute, payload, store_output, index) -> int:
 class Progress:
     """Chunks done / total with an ETA: a bar on a terminal, lines otherwise.
 
-    Non-terminal lines have a fixed, parseable form::
+    Non-terminal lines have a fixed, parseable form (the ETA is ``?`` until a
+    chunk has finished in this run)::
 
-        progress <label>: <done>/<total> chunks (<pct>%) elapsed <s>s eta <s>s
+        progress <label>: <done>/<total> chunks (<pct>%) elapsed <s>s eta <s|?>s
     """
 
     def __init__(self, total: int, done: int = 0, label: str = "sweep", quiet: bool = False,
@@ -162,14 +230,31 @@ class Progress:
             return
         elapsed = time.monotonic() - self.start
         new = self.done - self.start_done
-        eta = elapsed / new * (self.total - self.done) if new else float("nan")
+        eta = f"{elapsed / new * (self.total - self.done):.1f}" if new else "?"
         pct = 100.0 * self.done / self.total if self.total else 100.0
         print(f"progress {self.label}: {self.done}/{self.total} chunks ({pct:.1f}%) "
-              f"elapsed {elapsed:.1f}s eta {eta:.1f}s", file=self.stream, flush=True)
+              f"elapsed {elapsed:.1f}s eta {eta}s", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While a sweep runs in the main thread, SIGTERM behaves like Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_sweep(
@@ -186,72 +271,159 @@ def run_sweep(
 
     ``compute`` must be a module-level function (it is pickled for process
     and Dask workers) and deterministic given its payload. The store must
-    already be :meth:`ChunkStore.open`.
+    already be :meth:`ChunkStore.open`. Raises :class:`SweepInterrupted` on
+    Ctrl-C or SIGTERM after stopping every worker.
     """
     validate_scheduler(scheduler)
     done = store.done()
     pending = [i for i in range(len(payloads)) if i not in done]
     progress = Progress(len(payloads), len(payloads) - len(pending), label, quiet)
     try:
-        if scheduler == "serial":
-            for i in pending:
-                _compute_and_write(compute, payloads[i], store.output, i)
-                progress.advance()
-        elif scheduler == "processes":
-            ctx = multiprocessing.get_context("spawn")  # fork is unsafe with numba/torch threads
-            n = workers or os.cpu_count() or 1
-            with cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx,
-                                        initializer=_single_thread) as pool:
-                futures = [pool.submit(_compute_and_write, compute, payloads[i], store.output, i)
-                           for i in pending]
-                for fut in cf.as_completed(futures):
-                    fut.result()
+        with _sigterm_as_interrupt():
+            if scheduler == "serial":
+                for i in pending:
+                    _compute_and_write(compute, payloads[i], store.output, i)
                     progress.advance()
-        else:
-            _run_dask(compute, payloads, pending, store, scheduler, progress)
-    finally:
+            elif scheduler == "processes":
+                _run_pool(compute, payloads, pending, store, workers, progress)
+            else:
+                _run_dask(compute, payloads, pending, store, scheduler, progress)
+    except KeyboardInterrupt:
         progress.close()
+        n_done = len(store.done())
+        raise SweepInterrupted(
+            f"interrupted: {n_done}/{len(payloads)} chunks are kept in {str(store.path)!r}; "
+            "rerun the same command to resume") from None
+    progress.close()
     missing = set(range(len(payloads))) - store.done()
     if missing:
         raise RuntimeError(f"sweep incomplete: chunks {sorted(missing)} were not written")
     return [store.read(i) for i in range(len(payloads))]
 
 
-def _single_thread() -> None:
-    """Process-pool workers each use one thread: the pool provides the parallelism.
+def _run_pool(compute, payloads, pending, store, workers, progress) -> None:
+    """A local process pool that stops at once when interrupted."""
+    ctx = multiprocessing.get_context("spawn")  # fork is unsafe with numba/torch threads
+    n = min(workers or os.cpu_count() or 1, max(len(pending), 1))
+    pool = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_pool_worker_init,
+                                  initargs=(os.getpid(),))
+    try:
+        futures = [pool.submit(_compute_and_write, compute, payloads[i], store.output, i)
+                   for i in pending]
+        for fut in cf.as_completed(futures):
+            fut.result()
+            progress.advance()
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
 
-    numpy is already imported when this runs (unpickling the task imports it), so
-    its BLAS pool is capped through threadpoolctl rather than the environment.
+
+def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancel queued chunks and terminate the workers; a further Ctrl-C is ignored."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) \
+        if threading.current_thread() is threading.main_thread() else None
+    try:
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            proc.terminate()
+        deadline = time.monotonic() + 3.0
+        for proc in processes:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(1.0)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _pool_worker_init(parent_pid: int) -> None:
+    """Set up a pool worker: one thread, no Ctrl-C of its own, dies with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool
+    limit_threads(1)
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
+                     name="exit-with-parent").start()
+
+
+def _exit_with_parent(parent_pid: int, period: float = 0.5) -> None:
+    # A worker whose parent was killed (even by SIGKILL) is re-parented: exit then.
+    while os.getppid() == parent_pid:
+        time.sleep(period)
+    os._exit(1)
+
+
+def limit_threads(n: int) -> None:
+    """Cap every thread pool of this process (BLAS, OpenMP, numba, torch) at ``n``.
+
+    numpy may already be imported when this runs, so its BLAS pool is capped
+    through threadpoolctl rather than the environment.
     """
-    os.environ["OMP_NUM_THREADS"] = "1"
-    os.environ["NUMBA_NUM_THREADS"] = "1"
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    os.environ["NUMBA_NUM_THREADS"] = str(n)
     try:
         from threadpoolctl import threadpool_limits
 
-        threadpool_limits(1)
+        threadpool_limits(n)
     except ImportError:
         pass
-    try:
+    if "torch" in sys.modules:  # a later import of torch reads OMP_NUM_THREADS
         import torch
 
-        torch.set_num_threads(1)
-        torch.set_num_interop_threads(1)
-    except (ImportError, RuntimeError):
-        pass
+        torch.set_num_threads(n)
 
 
 def _run_dask(compute, payloads, pending, store, address, progress) -> None:
-    try:
-        from dask.distributed import Client, as_completed
-    except ImportError as err:
-        raise ImportError(
-            "a Dask scheduler address needs the optional extra: pip install '.[distributed]'"
-        ) from err
+    from dask.distributed import Client, as_completed
+
     with Client(address) as client:
         futures = [client.submit(_compute_and_write, compute, payloads[i], str(store.output), i,
                                  key=f"{store.path.name}-chunk-{i}-{time.time_ns()}", pure=False,
                                  retries=3)
                    for i in pending]
-        for fut in as_completed(futures):
-            fut.result()
-            progress.advance()
+        try:
+            for fut in as_completed(futures):
+                fut.result()
+                progress.advance()
+        except BaseException:
+            client.cancel(futures)
+            raise
+
+
+def run_chunked(
+    compute: Callable[[Any], xr.Dataset],
+    payloads: Sequence[Any],
+    *,
+    config: dict,
+    output=None,
+    overwrite: bool = False,
+    scheduler: str = "serial",
+    workers: int | None = None,
+    quiet: bool = True,
+    label: str = "sweep",
+) -> tuple[list[xr.Dataset], ChunkStore | None]:
+    """The sweep skeleton both packages share: chunks in memory, or resumable on disk.
+
+    Without ``output`` every chunk is computed here, in order. With it, the
+    store beside ``output`` is opened (resumed or refused, see :class:`ChunkStore`)
+    and only the missing chunks run on ``scheduler``. Returns the chunk
+    Datasets and the store, which :func:`finish` clears after saving.
+    """
+    validate_scheduler(scheduler)
+    validate_workers(workers)
+    if output is None:
+        return [compute(p) for p in payloads], None
+    store = ChunkStore(output)
+    store.open(config, len(payloads), overwrite)
+    return run_sweep(compute, payloads, store, scheduler=scheduler, workers=workers,
+                     quiet=quiet, label=label), store
+
+
+def finish(ds: xr.Dataset, kind: str, config: dict, store: ChunkStore | None) -> xr.Dataset:
+    """Add provenance to an assembled sweep; with a store, save it and clear the chunks."""
+    ds.attrs.update(provenance(kind, config))
+    if store is not None:
+        save(ds, store.output, overwrite=True)
+        store.clear()
+    return ds

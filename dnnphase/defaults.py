@@ -1,0 +1,16 @@
+"""Every default of the network side in one place (DESIGN §3: the paper's setup).
+
+The command line, :class:`dnnphase.sweep.SweepConfig`, the trainer and the
+presets all read these, so changing the paper configuration is one edit.
+"""
+
+DEPTH = 7  # hidden layers L
+WIDTH = 100  # hidden width n
+DATASET = "mnist5k"  # 2 560 training digits, resized to 10 x 10
+LR = 1e-3  # Adam
+EPOCHS = 100  # full batch
+LOSS_THRESHOLD = 1e-4  # stop when the training loss is below this
+PATIENCE = 10  # epochs of the moving mean watched by the plateau rule
+REL_TOL = 1e-3  # ... which stops when it changes by less than this, relatively
+MODELS_PER_CHUNK = 16  # upper bound of the automatic chunk size
+SCHEDULER = "processes"  # network sweeps: one single-threaded worker per core
