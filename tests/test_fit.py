@@ -1,4 +1,4 @@
-"""dnnphase.fit: spring-chain parameters from load-curve shapes.
+"""springblock.fit: spring-chain parameters from load-curve shapes.
 
 Most fits here use the default horizon T = 1000 and bounds, so the starting
 grid is integrated once per test session (functools cache) and shared.
@@ -9,43 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from dnnphase import fit
-from springblock import simulate, theory
-
-# --------------------------------------------------------------------------
-# the batched integrator
-# --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "blocks,mu_right,mu_left,noise,horizon,modulus,target",
-    [
-        (7, 0.01, 0.02, 0.005, 1000.0, 1.0, 1.0),  # transition region
-        (7, 0.03, 0.06, 0.02, 1000.0, 1.0, 1.0),  # nearly relaxed
-        (7, 0.02, 0.04, 0.0, 1000.0, 1.0, 1.0),  # noiseless: Eq. 7, dead zone kinks
-        (7, 0.05, 0.10, 0.0, 1000.0, 1.0, 1.0),  # noiseless, only a tail of blocks moves
-        (7, 0.08, 0.16, 0.1, 300.0, 1.0, 1.0),  # edge of the default bounds
-        (5, 0.02, 0.03, 0.01, 300.0, 2.0, 1.5),  # other L, k, y
-    ],
-)
-def test_batched_integrator_equals_predict_positions(blocks, mu_right, mu_left, noise, horizon,
-                                                     modulus, target):
-    ref = theory.predict_positions(blocks, mu_right, mu_left, noise, horizon,
-                                   modulus=modulus, target=target)
-    got = fit.predict_positions_batch(blocks, [mu_right], [mu_left], [noise], horizon,
-                                      modulus=modulus, target=target)
-    assert got.shape == (1, blocks)
-    np.testing.assert_allclose(got[0], ref, atol=1e-5, rtol=0)
-
-
-def test_batched_integrator_broadcasts_and_sets_are_independent():
-    mu = np.array([[0.01], [0.03]])  # (2, 1) against (3,) noise -> (2, 3, L)
-    s = np.array([0.0, 0.005, 0.02])
-    both = fit.predict_positions_batch(6, mu, 2 * mu, s, 200.0)
-    assert both.shape == (2, 3, 6)
-    alone = fit.predict_positions_batch(6, 0.03, 0.06, 0.005, 200.0)
-    np.testing.assert_array_equal(both[1, 1], alone)
-
+from springblock import fit, simulate, theory
+from springblock.fit.refine import simulated_shapes
 
 # --------------------------------------------------------------------------
 # normalisation and the effective force
@@ -102,7 +67,7 @@ def test_recovers_theory_curves_near_exactly_and_nan_gives_nan():
     """
     mus = np.array([0.02, 0.03, 0.05, 0.015, 0.01])
     noises = np.array([0.005, 0.02, 0.01, 0.0, 0.06])
-    curves = theory.load_curve(fit.predict_positions_batch(7, mus, 2 * mus, noises, 1000.0))
+    curves = theory.load_curve(theory.predict_positions(7, mus, 2 * mus, noises, 1000.0))
     batch = np.concatenate([curves, np.full((1, 8), np.nan)]).reshape(2, 3, 8)
     res = fit.fit_spring(batch)
     assert res.mu_right.shape == (2, 3) and res.curve.shape == (2, 3, 8)
@@ -161,7 +126,7 @@ def test_recovers_parameters_from_simulated_chains():
 def test_fixed_right_friction_fits_noise_alone_and_labels_a_dataset():
     horizon = 100.0  # a short horizon keeps this test cheap (cost ~ T)
     noises = np.array([0.003, 0.01])
-    curves = theory.load_curve(fit.predict_positions_batch(7, 0.02, 0.04, noises, horizon))
+    curves = theory.load_curve(theory.predict_positions(7, 0.02, 0.04, noises, horizon))
     res = fit.fit_spring(curves, mu_right=0.02, horizon=horizon, grid=(2, 16))
     np.testing.assert_allclose(res.noise, noises, rtol=1e-6)
     assert np.all(res.mu_right == 0.02) and np.all(np.isnan(res.mu_right_se))
@@ -182,7 +147,7 @@ def test_simulation_refinement_runs_and_never_worsens_the_simulated_misfit():
                              refine_threshold=0.0, sim_seeds=8, sim_iterations=1, step=step)
     # the refinement's residual is measured against simulated curves; the
     # starting point's simulated residual is an upper bound for it
-    start = fit._simulated_shapes(np.array([[theory_fit.mu_right, theory_fit.noise]]), 7, 1.0,
+    start = simulated_shapes(np.array([[theory_fit.mu_right, theory_fit.noise]]), 7, 1.0,
                                   horizon, 2.0, step, 8)
     start_res = np.sqrt(np.mean((start[0] - sim_fit.data) ** 2))
     assert sim_fit.residual <= start_res + 1e-15
@@ -224,10 +189,6 @@ def test_bad_curves_raise_value_error(curves):
         fit.fit_spring(curves)
 
 
-def test_bad_effective_force_and_integrator_arguments():
+def test_bad_effective_force_arguments():
     with pytest.raises(ValueError, match="modulus"):
         fit.effective_force(np.linspace(1, 0, 5), modulus=-1.0)
-    with pytest.raises(ValueError, match="blocks"):
-        fit.predict_positions_batch(0, 0.01, 0.02, 0.01, 10.0)
-    with pytest.raises(ValueError, match="horizon"):
-        fit.predict_positions_batch(5, 0.01, 0.02, 0.01, 0.0)

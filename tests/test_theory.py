@@ -81,3 +81,70 @@ def test_stability_bounds():
     assert h * h * lam_max == pytest.approx(4 - 2 * h * 4.0)
     with pytest.raises(ValueError, match="dynamics"):
         theory.max_stable_step(7, 1.0, "ballistic")
+
+
+def _lsoda_positions(blocks, mu_r, mu_l, s, horizon, truncation=math.inf, decay=0.0,
+                     modulus=1.0, target=1.0, times=None):
+    """Independent oracle: the same mean-drift ODE through scipy's adaptive LSODA."""
+    from scipy.integrate import solve_ivp
+
+    def rhs(t, x):
+        padded = np.concatenate([[0.0], x, [target]])
+        force = modulus * (padded[2:] - 2.0 * padded[1:-1] + padded[:-2])
+        return theory.mean_drift(force, mu_r, mu_l, s * math.exp(-decay * t), truncation)
+
+    t_eval = [horizon] if times is None else times
+    sol = solve_ivp(rhs, (0.0, horizon), np.zeros(blocks), method="LSODA", rtol=1e-9,
+                    atol=1e-11, t_eval=t_eval)
+    return sol.y[:, -1] if times is None else sol.y.T
+
+
+@pytest.mark.parametrize(
+    "blocks,mu_r,mu_l,s,horizon,kwargs",
+    [
+        (7, 0.01, 0.02, 0.005, 1000.0, {}),  # transition region
+        (7, 0.02, 0.04, 0.0, 1000.0, {}),  # noiseless: Eq. 7, dead-zone kinks
+        (7, 0.05, 0.10, 0.0, 1000.0, {}),  # noiseless, only a tail of blocks moves
+        (7, 0.08, 0.16, 0.1, 300.0, {}),  # strong noise
+        (5, 0.02, 0.03, 0.01, 300.0, {"modulus": 2.0, "target": 1.5}),
+        (6, 0.02, 0.04, 0.05, 400.0, {"truncation": 0.8}),
+        (6, 0.02, 0.04, 0.05, 400.0, {"decay": 0.003}),
+    ],
+)
+def test_mean_field_integrator_matches_an_adaptive_solver(blocks, mu_r, mu_l, s, horizon,
+                                                          kwargs):
+    ref = _lsoda_positions(blocks, mu_r, mu_l, s, horizon, **kwargs)
+    names = {"decay": "noise_decay"}
+    got = theory.predict_positions(blocks, mu_r, mu_l, s, horizon,
+                                   **{names.get(k, k): v for k, v in kwargs.items()})
+    assert got.shape == (blocks,)
+    np.testing.assert_allclose(got, ref, atol=1e-6, rtol=0)
+
+
+def test_mean_field_integrator_batches_records_times_and_scales_time():
+    mu = np.array([[0.01], [0.03]])  # (2, 1) against (3,) noise -> (2, 3, L)
+    s = np.array([0.0, 0.005, 0.02])
+    both = theory.predict_positions(6, mu, 2 * mu, s, 200.0)
+    assert both.shape == (2, 3, 6)
+    alone = theory.predict_positions(6, 0.03, 0.06, 0.005, 200.0)
+    np.testing.assert_array_equal(both[1, 1], alone)  # parameter sets do not interact
+    times = np.array([0.0, 20.0, 200.0])
+    frames = theory.predict_positions(6, 0.03, 0.06, 0.005, 200.0, times=times)
+    assert frames.shape == (3, 6)
+    np.testing.assert_array_equal(frames[0], 0.0)  # at rest at t = 0
+    np.testing.assert_allclose(frames, _lsoda_positions(6, 0.03, 0.06, 0.005, 200.0,
+                                                        times=times), atol=1e-6)
+    # time scale c: the state at c * t
+    scaled = theory.predict_positions(6, [0.03, 0.03], 0.06, 0.005, 100.0, times=[10.0, 100.0],
+                                      time_scale=[1.0, 2.0])
+    np.testing.assert_allclose(scaled[1], frames[1:], atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs,name", [({"blocks": 0}, "blocks"), ({"horizon": 0.0}, "horizon"),
+                                         ({"times": [3.0, 1.0]}, "times"),
+                                         ({"time_scale": -1.0}, "time_scale")])
+def test_mean_field_integrator_rejects_bad_arguments(kwargs, name):
+    args = {"blocks": 5, "mu_right": 0.01, "mu_left": 0.02, "noise": 0.01, "horizon": 10.0}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        theory.predict_positions(**args)
