@@ -9,6 +9,7 @@ rerunning the same command resumes a sweep.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from springblock.shared.checks import ConfigError
@@ -45,7 +46,10 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
+        # a second Ctrl-C must not cut the message short
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         detail = str(err) or "interrupted; rerun the same command to resume"
         print(f"{parser.prog}: {detail}", file=sys.stderr)
+        signal.signal(signal.SIGINT, previous)
         return 130
     return 0

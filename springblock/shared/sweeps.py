@@ -241,20 +241,28 @@ class Progress:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """While a sweep runs in the main thread, SIGTERM behaves like Ctrl-C."""
+def _interrupt_once():
+    """While a sweep runs: Ctrl-C and SIGTERM raise one KeyboardInterrupt, repeats are ignored.
+
+    A second Ctrl-C must not interrupt the clean-up that the first one started
+    (that is what left workers running and the parent hanging).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    raised = []
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        if not raised:
+            raised.append(signum)
+            raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def run_sweep(
@@ -279,7 +287,7 @@ def run_sweep(
     pending = [i for i in range(len(payloads)) if i not in done]
     progress = Progress(len(payloads), len(payloads) - len(pending), label, quiet)
     try:
-        with _sigterm_as_interrupt():
+        with _interrupt_once():
             if scheduler == "serial":
                 for i in pending:
                     _compute_and_write(compute, payloads[i], store.output, i)
@@ -320,23 +328,17 @@ def _run_pool(compute, payloads, pending, store, workers, progress) -> None:
 
 
 def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
-    """Cancel queued chunks and terminate the workers; a further Ctrl-C is ignored."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) \
-        if threading.current_thread() is threading.main_thread() else None
-    try:
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in processes:
-            proc.terminate()
-        deadline = time.monotonic() + 3.0
-        for proc in processes:
-            proc.join(max(0.0, deadline - time.monotonic()))
-            if proc.is_alive():
-                proc.kill()
-                proc.join(1.0)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+    """Cancel queued chunks and terminate the workers (a running chunk is lost, not torn)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.terminate()
+    deadline = time.monotonic() + 3.0
+    for proc in processes:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
 
 
 def _pool_worker_init(parent_pid: int) -> None:
