@@ -14,6 +14,7 @@ import sys
 
 from springblock.shared.checks import ConfigError
 from springblock.shared.results import OutputExistsError
+from springblock.shared.sweeps import interrupt_once
 
 
 def add_options(group, table) -> None:
@@ -34,22 +35,26 @@ def output_options(parser, what: str, quiet: bool = True) -> None:
 
 
 def run(parser: argparse.ArgumentParser, argv=None) -> int:
-    """Parse, run the chosen command, and turn expected failures into exit code 2.
+    """Parse, run the chosen command, and turn expected failures into exit codes.
 
     Shared by both packages' command lines: one-line ``<prog>: error: ...``
-    messages for bad input, 130 on Ctrl-C (a sweep resumes when rerun).
+    messages for bad input (2), 130 on Ctrl-C or SIGTERM (a sweep resumes when
+    rerun). Run as a program (``argv`` None), an interrupted command ignores
+    further signals while it exits, so a second Ctrl-C cannot cut it short.
     """
     args = parser.parse_args(argv)
-    try:
-        args.func(args)
-    except (ConfigError, OutputExistsError, FileNotFoundError, ValueError) as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as err:
-        # a second Ctrl-C must not cut the message short
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        detail = str(err) or "interrupted; rerun the same command to resume"
-        print(f"{parser.prog}: {detail}", file=sys.stderr)
-        signal.signal(signal.SIGINT, previous)
-        return 130
-    return 0
+    with interrupt_once():
+        try:
+            args.func(args)
+            return 0
+        except (ConfigError, OutputExistsError, FileNotFoundError, ValueError) as err:
+            print(f"{parser.prog}: error: {err}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as err:
+            detail = str(err) or "interrupted; rerun the same command to resume"
+            print(f"{parser.prog}: {detail}", file=sys.stderr)
+        finally:
+            if argv is None:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return 130

@@ -241,13 +241,15 @@ class Progress:
 
 
 @contextlib.contextmanager
-def _interrupt_once():
-    """While a sweep runs: Ctrl-C and SIGTERM raise one KeyboardInterrupt, repeats are ignored.
+def interrupt_once():
+    """Ctrl-C and SIGTERM raise one KeyboardInterrupt; repeats are ignored until the end.
 
     A second Ctrl-C must not interrupt the clean-up that the first one started
-    (that is what left workers running and the parent hanging).
+    (that is what left workers running and the parent hanging). Nested uses
+    share the outer one, so a command line can wrap its whole run in it.
     """
-    if threading.current_thread() is not threading.main_thread():
+    if (threading.current_thread() is not threading.main_thread()
+            or getattr(signal.getsignal(signal.SIGINT), "interrupt_once", False)):
         yield
         return
     raised = []
@@ -257,12 +259,14 @@ def _interrupt_once():
             raised.append(signum)
             raise KeyboardInterrupt
 
+    handler.interrupt_once = True
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            if signal.getsignal(sig) is handler:  # not replaced meanwhile (see commandline.run)
+                signal.signal(sig, old)
 
 
 def run_sweep(
@@ -287,7 +291,7 @@ def run_sweep(
     pending = [i for i in range(len(payloads)) if i not in done]
     progress = Progress(len(payloads), len(payloads) - len(pending), label, quiet)
     try:
-        with _interrupt_once():
+        with interrupt_once():
             if scheduler == "serial":
                 for i in pending:
                     _compute_and_write(compute, payloads[i], store.output, i)
