@@ -24,6 +24,7 @@ only, as the reference does.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "MEASURE_NAMES",
     "DEFAULT_MEASURES",
     "FUZZINESS_RCOND",
+    "Classes",
     "LayerStatistics",
     "class_index",
     "layer_statistics",
@@ -47,6 +49,7 @@ __all__ = [
     "regression_onehot",
     "measure_layer",
     "measure_layers",
+    "default_block_bytes",
 ]
 
 MEASURE_NAMES = ("trace_ratio", "fuzziness", "cdnv", "ncc", "regression")
@@ -56,8 +59,9 @@ DEFAULT_MEASURES = ("trace_ratio", "fuzziness", "cdnv", "ncc")
 #: as :data:`dnnphase.metrics.FUZZINESS_RCOND` (see docs/measures.md for why).
 FUZZINESS_RCOND = 1e-10
 
-#: Largest float64 feature block (bytes) held at once per layer.
-MAX_BLOCK_BYTES = 256 * 2**20
+#: Float64 bytes of one block of models on a GPU / on the CPU (see default_block_bytes).
+MAX_BLOCK_BYTES = 512 * 2**20
+CPU_BLOCK_BYTES = 4 * 2**20
 
 F64 = torch.float64
 
@@ -67,24 +71,31 @@ F64 = torch.float64
 # --------------------------------------------------------------------------
 
 
+class Classes(NamedTuple):
+    """The classes of N labelled samples, K of them in sorted label order."""
+
+    index: torch.Tensor  # (N,) class of each sample, 0..K-1
+    counts: torch.Tensor  # (K,) n_c, float64
+    onehot: torch.Tensor  # (K, N) class membership, float64
+
+
 class LayerStatistics(NamedTuple):
     """Class statistics of b models' features of one layer, all float64.
 
     Computed once by :func:`layer_statistics`; every measure reads them.
+    The features themselves are not kept: h_i = resid_i + μ_c(i).
     """
 
-    x: torch.Tensor  # (b, N, d) features (non-finite models zeroed)
     resid: torch.Tensor  # (b, N, d) h_i − μ_c(i)
     resid_sq: torch.Tensor  # (b, N) ‖h_i − μ_c(i)‖²
     means: torch.Tensor  # (b, K, d) class means μ_c
     global_mean: torch.Tensor  # (b, d) μ
-    onehot: torch.Tensor  # (K, N) class membership, float64
-    counts: torch.Tensor  # (K,) n_c, float64
-    index: torch.Tensor  # (N,) class of each sample, 0..K-1
+    finite: torch.Tensor  # (b,) bool: features all finite (the others were zeroed)
+    classes: Classes
 
 
-def class_index(labels, n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Labels (N,) of any integer values → (index (N,) in 0..K-1 sorted, counts (K,))."""
+def class_index(labels, n: int, device) -> Classes:
+    """Labels (N,) of any integer values → their :class:`Classes` on ``device``."""
     y = torch.as_tensor(labels)
     require(y.ndim == 1 and y.shape[0] == n, "labels", f"a 1-D tensor of N = {n} class labels",
             tuple(y.shape))
@@ -92,33 +103,72 @@ def class_index(labels, n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
             "integer class labels", y.dtype)
     _, index, counts = torch.unique(y.to(device), return_inverse=True, return_counts=True)
     require(len(counts) >= 2, "labels", "at least 2 classes", len(counts))
-    return index.reshape(-1), counts.to(F64)
+    index = index.reshape(-1)
+    onehot = torch.zeros(len(counts), n, dtype=F64, device=index.device)  # (K, N)
+    onehot[index, torch.arange(n, device=index.device)] = 1.0
+    return Classes(index, counts.to(F64), onehot)
 
 
-def layer_statistics(h: torch.Tensor, index: torch.Tensor, counts: torch.Tensor,
-                     finite: torch.Tensor | None = None) -> LayerStatistics:
+def _class_sums(x: torch.Tensor, classes: Classes) -> torch.Tensor:
+    """Σ_{i∈c} x_i of (b, N, d) float64 features → (b, K, d).
+
+    A one-hot matmul on CUDA, where ``index_add`` sums with atomics in a
+    varying order; ``index_add`` on the CPU, where it is sequential and ~5x
+    faster than the skinny matmul.
+    """
+    if x.device.type == "cuda":
+        return classes.onehot @ x
+    sums = torch.zeros(x.shape[0], classes.counts.shape[0], x.shape[2], dtype=F64,
+                       device=x.device)
+    return sums.index_add_(1, classes.index, x)
+
+
+def layer_statistics(h: torch.Tensor, classes: Classes) -> LayerStatistics:
     """Class statistics of features ``h`` (b, N, d), any float dtype, in float64.
 
-    ``finite`` (b,) bool: models to keep; the others are replaced by zeros so
-    that the linear algebra below stays defined (their measures are set to NaN
-    by the caller).
+    Models whose features hold NaN or inf (seen in their class sums, which
+    NaN/inf reach) are replaced by zeros so that the linear algebra of the
+    measures stays defined; ``finite`` marks them for the caller.
     """
     x = h.to(F64)  # (b, N, d); no copy if h is already float64 (x is never written)
-    if finite is not None and not bool(finite.all()):
+    sums = _class_sums(x, classes)  # (b, K, d)
+    finite = torch.isfinite(sums).flatten(1).all(dim=1)  # (b,)
+    if not bool(finite.all()):
         x = torch.where(finite[:, None, None], x, 0.0)
-    k = counts.shape[0]
-    onehot = torch.zeros(k, x.shape[1], dtype=F64, device=x.device)  # (K, N)
-    onehot[index, torch.arange(x.shape[1], device=x.device)] = 1.0
-    means = (onehot @ x) / counts[:, None]  # (b, K, d), the reference's onehotᵀ x / n_c
-    resid = x - means.index_select(1, index)  # (b, N, d)
-    resid_sq = torch.einsum("bnd,bnd->bn", resid, resid)  # (b, N)
-    return LayerStatistics(x, resid, resid_sq, means, x.mean(dim=1), onehot, counts, index)
+        sums = _class_sums(x, classes)
+    means = sums / classes.counts[:, None]  # (b, K, d)
+    global_mean = sums.sum(dim=1) / x.shape[1]  # (b, d)
+    resid = means.index_select(1, classes.index)  # (b, N, d) μ_c(i), overwritten next
+    torch.sub(x, resid, out=resid)  # h_i − μ_c(i)
+    resid_sq = torch.linalg.vector_norm(resid, dim=2).square()  # (b, N), one pass
+    return LayerStatistics(resid, resid_sq, means, global_mean, finite, classes)
+
+
+@contextlib.contextmanager
+def _serial_lapack(device: torch.device):
+    """One thread for LAPACK factorisations on the CPU.
+
+    MKL's threaded QR, SVD and eigensolvers round differently with different
+    thread counts (measured: QR of a (2560, 100) block differs in the last bit);
+    on one thread a model's value depends on its features only, not on the
+    machine's thread setting. The matrices factorised here are small or a
+    non-default measure's, so the cost is small; CUDA is left alone.
+    """
+    threads = torch.get_num_threads()
+    if device.type != "cpu" or threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _between_factor(st: LayerStatistics) -> torch.Tensor:
     # Σ_b = Bᵀ B with rows B_c = √(n_c/N) (μ_c − μ): (b, K, d), never d × d.
-    weights = torch.sqrt(st.counts / st.counts.sum())  # (K,)
-    return (st.means - st.global_mean[:, None, :]) * weights[:, None]
+    counts = st.classes.counts
+    return (st.means - st.global_mean[:, None, :]) * torch.sqrt(counts / counts.sum())[:, None]
 
 
 # --------------------------------------------------------------------------
@@ -128,57 +178,60 @@ def _between_factor(st: LayerStatistics) -> torch.Tensor:
 
 def trace_ratio(st: LayerStatistics) -> torch.Tensor:
     """log(Tr Σ_w / Tr Σ_b) (paper Eq. 3), from traces only. (b,)"""
-    n = st.x.shape[1]
-    tr_w = st.resid_sq.sum(dim=1) / n  # (b,)
+    tr_w = st.resid_sq.mean(dim=1)  # (b,) (1/N) Σ_i ‖h_i − μ_c(i)‖²
     b = _between_factor(st)
-    tr_b = torch.einsum("bkd,bkd->b", b, b)  # (b,)
+    tr_b = (b * b).sum(dim=(1, 2))  # (b,) Σ_c (n_c/N) ‖μ_c − μ‖²
     return torch.log(tr_w / tr_b)
 
 
 def fuzziness(st: LayerStatistics, rcond: float = FUZZINESS_RCOND) -> torch.Tensor:
     """log Tr(Σ_w Σ_b⁺) (He & Su; SM Eq. 9) with a relative rank cut-off. (b,)
 
-    Σ_b = Bᵀ B has rank ≤ K − 1, so everything happens in the K-dimensional
-    span of the centred class means: the thin SVD Bᵀ = U S Vᵀ (d × K, batched)
-    gives Σ_b's nonzero eigenvalues σ_j = s_j² with eigenvectors u_j, and
+    Σ_b = Bᵀ B has rank ≤ K − 1, so everything happens in the span of the
+    centred class means: the thin SVD Bᵀ = U S Vᵀ (d × K, batched) gives
+    Σ_b's nonzero eigenvalues σ_j = s_j² with eigenvectors u_j, and
     Tr(Σ_w Σ_b⁺) = Σ_{σ_j > rcond·σ_max} u_jᵀ Σ_w u_j / σ_j, where
     u_jᵀ Σ_w u_j = (1/N) Σ_i (r_i·u_j)². The SVD of B (rather than an
     eigendecomposition of B Bᵀ) keeps small σ_j as accurate as the reference.
+    +inf if all class means coincide.
     """
-    n = st.x.shape[1]
-    u, s, _ = torch.linalg.svd(_between_factor(st).transpose(1, 2), full_matrices=False)
+    with _serial_lapack(st.resid.device):
+        u, s, _ = torch.linalg.svd(_between_factor(st).transpose(1, 2), full_matrices=False)
     sigma = s * s  # (b, r) eigenvalues of Σ_b, descending
     keep = sigma > rcond * sigma[:, :1]
     proj = st.resid @ u  # (b, N, r): residuals along Σ_b's eigenvectors
-    along = torch.einsum("bnj,bnj->bj", proj, proj) / n  # (b, r): u_jᵀ Σ_w u_j
+    along = (proj * proj).mean(dim=1)  # (b, r): u_jᵀ Σ_w u_j
     terms = torch.where(keep, along / torch.where(keep, sigma, 1.0), 0.0)
-    out = torch.log(terms.sum(dim=1))
-    return torch.where(sigma[:, 0] > 0, out, math.inf)  # no between-class direction: +inf
+    return torch.where(sigma[:, 0] > 0, torch.log(terms.sum(dim=1)), math.inf)
 
 
 def cdnv(st: LayerStatistics) -> torch.Tensor:
     """Mean over class pairs of (Var_i + Var_j) / (2‖μ_i − μ_j‖²) (Galanti et al.). (b,)"""
-    k = st.counts.shape[0]
-    var = (st.resid_sq @ st.onehot.T) / st.counts  # (b, K) mean squared distance to μ_c
-    i, j = torch.triu_indices(k, k, offset=1, device=st.x.device)  # the K(K-1)/2 pairs
+    cl = st.classes
+    k = cl.counts.shape[0]
+    # Per-class sums as an elementwise product and sum, not a matrix product,
+    # so that a model's value does not depend on how many share the block.
+    var = (st.resid_sq[:, None, :] * cl.onehot).sum(dim=2) / cl.counts  # (b, K): Var_c
+    i, j = torch.triu_indices(k, k, offset=1, device=var.device)  # the K(K-1)/2 pairs
     # Direct differences, as in the reference, so close means keep their distance.
     diff = st.means[:, j] - st.means[:, i]  # (b, P, d)
-    dist2 = torch.einsum("bpd,bpd->bp", diff, diff)
+    dist2 = (diff * diff).sum(dim=2)  # (b, P)
     return ((var[:, i] + var[:, j]) / (2.0 * dist2)).mean(dim=1)
 
 
 def ncc_accuracy(st: LayerStatistics) -> torch.Tensor:
     """Fraction of samples nearest (Euclidean) their own class mean (Galanti et al.). (b,)
 
-    Distances are taken from the centroid of the class means, so that a large
-    common offset does not cancel digits; ‖x‖² is common to all classes and
-    dropped; ties go to the lower class, as in the reference.
+    Distances are taken from the centroid o of the class means, so that a
+    large common offset does not cancel digits, and ‖h_i − o‖² (common to all
+    classes) is dropped: score_ik = ‖m_k‖² − 2 (h_i − o)·m_k with m_k = μ_k − o
+    and h_i − o = r_i + m_c(i). Ties go to the lower class, as in the reference.
     """
-    origin = st.means.mean(dim=1, keepdim=True)  # (b, 1, d)
-    mc = st.means - origin  # (b, K, d)
-    score = torch.einsum("bkd,bkd->bk", mc, mc)[:, None, :] \
-        - 2.0 * ((st.x - origin) @ mc.transpose(1, 2))  # (b, N, K)
-    return (score.argmin(dim=2) == st.index).to(F64).mean(dim=1)
+    mc = st.means - st.means.mean(dim=1, keepdim=True)  # (b, K, d)
+    gram = mc @ mc.transpose(1, 2)  # (b, K, K)
+    dots = st.resid @ mc.transpose(1, 2) + gram.index_select(1, st.classes.index)  # (b, N, K)
+    score = torch.diagonal(gram, dim1=1, dim2=2)[:, None, :] - 2.0 * dots
+    return (score.argmin(dim=2) == st.classes.index).to(F64).mean(dim=1)
 
 
 def regression_onehot(st: LayerStatistics) -> torch.Tensor:
@@ -191,15 +244,18 @@ def regression_onehot(st: LayerStatistics) -> torch.Tensor:
     equations, which would square the condition number). The residual is
     formed explicitly, so an exact fit gives ~1e-15, not √eps.
     """
-    n, d = st.x.shape[1:]
-    xc = st.x - st.global_mean[:, None, :]  # (b, N, d)
-    t = st.onehot.T - st.counts / n  # (N, K) centred one-hot targets
-    q, r = torch.linalg.qr(xc)  # (b, N, p), (b, p, d), p = min(N, d)
-    u, s, _ = torch.linalg.svd(r)  # (b, p, p), (b, p)
+    cl = st.classes
+    n, d = st.resid.shape[1:]
+    centred_means = st.means - st.global_mean[:, None, :]  # (b, K, d)
+    xc = st.resid + centred_means.index_select(1, cl.index)  # (b, N, d) h_i − μ
+    t = cl.onehot.T - cl.counts / n  # (N, K) centred one-hot targets
+    with _serial_lapack(xc.device):
+        q, r = torch.linalg.qr(xc)  # (b, N, p), (b, p, d), p = min(N, d)
+        u, s, _ = torch.linalg.svd(r, full_matrices=False)  # (b, p, p), (b, p)
     keep = s > torch.finfo(F64).eps * max(n, d) * s[:, :1]  # (b, p)
     coef = (u.transpose(1, 2) @ (q.transpose(1, 2) @ t)) * keep[:, :, None]  # (b, p, K)
     resid = t - q @ (u @ coef)  # (b, N, K)
-    return torch.sqrt(torch.einsum("bnk,bnk->b", resid, resid) / n)
+    return torch.sqrt((resid * resid).sum(dim=(1, 2)) / n)
 
 
 #: name → measure of the layer statistics, (b,) per block.
@@ -224,58 +280,30 @@ def _check_measures(measures: Sequence[str]) -> tuple[str, ...]:
     return measures
 
 
-def _block_size(h: torch.Tensor, max_block_bytes: int) -> int:
-    per_model = h.shape[1] * h.shape[2] * 8  # float64 bytes of one model's layer
-    return max(1, min(h.shape[0], max_block_bytes // max(per_model, 1)))
+def default_block_bytes(device: torch.device) -> int:
+    """Float64 bytes of one block of models: cache-sized on the CPU, large on a GPU.
+
+    On the CPU each statistic is one pass over memory, so a block that stays
+    in cache (one or two 2560 × 100 layers) is fastest; a GPU wants as many
+    models per kernel as memory allows.
+    """
+    return MAX_BLOCK_BYTES if device.type == "cuda" else CPU_BLOCK_BYTES
 
 
-def _measure_block(h, index, counts, measures, rcond) -> torch.Tensor:
-    finite = torch.isfinite(h).flatten(1).all(dim=1)  # (b,)
-    st = layer_statistics(h, index, counts, finite)
+def _measure_layer(h, classes, measures, rcond, max_block_bytes) -> torch.Tensor:
+    """(M, N, d) features of one layer → (M, n_measures), in blocks of models."""
     fns = {**MEASURES, "fuzziness": functools.partial(fuzziness, rcond=rcond)}
-    out = torch.stack([fns[name](st) for name in measures], dim=1)  # (b, n_measures)
-    return torch.where(finite[:, None], out, math.nan)
+    per_model = h.shape[1] * h.shape[2] * 8  # float64 bytes of one model's layer
+    b = max(1, min(h.shape[0], (max_block_bytes or default_block_bytes(h.device)) // per_model))
+    blocks = []
+    for start in range(0, h.shape[0], b):
+        st = layer_statistics(h[start:start + b], classes)
+        out = torch.stack([fns[name](st) for name in measures], dim=1)  # (b, n_measures)
+        blocks.append(torch.where(st.finite[:, None], out, math.nan))
+    return torch.cat(blocks, dim=0)
 
 
-def measure_layer(h, labels, measures: Sequence[str] = DEFAULT_MEASURES, *,
-                  rcond: float = FUZZINESS_RCOND,
-                  max_block_bytes: int = MAX_BLOCK_BYTES) -> torch.Tensor:
-    """The ``measures`` of one layer's features ``h`` (M, N, d) → (M, n_measures) float64.
-
-    ``labels`` (N,): class labels shared by all models (any integer values;
-    the classes are the distinct values present, ≥ 2). Runs on ``h``'s device.
-    """
-    measures = _check_measures(measures)
-    h = torch.as_tensor(h)
-    require(h.ndim == 3 and h.is_floating_point() and h.shape[1] > 0, "features",
-            "a float tensor (M models, N samples, d units) with N >= 1", tuple(h.shape))
-    require(rcond >= 0, "rcond", ">= 0", rcond)
-    index, counts = class_index(labels, h.shape[1], h.device)
-    return _measure_layer(h, index, counts, measures, rcond, max_block_bytes)
-
-
-def _measure_layer(h, index, counts, measures, rcond, max_block_bytes) -> torch.Tensor:
-    b = _block_size(h, max_block_bytes)
-    blocks = [_measure_block(h[i:i + b], index, counts, measures, rcond)
-              for i in range(0, h.shape[0], b)]
-    return torch.cat(blocks, dim=0)  # (M, n_measures)
-
-
-def measure_layers(features: Sequence[torch.Tensor], labels,
-                   measures: Sequence[str] = DEFAULT_MEASURES, *,
-                   rcond: float = FUZZINESS_RCOND,
-                   max_block_bytes: int = MAX_BLOCK_BYTES) -> torch.Tensor:
-    """Load curves of M models for several measures: (M, n_measures, L+1) float64.
-
-    ``features``: the L+1 layers [h_0 .. h_L] (layer 0 = input), each
-    (M, N, d_ℓ) on one device, any float dtype (widths may differ);
-    ``labels`` (N,) shared by all models. ``measures``: names in
-    ``MEASURE_NAMES`` (default the four of ``DEFAULT_MEASURES``); "ncc" is an
-    accuracy in [0, 1], the others decrease as classes separate. Each entry
-    equals ``dnnphase.metrics.load_curve(features, labels, measure)`` to
-    ~1e-12; the result stays on the features' device.
-    """
-    measures = _check_measures(measures)
+def _check_layers(features) -> list[torch.Tensor]:
     layers = [torch.as_tensor(h) for h in features]
     require(len(layers) > 0, "features", "a non-empty list of layers (M, N, d)", len(layers))
     shapes = [tuple(h.shape) for h in layers]
@@ -285,7 +313,42 @@ def measure_layers(features: Sequence[torch.Tensor], labels,
             "layers with the same M models and N >= 1 samples", shapes)
     require(len({h.device for h in layers}) == 1, "features", "layers on one device",
             sorted({str(h.device) for h in layers}))
-    require(rcond >= 0, "rcond", ">= 0", rcond)
-    index, counts = class_index(labels, shapes[0][1], layers[0].device)
-    return torch.stack([_measure_layer(h, index, counts, measures, rcond, max_block_bytes)
+    return layers
+
+
+def measure_layers(features: Sequence[torch.Tensor], labels,
+                   measures: Sequence[str] = DEFAULT_MEASURES, *,
+                   rcond: float = FUZZINESS_RCOND,
+                   max_block_bytes: int | None = None) -> torch.Tensor:
+    """Load curves of M models for several measures: (M, n_measures, L+1) float64.
+
+    ``features``: the L+1 layers [h_0 .. h_L] (layer 0 = input), each
+    (M, N, d_ℓ) on one device, any float dtype (widths may differ);
+    ``labels`` (N,) shared by all models, any integer values (the classes are
+    the distinct values present, at least 2). ``measures``: names in
+    ``MEASURE_NAMES`` (default ``DEFAULT_MEASURES``); "ncc" is an accuracy in
+    [0, 1], the others decrease as classes separate. ``rcond``: the
+    fuzziness rank cut-off. ``max_block_bytes``: float64 size of one block
+    of models (default :func:`default_block_bytes`; results do not depend on it).
+
+    Each entry equals ``dnnphase.metrics.load_curve(features, labels,
+    measure)`` to ~1e-13 and depends only on that model's features; a model
+    and layer whose features hold NaN or inf gives NaN. The result stays on
+    the features' device.
+    """
+    measures = _check_measures(measures)
+    layers = _check_layers(features)
+    require(isinstance(rcond, int | float) and rcond >= 0, "rcond", "a number >= 0", rcond)
+    require(max_block_bytes is None or max_block_bytes >= 1, "max_block_bytes",
+            "None or an integer >= 1", max_block_bytes)
+    classes = class_index(labels, layers[0].shape[1], layers[0].device)
+    return torch.stack([_measure_layer(h, classes, measures, rcond, max_block_bytes)
                         for h in layers], dim=2)
+
+
+def measure_layer(h, labels, measures: Sequence[str] = DEFAULT_MEASURES, **options):
+    """The ``measures`` of one layer's features ``h`` (M, N, d) → (M, n_measures) float64.
+
+    Options and conventions as :func:`measure_layers`.
+    """
+    return measure_layers([h], labels, measures, **options)[:, :, 0]
