@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from dnnphase.model import MLP
-from dnnphase.train import TrainConfig, default_models_per_batch, train_ensemble
+from dnnphase.train import TrainConfig, default_stack_size, train_ensemble
 
 D_IN, N_CLASSES = 100, 10
 
@@ -68,18 +68,18 @@ def baseline_seconds(x, y, *, epochs, batch_size, dropout, depth, width, n_model
 
 
 def trainer_seconds(x, y, *, epochs, batch_size, dropout, depth, width, n_models,
-                    models_per_batch=None, alpha=0.0) -> tuple[float, int]:
+                    stack_size=None, alpha=0.0) -> tuple[float, int]:
     """train_ensemble on n_models models. Seconds per model and the stack size used."""
     cfg = TrainConfig(epochs=epochs, batch_size=batch_size, loss_threshold=0.0, rel_tol=0.0,
-                      device="cpu", models_per_batch=models_per_batch)
+                      device="cpu", stack_size=stack_size)
     t0 = time.perf_counter()
     train_ensemble(x, y, seeds=list(range(n_models)), alpha=alpha, dropout=dropout, depth=depth,
                    width=width, config=cfg)
     dt = (time.perf_counter() - t0) / n_models
-    if models_per_batch is None:
-        models_per_batch = default_models_per_batch(batch_size, max(width, D_IN), n_models,
+    if stack_size is None:
+        stack_size = default_stack_size(batch_size, max(width, D_IN), n_models,
                                                     torch.device("cpu"))
-    return dt, models_per_batch
+    return dt, stack_size
 
 
 def step_flops(batch: int, depth: int, width: int) -> float:
@@ -165,7 +165,7 @@ def main() -> None:
         if p == 0:
             t, per = trainer_seconds(x, y, epochs=epochs // k, batch_size=n, dropout=p,
                                      depth=depth, width=width, n_models=m_small,
-                                     models_per_batch=m_small)
+                                     stack_size=m_small)
             report(f"trainer M={m_small} (one stack of {per})", t * k, base, fl, steps, f"x{k}")
 
     for p in (0.0, 0.1):

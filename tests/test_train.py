@@ -1,10 +1,9 @@
 """Batched ensemble training (dnnphase.train) against one-model-at-a-time training.
 
 The reference is the plain recipe: ``MLP`` built under ``torch.manual_seed(seed)``,
-``torch.optim.Adam``/``SGD``, mean cross-entropy, data order from
-``torch.Generator().manual_seed(seed)`` + ``torch.randperm`` each epoch (full batch:
-the data in its given order). Everything in float64 (in float32 rounding alone makes
-long runs drift apart).
+``torch.optim.Adam``/``SGD``, mean cross-entropy, and the model's own data order
+``ModelStreams([seed]).epoch_order(epoch, N)`` (full batch: the data in its given
+order). Everything in float64 (in float32 rounding alone makes long runs drift apart).
 
 Tolerance note: a Linear bias followed by BatchNorm has an exactly zero gradient in
 exact arithmetic; in floating point it receives rounding noise (~1e-17), which Adam
@@ -19,15 +18,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from dnnphase.loop import divergence, explosion_limit
 from dnnphase.model import MLP
-from dnnphase.train import (
-    EnsembleMLP,
-    TrainConfig,
-    _ModelStreams,
-    _Noise,
-    resolve_device,
-    train_ensemble,
-)
+from dnnphase.randomness import DropoutMasks, ModelStreams
+from dnnphase.train import EnsembleMLP, TrainConfig, resolve_device, train_ensemble
+from springblock.shared.checks import ConfigError
 
 N, D, C, DEPTH, WIDTH, EPOCHS = 128, 20, 4, 3, 16, 5
 TOL = 1e-8
@@ -67,10 +62,10 @@ def reference(x, y, seed, *, alpha=0.0, lr=1e-2, batch_size=N, optimizer="adam",
         opt = torch.optim.Adam(model.parameters(), lr=lr)
     else:
         opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    order = torch.Generator().manual_seed(seed)
+    streams = ModelStreams([seed])
     n = x.shape[0]
-    for _ in range(epochs):
-        perm = torch.arange(n) if batch_size == n else torch.randperm(n, generator=order)
+    for epoch in range(1, epochs + 1):
+        perm = torch.arange(n) if batch_size == n else streams.epoch_order(epoch, n)[0]
         for s in range(n // batch_size):
             idx = perm[s * batch_size : (s + 1) * batch_size]
             opt.zero_grad()
@@ -128,12 +123,15 @@ def test_mlp_features_and_seeded_init(data):
     assert ens.weights[-1].shape == (3, WIDTH, C)
     refs = []
     for j, seed in enumerate([5, 6, 7]):
-        torch.manual_seed(seed)
+        torch.manual_seed(seed)  # PyTorch's default init of the reference network
         ref = MLP(D, C, depth=DEPTH, width=WIDTH, alpha=[0.0, 0.5, 1.0][j]).double()
-        assert torch.equal(ens.weights[0][j], ref.linears[0].weight.T)
-        assert torch.equal(ens.weights[-1][j], ref.out.weight.T)
-        assert torch.equal(ens.biases[1][j, 0], ref.linears[1].bias)
+        # Built directly in the stacked tensors, yet every weight is bitwise the MLP's.
+        for name, value in ens.to_models()[j].state_dict().items():
+            assert torch.equal(value, ref.state_dict()[name]), name
         refs.append(ref)
+    state = torch.get_rng_state()
+    EnsembleMLP.init(1, D, C, seeds=[1], depth=DEPTH, width=WIDTH)
+    assert torch.equal(state, torch.get_rng_state())
     for mode in ("eval", "train", "eval"):  # train mode updates the running statistics
         ens.train(mode == "train")
         with torch.no_grad():
@@ -187,7 +185,7 @@ def test_batch_sizes_are_grouped(data):
 
 def test_from_models_start_and_stack_invariance(data):
     """Training from stacked MLPs equals the reference; splitting the stack
-    (models_per_batch=1) changes nothing."""
+    (stack_size=1) changes nothing."""
     x, y = data
     models = []
     for s in (11, 12):
@@ -197,7 +195,7 @@ def test_from_models_start_and_stack_invariance(data):
     a = train_ensemble(x, y, seeds=[11, 12], model=start, batch_size=32, lr=1e-2,
                        config=config())
     b = train_ensemble(x, y, seeds=[11, 12], model=start, batch_size=32, lr=1e-2,
-                       config=config(models_per_batch=1))
+                       config=config(stack_size=1))
     for j in range(2):
         assert_matches_reference(a, j, reference(x, y, 11 + j, batch_size=32), x, y)
     for p, q in zip(a.model.state_dict().values(), b.model.state_dict().values(), strict=True):
@@ -207,12 +205,13 @@ def test_from_models_start_and_stack_invariance(data):
 # --------------------------------------------------------------------------- divergence
 
 
-def test_divergent_model_is_frozen_others_continue(data):
+def test_divergent_model_is_stopped_others_continue(data):
     x, y = data
     res = train_ensemble(x, y, x, y, seeds=[1, 2], lr=[1e6, 0.1], batch_size=16, depth=DEPTH,
                          width=WIDTH, config=config(optimizer="sgd"))
     assert res.diverged.tolist() == [True, False]
     assert res.stop_reason == ["diverged", "max_epochs"]
+    assert res.diverged_reason[0] in ("nan", "inf", "exploded") and res.diverged_reason[1] == ""
     for k in ("train_loss", "train_accuracy", "test_accuracy"):
         assert torch.isnan(getattr(res, k)[0]) and torch.isfinite(getattr(res, k)[1])
     assert res.steps_run[0] < res.steps_run[1] == EPOCHS * (N // 16)
@@ -220,6 +219,23 @@ def test_divergent_model_is_frozen_others_continue(data):
     # The healthy model is untouched by its neighbour's blow-up.
     ref = reference(x, y, 2, lr=0.1, batch_size=16, optimizer="sgd")
     assert_matches_reference(res, 1, ref, x, y)
+
+
+def test_exploding_loss_is_diverged_not_a_result(data):
+    """Adam at lr 1e6 keeps a finite but huge loss (~1e13 on MNIST): flagged, with why."""
+    x, y = data
+    res = train_ensemble(x, y, x, y, seeds=[1, 2], lr=[1e6, 1e-2], depth=DEPTH, width=WIDTH,
+                         config=config())
+    assert res.diverged.tolist() == [True, False]
+    assert res.diverged_reason == ["exploded", ""]
+    assert res.steps_run[0].item() == 1  # the first update already blows the loss up
+    assert torch.isnan(res.test_accuracy[0]) and torch.isfinite(res.test_accuracy[1])
+    # The rule: NaN, ±inf, or above explode_factor · ln C (off with 0); 1e3 · ln 4 ≈ 1386.
+    losses = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.4e3, 1.0, 1.3e3])
+    limit = explosion_limit(C, 1e3)
+    assert limit == pytest.approx(1e3 * np.log(C))
+    assert divergence(losses, limit).tolist() == [1, 2, 2, 3, 0, 0]
+    assert explosion_limit(C, 0.0) == float("inf")
 
 
 # --------------------------------------------------------------------------- noise knobs
@@ -238,28 +254,6 @@ def test_label_noise_zero_is_clean_and_positive_changes_trajectory(data):
     assert not torch.equal(noisy.loss_history[0], noisy.loss_history[1])
 
 
-def test_label_noise_is_fresh_every_step():
-    torch.manual_seed(0)
-    b, m, d, n_classes, q = 4000, 2, 3, 10, 0.5
-    std = torch.tensor([1.0, 2.0, 0.0], dtype=torch.float64)
-    x = torch.zeros(b, m, d, dtype=torch.float64)  # (B, M, d)
-    y = torch.randint(0, n_classes, (m, b))  # (M, B)
-    noise = _Noise([q, 0.0], std, n_classes)
-    gens = _ModelStreams([7, 8], torch.device("cpu")).noise
-    x1, y1 = noise(x, y, gens)
-    x2, y2 = noise(x, y, gens)
-    # Model 0 (q = 0.5): a fresh corruption each step.
-    assert not torch.equal(y1[0], y2[0]) and not torch.equal(x1[:, 0], x2[:, 0])
-    changed = (y1[0] != y[0]).double().mean().item()
-    assert changed == pytest.approx(q * (1 - 1 / n_classes), abs=0.03)  # reset to a uniform class
-    sd = x1[:, 0].std(0)
-    assert sd[0].item() == pytest.approx(q * 1.0, rel=0.05)
-    assert sd[1].item() == pytest.approx(q * 2.0, rel=0.05)
-    assert sd[2].item() == 0.0  # constant feature: no noise
-    # Model 1 (q = 0): the clean batch, exactly.
-    assert torch.equal(y1[1], y[1]) and torch.equal(x1[:, 1], x[:, 1])
-
-
 def test_dropout_masks_per_model(data):
     x, _ = data
     torch.manual_seed(0)
@@ -268,17 +262,19 @@ def test_dropout_masks_per_model(data):
     drop = EnsembleMLP(3, D, C, DEPTH, WIDTH, dropout=[0.5, 0.5, 0.0], dtype=torch.float64)
     drop.load_state_dict(ens.state_dict())
     drop.train()
-    bits = _ModelStreams([1, 2, 3], torch.device("cpu")).dropout_bits(DEPTH, N, WIDTH)
-    assert bits.shape == (DEPTH, N, 3, WIDTH) and bits.dtype == torch.int16
-    scale = drop.dropout_scale(bits[0])  # (B, M, F)
+    keys = ModelStreams([1, 2, 3]).step_keys(torch.tensor([0]))[:, 0]
+    masks = DropoutMasks(keys, drop.drop_level, drop.drop_scale, N, WIDTH)
+    scale = masks(0)  # (B, M, F)
+    assert scale.shape == (N, 3, WIDTH)
     # p = 0.5: half the units dropped, the rest scaled by 2; p = 0: no mask at all.
     for j in (0, 1):
         assert (scale[:, j] == 0).double().mean().item() == pytest.approx(0.5, abs=0.03)
         assert set(scale[:, j].unique().tolist()) == {0.0, 2.0}
     assert torch.equal(scale[:, 2], torch.ones_like(scale[:, 2]))
     assert not torch.equal(scale[:, 0], scale[:, 1])  # masks differ across models
+    assert not torch.equal(masks(0), masks(1))  # and across layers
     with torch.no_grad():
-        out = drop(x, dropout_bits=bits)
+        out = drop(x, dropout=masks)
         ref = ens(x)  # same weights, no dropout, training-mode BatchNorm
     assert not torch.equal(out[0], out[1])
     assert torch.equal(out[2], ref[2])
@@ -307,11 +303,33 @@ def test_float32_result_does_not_depend_on_stacking(data):
               dropout=[0.0, 0.1, 0.2, 0.1, 0.0], label_noise=[0.0, 0.1, 0.0, 0.2, 0.1],
               batch_size=16, lr=1e-2, depth=DEPTH, width=WIDTH)
     runs = [train_ensemble(x.float(), y, **kw, config=config(dtype=torch.float32, fused=False,
-                                                             models_per_batch=k))
+                                                             stack_size=k))
             for k in (None, 2, 1)]
     ref = runs[0].model.state_dict()
     for other in runs[1:]:
         assert all(torch.equal(ref[k], v) for k, v in other.model.state_dict().items())
+
+
+def test_result_does_not_depend_on_thread_count(data):
+    """Bitwise the same model in float32 and float64 with 1 and 2 torch threads (the
+    native CPU BatchNorm would differ: it splits the batch across threads)."""
+    x, y = data
+    xs = torch.cat([x] * 4)[:400]  # enough samples for torch to split reductions
+    ys = torch.cat([y] * 4)[:400]
+    kw = dict(seeds=[1, 2], alpha=[0.0, 0.5], dropout=[0.1, 0.0], label_noise=[0.0, 0.2],
+              batch_size=[400, 100], lr=1e-2, depth=2, width=64)
+    for dtype in (torch.float32, torch.float64):
+        runs = []
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            try:
+                runs.append(train_ensemble(xs.to(dtype), ys, **kw,
+                                           config=config(epochs=2, dtype=dtype, fused=False)))
+            finally:
+                torch.set_num_threads(1)
+        one, two = (r.model.state_dict() for r in runs)
+        assert all(torch.equal(one[k], two[k]) for k in one), dtype
+        assert torch.equal(runs[0].loss_history, runs[1].loss_history)
 
 
 # --------------------------------------------------------------------------- stopping, records
@@ -373,6 +391,12 @@ def test_config_and_input_validation(data):
         train_ensemble(x, y, seeds=[1], alpha=1.5, config=config())
     with pytest.raises(ValueError, match="dropout"):
         train_ensemble(x, y, seeds=[1, 2], dropout=[0.1, 1.0], config=config())
+    with pytest.raises(ConfigError, match="stack_size"):
+        TrainConfig(stack_size=0)
+    with pytest.raises(ConfigError, match="explode_factor"):
+        TrainConfig(explode_factor=-1)
+    with pytest.raises(ConfigError, match="momentum"):
+        TrainConfig(optimizer="sgd", nesterov=True)
     assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
     assert TrainConfig(dtype="float64").dtype == torch.float64
-    assert np.isclose(EnsembleMLP(1, D, C, dropout=0.1)._drop_scale.item(), 1 / 0.9, atol=1e-4)
+    assert np.isclose(EnsembleMLP(1, D, C, dropout=0.1).drop_scale.item(), 1 / 0.9, atol=1e-4)

@@ -1,0 +1,256 @@
+"""The training loop of one stack of models that share a batch size (DESIGN §3).
+
+:class:`TrainingStack` holds the models still training, their optimizer state and
+random streams; after every epoch it *retires* the models that have stopped
+(converged, plateaued or diverged), so all remaining models have taken the same
+number of steps and stopped models cost nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from .optim import StackedOptimizer
+from .randomness import DropoutMasks, ModelStreams, corrupt_batch, dropout_span
+from .stack import EnsembleMLP, row_mean
+
+if TYPE_CHECKING:
+    from .train import TrainConfig
+
+__all__ = ["Retired", "StackData", "TrainingStack", "divergence", "stop_reason"]
+
+# Codes of a diverged step loss, in order of precedence.
+_DIVERGED = {1: "nan", 2: "inf", 3: "exploded"}
+
+
+@dataclass
+class StackData:
+    """What every stack of a call shares: the training set on the training device,
+    ``x`` ``(N, d)``, ``y`` ``(N,)``, the per-feature std ``(d,)`` of the clean data,
+    the record epochs and the function that turns features into records."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    x_std: torch.Tensor
+    n_classes: int
+    record_epochs: list[int] = field(default_factory=list)
+    record_fn: Callable | None = None
+    eval_stack: int | None = None  # models per evaluation pass
+
+
+@dataclass
+class Retired:
+    """A model that left the stack: its final state and why it stopped."""
+
+    model: EnsembleMLP  # one model
+    epochs: int  # epochs started
+    steps: int  # optimizer updates applied (before a diverged step)
+    reason: str  # "max_epochs" | "loss_threshold" | "plateau" | "diverged"
+    diverged_reason: str = ""  # "nan" | "inf" | "exploded" when diverged
+    records: dict[int, Any] = field(default_factory=dict)  # record epoch → record
+    final_record: Any = None  # record of the final state (for later record epochs)
+
+
+def explosion_limit(n_classes: int, factor: float) -> float:
+    """The step loss above which a model has exploded: ``factor · ln C``.
+
+    ln C is the cross-entropy of the uninformed guess (uniform probabilities) and about
+    a fresh network's loss; a mean loss ``factor`` times larger means logits of that
+    size on wrongly classified samples, i.e. run-away weights, not a model that learns.
+    ``factor = 0`` switches the rule off (only NaN / ±inf then count).
+    """
+    return factor * math.log(max(n_classes, 2)) if factor > 0 else math.inf
+
+
+def divergence(losses: torch.Tensor, limit: float) -> torch.Tensor:
+    """``(M,)`` code per step loss: 0 fine, 1 NaN, 2 ±inf, 3 exploded (> ``limit``)."""
+    code = torch.where(losses > limit, 3, 0)
+    code = torch.where(torch.isinf(losses), 2, code)
+    return torch.where(torch.isnan(losses), 1, code)
+
+
+def stop_reason(hist: np.ndarray, e: int, cfg: TrainConfig) -> str | None:
+    """Early-stopping rule (see :class:`~dnnphase.train.TrainConfig`) on the epoch
+    losses ``hist[:e]`` of one model."""
+    last = hist[e - 1]
+    if last < cfg.loss_threshold:
+        return "loss_threshold"
+    p = cfg.patience
+    if p > 0 and cfg.rel_tol > 0 and e >= 2 * p:
+        old = hist[e - 2 * p : e - p].mean()
+        new = hist[e - p : e].mean()
+        if abs(new - old) <= cfg.rel_tol * abs(old):
+            return "plateau"
+    return None
+
+
+def _split(rec: Any, j: int) -> Any:
+    """Model j's part of a record (a tensor or a list of tensors, models first)."""
+    if isinstance(rec, list | tuple):
+        return [r[j : j + 1] for r in rec]
+    return rec[j : j + 1]
+
+
+def _to_cpu(rec: Any) -> Any:
+    if isinstance(rec, list | tuple):
+        return [r.cpu() for r in rec]
+    return rec.cpu()
+
+
+class TrainingStack:
+    """Models of one batch size training together; ``run()`` trains them to the end.
+
+    ``model`` holds the models still training (stack positions 0..m−1) and ``ids``
+    their indices in the caller's list; ``retired`` collects those that stopped.
+    """
+
+    def __init__(self, model: EnsembleMLP, ids: list[int], lr: list[float],
+                 label_noise: list[float], seeds: list[int], batch: int, data: StackData,
+                 cfg: TrainConfig) -> None:
+        dev = data.x.device
+        self.model = model.to(dev).train()
+        self.ids = list(ids)
+        self.batch, self.data, self.cfg = batch, data, cfg
+        self.streams = ModelStreams(seeds, dev)
+        self.opt = StackedOptimizer(list(self.model.parameters()), lr, cfg.optimizer_settings())
+        self.q = torch.tensor(label_noise, dtype=data.x.dtype, device=dev)  # (M,)
+        self._noisy = any(v > 0 for v in label_noise)
+        self.limit = explosion_limit(data.n_classes, cfg.explode_factor)
+        self.history = {j: np.full(cfg.epochs, np.nan) for j in self.ids}
+        self.retired: dict[int, Retired] = {}
+        self._records: dict[int, dict[int, Any]] = {j: {} for j in self.ids}
+        self._x_full = None  # full-batch inputs replicated per model, (N, M, d)
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self) -> list[Retired]:
+        """Train every model to its stop; returns them in the order of ``ids``."""
+        order = list(self.ids)
+        self._record(0)
+        epoch = 0
+        for epoch in range(1, self.cfg.epochs + 1):
+            losses, code, bad_step = self._epoch(epoch)
+            self._after_epoch(epoch, losses, code, bad_step)
+            if not self.ids:
+                break
+        self._retire(list(range(len(self.ids))), epoch, ["max_epochs"] * len(self.ids))
+        return [self.retired[j] for j in order]
+
+    def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All steps of one epoch. Returns, per model, the epoch loss (mean of its step
+        losses), the first divergence code and the step at which it occurred (−1)."""
+        n, b = self.data.x.shape[0], self.batch
+        steps = n // b
+        dev = self.data.x.device
+        m = len(self.ids)
+        first = self.opt.steps  # steps are counted per model over the whole run
+        keys = self.streams.step_keys(torch.arange(first, first + steps, device=dev))  # (M, S)
+        perm = None if b == n else self.streams.epoch_order(epoch, n)  # (M, N)
+        loss_sum = torch.zeros(m, dtype=self.data.x.dtype, device=dev)
+        code = torch.zeros(m, dtype=torch.long, device=dev)
+        bad_step = torch.full((m,), -1, dtype=torch.long, device=dev)
+        for s in range(steps):
+            idx = None if perm is None else perm[:, s * b : (s + 1) * b]  # (M, B)
+            losses = self._step(idx, keys[:, s])
+            c = divergence(losses, self.limit)
+            new = (code == 0) & (c > 0)
+            bad_step = torch.where(new, first + s, bad_step)
+            code = torch.where(new, c, code)
+            loss_sum += losses
+        # One host transfer per epoch (no per-step synchronisation on a GPU).
+        return ((loss_sum / steps).cpu().numpy(), code.cpu().numpy(), bad_step.cpu().numpy())
+
+    def _step(self, idx: torch.Tensor | None, keys: torch.Tensor) -> torch.Tensor:
+        """One optimizer step of every model on its batch (``idx`` ``(M, B)``, None =
+        the whole training set); returns the ``(M,)`` step losses before the update."""
+        model, x, y = self.model, self.data.x, self.data.y
+        m, b = model.n_models, self.batch
+        if idx is None:
+            if self._x_full is None:
+                self._x_full = x.unsqueeze(1).expand(b, m, -1).contiguous()  # (N, M, d)
+            xb, yb = self._x_full, y.unsqueeze(0).expand(m, b)
+        else:
+            xb, yb = x[idx.T], y[idx]  # (B, M, d), (M, B)
+        masks = None
+        if model._any_dropout:
+            masks = DropoutMasks(keys, model.drop_level, model.drop_scale, b, model.width)
+        if self._noisy:
+            sigma = self.q[:, None] * self.data.x_std[None, :]  # (M, d)
+            start = dropout_span(model.depth, b, model.width)  # noise after the masks
+            xb, yb = corrupt_batch(xb, yb, keys, self.q, sigma, self.data.n_classes, start)
+        logits = model(xb, dropout=masks)  # (M, B, C)
+        losses = row_mean(F.cross_entropy(logits.reshape(m * b, -1), yb.reshape(m * b),
+                                          reduction="none").view(m, b))  # (M,) own mean
+        model.zero_grad(set_to_none=True)
+        losses.sum().backward()  # the models share nothing: per-model gradients
+        self.opt.step(list(model.parameters()))
+        return losses.detach()
+
+    # ------------------------------------------------------------ retiring
+
+    def _after_epoch(self, epoch: int, losses: np.ndarray, code: np.ndarray,
+                     bad_step: np.ndarray) -> None:
+        """Record the epoch, then retire diverged and stopped models."""
+        gone, reasons = [], []
+        for pos, j in enumerate(self.ids):
+            if code[pos]:
+                gone.append(pos)
+                reasons.append(_DIVERGED[int(code[pos])])
+                continue
+            self.history[j][epoch - 1] = losses[pos]
+            why = stop_reason(self.history[j], epoch, self.cfg)
+            if why is not None:
+                gone.append(pos)
+                reasons.append(why)
+        self._retire(gone, epoch, reasons, bad_step)
+        self._record(epoch)
+
+    def _retire(self, positions: list[int], epoch: int, reasons: list[str],
+                bad_step: np.ndarray | None = None) -> None:
+        """Move the models at stack ``positions`` to ``retired`` and shrink the stack."""
+        if not positions:
+            return
+        gone = self.model.select(positions)
+        rec = self._features_record(gone) if self.data.record_epochs else None
+        for k, (pos, why) in enumerate(zip(positions, reasons, strict=True)):
+            j = self.ids[pos]
+            diverged = why in _DIVERGED.values()
+            steps = int(bad_step[pos]) if diverged else self.opt.steps
+            final = _split(rec, k) if rec is not None else None
+            if epoch in self.data.record_epochs:
+                self._records[j][epoch] = final
+            self.retired[j] = Retired(gone.select([k]), epoch, steps,
+                                      "diverged" if diverged else why,
+                                      why if diverged else "", self._records[j], final)
+        keep = [p for p in range(len(self.ids)) if p not in set(positions)]
+        self.ids = [self.ids[p] for p in keep]
+        if keep:
+            it = torch.tensor(keep, dtype=torch.long, device=self.data.x.device)
+            self.model = self.model.select(keep)
+            self.opt.select(it)
+            self.streams.select(it)
+            self.q = self.q[it]
+            self._noisy = self._noisy and any(v > 0 for v in self.q.tolist())
+            self._x_full = None
+
+    # ------------------------------------------------------------ records
+
+    def _features_record(self, model: EnsembleMLP) -> Any:
+        feats = model.features(self.data.x, stack_size=self.data.eval_stack)
+        fn = self.data.record_fn
+        return _to_cpu(fn(feats) if fn is not None else feats)  # off the GPU
+
+    def _record(self, epoch: int) -> None:
+        """Records of the models still training at a record epoch."""
+        if epoch not in self.data.record_epochs or not self.ids:
+            return
+        rec = self._features_record(self.model)
+        for pos, j in enumerate(self.ids):
+            self._records[j][epoch] = _split(rec, pos)

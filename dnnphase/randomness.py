@@ -1,0 +1,204 @@
+"""Per-model random numbers that depend on the model's seed alone, on any device.
+
+Every random number of a training run (data order, dropout masks, label and data
+noise) is a pure function of ``(seed, stream, counter, index)``: a counter-based
+generator written in torch ``int64`` operations, so a model's numbers are the same
+on the CPU and on CUDA, for any stack, chunk or thread count. Integers are exact on
+every device; only the Gaussian transform (``torch.special.ndtri``) may differ in the
+last bit between devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import torch
+
+__all__ = [
+    "DropoutMasks",
+    "ModelStreams",
+    "corrupt_batch",
+    "dropout_levels",
+    "dropout_span",
+    "hash_bits",
+    "mix32",
+    "mix32_int",
+    "normal_from_bits",
+    "uniform_from_bits",
+]
+
+MASK32 = 0xFFFFFFFF
+GOLDEN = 0x9E3779B9  # 2³² / golden ratio: offsets the counter so word 0 is not hashed to 0
+LEVELS = 1 << 16  # dropout resolution: one 16-bit integer per unit
+# Streams of a model (the first counter word). Numbers of different streams never meet.
+ORDER, STEP = 1, 2
+
+
+def mix32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash (Wellons' "lowbias32"): a bijection of [0, 2³²) with
+    strong avalanche; ``x`` int64 of any shape, values in [0, 2³²)."""
+    return mix32_(x.clone(), torch.empty_like(x))
+
+
+def mix32_(x: torch.Tensor, tmp: torch.Tensor) -> torch.Tensor:
+    """:func:`mix32` in place on ``x``, with a scratch tensor ``tmp`` of x's shape.
+
+    In-place integer ops: on the CPU a fresh large tensor per op costs more than the op.
+    """
+    torch.bitwise_right_shift(x, 16, out=tmp)
+    x.bitwise_xor_(tmp)
+    x.mul_(0x7FEB352D).bitwise_and_(MASK32)  # the constant is < 2³¹: x·c < 2⁶³
+    torch.bitwise_right_shift(x, 15, out=tmp)
+    x.bitwise_xor_(tmp)
+    # x·0x846CA68B mod 2³² = x·0x046CA68B + (x & 1)·2³¹ mod 2³²: no product reaches 2⁶³
+    # (overflowing int64 products are undefined in C++, so they are not trusted to wrap
+    # alike on every device).
+    torch.bitwise_and(x, 1, out=tmp).bitwise_left_shift_(31)
+    x.mul_(0x046CA68B).add_(tmp).bitwise_and_(MASK32)
+    torch.bitwise_right_shift(x, 16, out=tmp)
+    return x.bitwise_xor_(tmp)
+
+
+def mix32_int(x: int) -> int:
+    """:func:`mix32` on one Python integer (the reference the tensor version must equal)."""
+    x &= MASK32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & MASK32
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & MASK32
+    return x ^ (x >> 16)
+
+
+def absorb(key: torch.Tensor, word: torch.Tensor | int) -> torch.Tensor:
+    """Fold a counter word (< 2³², scalar or broadcastable tensor) into keys ``(M, …)``."""
+    if isinstance(word, int):
+        return mix32(key ^ mix32_int(word + GOLDEN))
+    return mix32(key ^ mix32((word + GOLDEN) & MASK32))
+
+
+def seed_keys(seeds: Sequence[int], device: torch.device | str = "cpu") -> torch.Tensor:
+    """``(M,)`` int64 keys of the seeds (any integers in [0, 2⁶⁴))."""
+    lo = torch.tensor([int(s) & MASK32 for s in seeds], dtype=torch.long, device=device)
+    hi = torch.tensor([(int(s) >> 32) & MASK32 for s in seeds], dtype=torch.long, device=device)
+    return absorb(absorb(mix32(lo ^ GOLDEN), hi), 0)
+
+
+@lru_cache(maxsize=64)
+def _index_hash(start: int, count: int, device: torch.device) -> torch.Tensor:
+    """``mix32(i + GOLDEN)`` for i in [start, start + count): ``(count,)``, cached per shape."""
+    i = torch.arange(start, start + count, dtype=torch.long, device=device)
+    return mix32((i + GOLDEN) & MASK32)
+
+
+def hash_bits(key: torch.Tensor, start: int, count: int,
+              out: torch.Tensor | None = None) -> torch.Tensor:
+    """``(M, count)`` uniform 32-bit integers (int64) number ``start…start+count−1`` of
+    each key ``(M,)``: ``mix32(key ^ mix32(i + GOLDEN))``; ``out``: a buffer to fill."""
+    table = _index_hash(start, count, key.device)  # (count,)
+    out = torch.bitwise_xor(key[:, None], table[None, :], out=out)
+    return mix32_(out, torch.empty_like(out))
+
+
+def uniform_from_bits(bits: torch.Tensor) -> torch.Tensor:
+    """32-bit integers → float64 uniforms on the open interval (0, 1): (b + ½)·2⁻³²."""
+    return (bits.to(torch.float64) + 0.5) * 2.0**-32
+
+
+def normal_from_bits(bits: torch.Tensor) -> torch.Tensor:
+    """32-bit integers → float64 standard normals by the inverse CDF (|z| ≤ 6.5)."""
+    return torch.special.ndtri(uniform_from_bits(bits))
+
+
+def dropout_levels(p: Sequence[float]) -> list[int]:
+    """Dropped 16-bit integers per model: unit dropped when its integer < round(p·2¹⁶)."""
+    return [round(float(v) * LEVELS) for v in p]
+
+
+class ModelStreams:
+    """The random streams of a stack of models, each from its seed alone.
+
+    ``epoch_order(e, n)``: the data order of epoch e (1-based); ``step_keys(steps)``:
+    one key per model and optimizer step (0-based, counted over the whole run), from
+    which that step's dropout masks and label/data noise are drawn at fixed offsets.
+    """
+
+    def __init__(self, seeds: Sequence[int], device: torch.device | str = "cpu") -> None:
+        base = seed_keys(seeds, device)  # (M,)
+        self.order_key = absorb(base, ORDER)
+        self.step_key = absorb(base, STEP)
+
+    def select(self, keep: torch.Tensor) -> None:
+        """Keep models ``keep`` (stack positions, a long tensor on the keys' device)."""
+        self.order_key = self.order_key[keep]
+        self.step_key = self.step_key[keep]
+
+    def epoch_order(self, epoch: int, n: int) -> torch.Tensor:
+        """``(M, n)`` permutations: indices sorted by their hash. The sort key
+        ``hash·2³¹ + i`` is unique, so every sort algorithm gives the same order."""
+        h = hash_bits(absorb(self.order_key, epoch), 0, n)  # (M, n)
+        keys = h * (1 << 31) + torch.arange(n, device=h.device)
+        return keys.argsort(dim=1)
+
+    def step_keys(self, steps: torch.Tensor) -> torch.Tensor:
+        """``(M, S)`` keys of optimizer steps ``steps`` ``(S,)`` (int64)."""
+        return absorb(self.step_key[:, None], steps[None, :])
+
+
+def dropout_span(depth: int, batch: int, width: int) -> int:
+    """Integers of a step key used by the dropout masks of ``depth`` layers (see
+    :class:`DropoutMasks`); label and data noise start after them."""
+    return depth * -(-batch * width // 2)
+
+
+class DropoutMasks:
+    """One step's dropout multipliers, drawn layer by layer.
+
+    Layer ℓ of model m uses the step key's integers ``ℓ·H … ℓ·H + H − 1``,
+    H = ⌈B·width/2⌉, each split into two 16-bit integers v (all low halves, then all
+    high halves); a unit is dropped when ``v < level_m`` and kept units are scaled by
+    2¹⁶/(2¹⁶ − level_m), so the realised drop probability is p rounded to a multiple
+    of 2⁻¹⁶.
+    """
+
+    def __init__(self, keys: torch.Tensor, levels: torch.Tensor, scale: torch.Tensor,
+                 batch: int, width: int) -> None:
+        self.keys, self.batch, self.width = keys, batch, width  # keys (M,)
+        self.half = -(-batch * width // 2)
+        self.threshold = (levels - 1).view(-1, 1, 1)  # (M, 1, 1), float
+        self.scale = scale.view(-1, 1, 1)
+        self._bits = None
+
+    def __call__(self, layer: int) -> torch.Tensor:
+        """``(B, M, width)`` multipliers of hidden layer ``layer`` (0-based)."""
+        m, b, w, h = self.keys.shape[0], self.batch, self.width, self.half
+        if self._bits is None:
+            self._bits = torch.empty((m, h), dtype=torch.long, device=self.keys.device)
+        bits = hash_bits(self.keys, layer * h, h, out=self._bits)  # (M, H)
+        t = torch.empty((m, 2 * h), dtype=self.scale.dtype, device=bits.device)
+        t[:, :h] = bits & 0xFFFF
+        t[:, h:] = bits.bitwise_right_shift_(16)
+        t = t[:, : b * w].view(m, b, w)  # (M, B, w)
+        # clamp(v − level + 1, 0, 1) is the exact 0/1 keep indicator (integers < 2¹⁶
+        # are exact in float32).
+        return t.sub_(self.threshold).clamp_(0.0, 1.0).mul_(self.scale).transpose(0, 1)
+
+
+def corrupt_batch(
+    x: torch.Tensor, y: torch.Tensor, keys: torch.Tensor, q: torch.Tensor,
+    sigma: torch.Tensor, n_classes: int, start: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Label + data noise of level q (DESIGN §3) for one step; new tensors.
+
+    ``x`` ``(B, M, d)``, ``y`` ``(M, B)``, ``keys`` ``(M,)``, ``q`` ``(M,)``,
+    ``sigma`` ``(M, d)`` = q·σ_f. From the step key's integers at ``start``: B uniforms
+    (relabel when u < q), B classes (uniform over all C), then B·d standard normals.
+    A model with q = 0 gets its batch back exactly (u ≥ 0, ξ·0 = 0).
+    """
+    b, m, d = x.shape
+    u = uniform_from_bits(hash_bits(keys, start, b))  # (M, B) float64
+    cls = (hash_bits(keys, start + b, b) * n_classes) >> 32  # (M, B) in [0, C)
+    xi = normal_from_bits(hash_bits(keys, start + 2 * b, b * d)).view(m, b, d)
+    y = torch.where(u < q.to(torch.float64)[:, None], cls, y)
+    x = x + (xi.to(x.dtype) * sigma[:, None, :]).transpose(0, 1)  # (B, M, d)
+    return x, y
