@@ -24,7 +24,7 @@ def _floats(text: str, name: str) -> list[float]:
 #: Options given as text and parsed after argparse, so that a bad value gets
 #: the project's one-line error rather than argparse's usage message.
 _PARSED = {
-    "values": lambda text: _floats(text, "values"),
+    "values": lambda text: None if text is None else _floats(text, "values"),
     "alphas": lambda text: _floats(text, "alpha"),
     "measures": lambda text: [m.strip() for m in str(text).split(",") if m.strip()],
 }
@@ -37,8 +37,10 @@ def _sweep_options():
 
     return [
         ("--knob", "knob", str, "dropout", f"the noise knob: {', '.join(KNOBS)}"),
-        ("--values", "values", str, "0:0.3:4",
-         "knob values: start:stop:count (inclusive) or v1,v2,..."),
+        ("--values", "values", str, None,
+         "knob values: start:stop:count (inclusive) or v1,v2,... (default: four values over "
+         "the paper's range: " + "; ".join(f"{k} {','.join(f'{v:g}' for v in knob.default_values)}"
+                                          for k, knob in KNOBS.items()) + ")"),
         ("--alpha", "alphas", str, "0,0.5,1",
          "LeakyReLU slopes in [0, 1] (0 = ReLU), same forms"),
         ("--dataset", "dataset", str, defaults.DATASET,

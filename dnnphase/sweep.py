@@ -38,7 +38,8 @@ DEFAULT_MEASURES = ("trace_ratio", "fuzziness", "cdnv", "ncc")
 class SweepConfig:
     """A network phase-diagram sweep (DESIGN §3 defaults, see :mod:`dnnphase.defaults`).
 
-    knob, values : the noise knob (:mod:`dnnphase.knobs`) and its values.
+    knob, values : the noise knob (:mod:`dnnphase.knobs`) and its values
+        (None: the knob's ``default_values``, four points over the paper's range).
     alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear).
     seeds : the model seeds (initialisation and all of a model's randomness).
     dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
@@ -57,7 +58,7 @@ class SweepConfig:
     """
 
     knob: str = "dropout"
-    values: tuple = (0.0, 0.1, 0.2, 0.3)
+    values: tuple | None = None
     alphas: tuple = (0.0, 0.5, 1.0)
     seeds: tuple = (0, 1, 2)
     dataset: str = defaults.DATASET
@@ -85,6 +86,8 @@ class SweepConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "knob", canonical(self.knob))
+        if self.values is None:
+            object.__setattr__(self, "values", KNOBS[self.knob].default_values)
         for name in ("values", "alphas", "seeds", "measures"):
             object.__setattr__(self, name, tuple(np.atleast_1d(getattr(self, name)).tolist()))
         self.validate()
