@@ -69,53 +69,6 @@ class _LeakyReLUPerModel(torch.autograd.Function):
         return torch.addcmul(g_pos, g - g_pos, a), None
 
 
-def _batch_sum(t: torch.Tensor, ones: torch.Tensor) -> torch.Tensor:
-    """Per-channel sum over the batch of ``t`` ``(B, M·F)`` → ``(M·F,)``, as one matmul
-    per model with ``ones`` ``(M, 1, B)``. ``t.sum(0)`` would round a channel
-    differently depending on where it sits among the M·F columns (vectorised blocks vs
-    tail), i.e. on its stack-mates; a per-model matmul rounds it the same way whatever
-    the stack and the thread count."""
-    m, b = ones.shape[0], ones.shape[2]
-    return torch.bmm(ones, t.view(b, m, -1).transpose(0, 1)).view(-1)
-
-
-class _BatchNormTrain(torch.autograd.Function):
-    """Training-mode BatchNorm of ``h`` ``(B, M·F)`` over the batch, per channel.
-
-    The formulas of ``nn.BatchNorm1d`` (biased batch variance to normalise, unbiased
-    for the running variance), with every batch reduction done by :func:`_batch_sum`:
-    the native CPU kernel splits the batch across threads, so its rounding depends on
-    the thread count.
-    """
-
-    @staticmethod
-    def forward(ctx, h, weight, bias, running_mean, running_var, momentum, eps, n_models):
-        b = h.shape[0]
-        ones = h.new_ones(n_models, 1, b)
-        mean = _batch_sum(h, ones) / b  # (C,)
-        xc = h - mean  # (B, C)
-        var = _batch_sum(xc * xc, ones) / b
-        inv = torch.rsqrt(var + eps)
-        xhat = xc.mul_(inv)
-        with torch.no_grad():
-            running_mean.mul_(1 - momentum).add_(mean, alpha=momentum)
-            running_var.mul_(1 - momentum).add_(var, alpha=momentum * b / max(b - 1, 1))
-        ctx.save_for_backward(xhat, inv, weight, ones)
-        return torch.addcmul(bias, xhat, weight)
-
-    @staticmethod
-    def backward(ctx, g):
-        xhat, inv, weight, ones = ctx.saved_tensors
-        b = g.shape[0]
-        db = _batch_sum(g, ones)  # (C,)
-        dw = _batch_sum(g * xhat, ones)
-        dx = None
-        if ctx.needs_input_grad[0]:
-            a = weight * inv  # dx = a·(g − db/B − x̂·dw/B)
-            dx = torch.addcmul(torch.addcmul(-a * db / b, g, a), xhat, -a * dw / b)
-        return dx, dw, db, None, None, None, None, None
-
-
 def _default_linear(out_f: int, in_f: int, bias: bool, g: torch.Generator):
     """``nn.Linear``'s default initialisation drawn from ``g``, exactly as
     ``reset_parameters`` does: weight U(±gain·√(3/fan_in)) with the gain of
@@ -340,12 +293,12 @@ class EnsembleMLP(nn.Module):
             # The input BatchNorm's shift reaches the next BatchNorm only through a Linear
             # map: a gauge parameter with exactly zero gradient (docs/performance.md).
             shift = shift.detach()
-        rm, rv = self.running_mean(i).view(-1), self.running_var(i).view(-1)
-        if self.training:
-            return _BatchNormTrain.apply(h, self.bn_weights[i].view(-1), shift, rm, rv,
-                                         self.bn_momentum, self.bn_eps, self.n_models)
-        return F.batch_norm(h, rm, rv, self.bn_weights[i].view(-1), shift, False, 0.0,
-                            self.bn_eps)  # elementwise: the same on every thread
+        # The native kernel: per-model batch mean, biased batch variance, running
+        # statistics with PyTorch's momentum and unbiased variance, as nn.BatchNorm1d.
+        return F.batch_norm(
+            h, self.running_mean(i).view(-1), self.running_var(i).view(-1),
+            self.bn_weights[i].view(-1), shift, self.training, self.bn_momentum, self.bn_eps,
+        )
 
     def _act(self, u: torch.Tensor) -> torch.Tensor:
         """LeakyReLU with per-model slope, ``u`` ``(B, M, F)``; bitwise ``F.leaky_relu``."""

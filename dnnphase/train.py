@@ -9,7 +9,8 @@ to rounding. Measurements and design notes: ``docs/performance.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,12 @@ class TrainConfig:
     ``stack_size``: how many models share one stack. ``None`` chooses
     (:func:`default_stack_size`): on CPU ⌊2¹⁹ / (B · max(width, d))⌋, at most 256; on
     CUDA all models of a batch-size group.
+
+    ``cpu_threads``: torch's intra-op threads while training on the CPU (restored
+    afterwards). The default 1 makes a result independent of torch's thread setting:
+    the native CPU BatchNorm splits the batch across threads, so with more threads its
+    rounding, and then the whole trajectory, depends on their number. Use processes
+    for several cores (the sweep does); ``None`` keeps torch's setting.
     """
 
     epochs: int = EPOCHS
@@ -108,6 +115,7 @@ class TrainConfig:
     dtype: torch.dtype | str = torch.float32
     device: str | torch.device = "auto"
     stack_size: int | None = None
+    cpu_threads: int | None = 1
     record_every: int | None = None  # eval-mode snapshots every k epochs (and epoch 0)
     # Adam's fused kernel: None = where supported (stack-invariant only to the last bit);
     # False = foreach Adam (bitwise invariant). See OptimizerSettings.
@@ -124,6 +132,8 @@ class TrainConfig:
         require(self.lr > 0, "lr", "> 0", self.lr)
         require(self.stack_size is None or self.stack_size >= 1, "stack_size",
                 "an integer >= 1 or None (automatic)", self.stack_size)
+        require(self.cpu_threads is None or self.cpu_threads >= 1, "cpu_threads",
+                "an integer >= 1 or None (torch's setting)", self.cpu_threads)
         require(self.record_every is None or self.record_every >= 1, "record_every",
                 "an integer >= 1 or None", self.record_every)
         for name in ("patience", "rel_tol", "loss_threshold", "explode_factor"):
@@ -284,6 +294,20 @@ def _device_data(x_train, y_train, x_test, y_test, cfg: TrainConfig, device, rec
     return data, xt, yt
 
 
+@contextmanager
+def _threads(device: torch.device, n: int | None) -> Iterator[None]:
+    """Run the block with ``n`` intra-op threads on the CPU (``None``: unchanged)."""
+    old = torch.get_num_threads()
+    pin = device.type == "cpu" and n is not None and n != old
+    if pin:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if pin:
+            torch.set_num_threads(old)
+
+
 def train_ensemble(
     x_train: torch.Tensor,
     y_train: torch.Tensor,
@@ -330,6 +354,15 @@ def train_ensemble(
     """
     cfg = config or TrainConfig()
     device = resolve_device(cfg.device)
+    with _threads(device, cfg.cpu_threads):
+        return _train(x_train, y_train, x_test, y_test, seeds, alpha, dropout, lr, label_noise,
+                      batch_size, cfg, device, model, depth, width, batchnorm, bias, record_fn)
+
+
+def _train(x_train, y_train, x_test, y_test, seeds, alpha, dropout, lr, label_noise,
+           batch_size, cfg: TrainConfig, device: torch.device, model, depth, width, batchnorm,
+           bias, record_fn) -> TrainResult:
+    """:func:`train_ensemble` after the configuration is resolved."""
     data, xt, yt = _device_data(x_train, y_train, x_test, y_test, cfg, device, record_fn)
     n, d = data.x.shape
     k = _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg, model)

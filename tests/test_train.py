@@ -312,7 +312,8 @@ def test_float32_result_does_not_depend_on_stacking(data):
 
 def test_result_does_not_depend_on_thread_count(data):
     """Bitwise the same model in float32 and float64 with 1 and 2 torch threads (the
-    native CPU BatchNorm would differ: it splits the batch across threads)."""
+    native CPU BatchNorm splits the batch across threads, so the trainer pins one
+    intra-op thread and restores the caller's setting)."""
     x, y = data
     xs = torch.cat([x] * 4)[:400]  # enough samples for torch to split reductions
     ys = torch.cat([y] * 4)[:400]
@@ -325,6 +326,7 @@ def test_result_does_not_depend_on_thread_count(data):
             try:
                 runs.append(train_ensemble(xs.to(dtype), ys, **kw,
                                            config=config(epochs=2, dtype=dtype, fused=False)))
+                assert torch.get_num_threads() == threads
             finally:
                 torch.set_num_threads(1)
         one, two = (r.model.state_dict() for r in runs)
