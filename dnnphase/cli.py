@@ -200,6 +200,8 @@ def cmd_compare(args) -> None:
     from springblock.shared.results import load, save
 
     out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"output must be a folder (got the file {str(out)!r})")
     report_path = out / "report.nc"
     if report_path.exists() and not args.overwrite:
         raise OutputExistsError(f"output {str(report_path)!r} exists; pass --overwrite")
@@ -213,10 +215,13 @@ def cmd_compare(args) -> None:
     save(report, report_path, overwrite=True)
     plotting.save_figure(plotting.plot_side_by_side(spring, network, args.measure,
                                                     args.tolerance), out / "phase.png")
-    plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report, args.measure),
-                         out / "accuracy.png")
+    written = [report_path, out / "phase.png"]
+    if not report.attrs["accuracy_missing"]:
+        plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report, args.measure),
+                             out / "accuracy.png")
+        written.append(out / "accuracy.png")
     print(cmp.summary(report))
-    print(f"wrote {report_path}, {out / 'phase.png'}, {out / 'accuracy.png'}")
+    print(f"wrote {', '.join(map(str, written))}")
 
 
 def cmd_fit(args) -> None:

@@ -79,9 +79,9 @@ def _check_grid(curv: xr.DataArray, what: str) -> None:
 
 
 def oriented_network(ds: xr.Dataset, measure: str = "trace_ratio") -> xr.Dataset:
-    """Network cells on (nonlinearity, noise) axes, both increasing.
+    """Network cells on (nonlinearity, noisiness) axes, both increasing.
 
-    Returns a Dataset with dims (nonlinearity, noise): ``curvature`` (seed
+    Returns a Dataset with dims (nonlinearity, noisiness): ``curvature`` (seed
     mean of the scale-free curvature), ``accuracy`` (seed-mean test
     accuracy), and the original ``alpha`` / knob values as coordinates.
     """
@@ -91,17 +91,35 @@ def oriented_network(ds: xr.Dataset, measure: str = "trace_ratio") -> xr.Dataset
     acc = ds["test_accuracy"].mean("seed", skipna=True)
     out = xr.Dataset({"curvature": curv, "accuracy": acc})
     out = out.sortby("alpha", ascending=False).sortby(knob, ascending=larger_noisier)
-    return out.rename({"alpha": "nonlinearity", knob: "noise"}).assign_coords(
-        alpha=("nonlinearity", out["alpha"].values), knob=("noise", out[knob].values))
+    return out.rename({"alpha": "nonlinearity", knob: "noisiness"}).assign_coords(
+        alpha=("nonlinearity", out["alpha"].values), knob=("noisiness", out[knob].values))
+
+
+#: Chain parameters that play the role of nonlinearity (friction) and of noise.
+FRICTION_AXES = ("mu_right", "mu_left")
+NOISE_AXES = ("noise",)
+
+
+def chain_axes(ds: xr.Dataset) -> tuple[str, str]:
+    """(friction axis, noise axis) of a chain phase diagram, in either order; else an error."""
+    dims = tuple(ds["curvature_scaled"].dims[:2])
+    friction = [d for d in dims if d in FRICTION_AXES]
+    noise = [d for d in dims if d in NOISE_AXES]
+    if len(friction) != 1 or len(noise) != 1:
+        raise ConfigError(
+            f"the chain phase diagram must have a friction axis ({' or '.join(FRICTION_AXES)}) "
+            f"and the noise axis to compare with networks (got {' x '.join(dims)})")
+    return friction[0], noise[0]
 
 
 def oriented_spring(ds: xr.Dataset) -> xr.Dataset:
-    """Chain cells on (nonlinearity = friction row, noise = column) axes, increasing."""
-    row, col = ds["curvature_scaled"].dims[:2]
-    curv = ds["curvature_scaled"].mean("seed", skipna=True)
-    out = xr.Dataset({"curvature": curv}).sortby(row).sortby(col)
-    return out.rename({row: "nonlinearity", col: "noise"}).assign_coords(
-        friction=("nonlinearity", out[row].values), chain_noise=("noise", out[col].values))
+    """Chain cells on (nonlinearity = friction, noisiness = noise) axes, both increasing."""
+    friction, noise = chain_axes(ds)
+    curv = ds["curvature_scaled"].mean("seed", skipna=True).transpose(friction, noise)
+    out = xr.Dataset({"curvature": curv}).sortby(friction).sortby(noise)
+    return out.rename({friction: "nonlinearity", noise: "noisiness"}).assign_coords(
+        friction=("nonlinearity", out[friction].values),
+        chain_noise=("noisiness", out[noise].values))
 
 
 def _quantiles(n: int) -> np.ndarray:
@@ -213,34 +231,41 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
     net_rows, net_cols = rank_correlations(net["curvature"].values)
     chain_rows, chain_cols = rank_correlations(chain["curvature"].values)
     knob = network.attrs["knob"]
-    acc_curv = accuracy_peak(network["curvature_scaled"].sel(measure=measure).values,
-                             network["test_accuracy"].values)
+    try:
+        acc_curv, acc_missing = accuracy_peak(
+            network["curvature_scaled"].sel(measure=measure).values,
+            network["test_accuracy"].values), ""
+    except ValueError as err:  # too few models: report the rest and say why
+        acc_curv = {"peak": np.nan, "peak_low": np.nan, "peak_high": np.nan,
+                    "bin_curvature": np.full(8, np.nan), "bin_accuracy": np.full(8, np.nan),
+                    "spearman_abs": np.nan}
+        acc_missing = str(err)
     report = xr.Dataset(
         {
-            "network_curvature": (("nonlinearity", "noise"), net["curvature"].values,
+            "network_curvature": (("nonlinearity", "noisiness"), net["curvature"].values,
                                   {"long_name": "seed-mean scale-free curvature"}),
-            "network_label": (("nonlinearity", "noise"), net_labels,
+            "network_label": (("nonlinearity", "noisiness"), net_labels,
                               {"long_name": "-1 concave, 0 linear, +1 convex"}),
-            "network_accuracy": (("nonlinearity", "noise"), net["accuracy"].values),
-            "spring_label_aligned": (("nonlinearity", "noise"), chain_on_net,
+            "network_accuracy": (("nonlinearity", "noisiness"), net["accuracy"].values),
+            "spring_label_aligned": (("nonlinearity", "noisiness"), chain_on_net,
                                      {"long_name": "chain label at the same rank position"}),
-            "label_agreement": (("nonlinearity", "noise"),
+            "label_agreement": (("nonlinearity", "noisiness"),
                                 np.where(ok, net_labels == chain_on_net, np.nan)),
-            "spring_curvature": (("spring_nonlinearity", "spring_noise"),
+            "spring_curvature": (("spring_nonlinearity", "spring_noisiness"),
                                  chain["curvature"].values),
-            "spring_label": (("spring_nonlinearity", "spring_noise"), chain_labels),
+            "spring_label": (("spring_nonlinearity", "spring_noisiness"), chain_labels),
             "network_rho_along_noise": ("nonlinearity", net_rows),
-            "network_rho_along_nonlinearity": ("noise", net_cols),
+            "network_rho_along_nonlinearity": ("noisiness", net_cols),
             "spring_rho_along_noise": ("spring_nonlinearity", chain_rows),
-            "spring_rho_along_nonlinearity": ("spring_noise", chain_cols),
+            "spring_rho_along_nonlinearity": ("spring_noisiness", chain_cols),
             "accuracy_bin_curvature": ("curvature_bin", acc_curv["bin_curvature"]),
             "accuracy_bin_mean": ("curvature_bin", acc_curv["bin_accuracy"]),
         },
         coords={
             "alpha": ("nonlinearity", net["alpha"].values),
-            knob: ("noise", net["knob"].values),
+            knob: ("noisiness", net["knob"].values),
             "friction": ("spring_nonlinearity", chain["friction"].values),
-            "chain_noise": ("spring_noise", chain["chain_noise"].values),
+            "chain_noise": ("spring_noisiness", chain["chain_noise"].values),
         },
     )
     agreement = float(np.mean(net_labels[ok] == chain_on_net[ok])) if ok.any() else np.nan
@@ -263,24 +288,41 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
         "accuracy_peak_low": acc_curv["peak_low"],
         "accuracy_peak_high": acc_curv["peak_high"],
         "accuracy_spearman_abs_curvature": acc_curv["spearman_abs"],
+        "accuracy_missing": acc_missing,
     })
     return report
 
 
+def _num(value, why: str = "") -> str:
+    """A signed number, or ``n/a (why)`` for a part that could not be computed."""
+    value = float(value)
+    return f"{value:+.2f}" if np.isfinite(value) else f"n/a{f' ({why})' if why else ''}"
+
+
 def summary(report: xr.Dataset) -> str:
-    """A few lines a person reads: the agreement table."""
+    """A few lines a person reads: the agreement table (``n/a`` says what is missing)."""
     a = report.attrs
+    net_rows, net_cols = report.sizes["noisiness"], report.sizes["nonlinearity"]
+    along = {"noise": f"needs >= 3 {a['knob']} values" if net_rows < 3 else "",
+             "nonlinearity": "needs >= 3 alpha values" if net_cols < 3 else ""}
+    kappa = _num(a["label_kappa"], "one phase only")
     lines = [
         f"measure {a['measure']}, linear band |curvature| <= {a['tolerance']:g}, knob {a['knob']}",
-        f"phase-label agreement after orientation: {a['label_agreement']:.2f} "
-        f"(Cohen's kappa {a['label_kappa']:.2f})",
+        f"phase-label agreement after orientation: {_num(a['label_agreement'])} "
+        f"(Cohen's kappa {kappa})",
         "mean Spearman rho of curvature   along noise   along nonlinearity",
-        f"  networks                        {a['network_mean_rho_along_noise']:+.2f}        "
-        f"{a['network_mean_rho_along_nonlinearity']:+.2f}",
-        f"  spring-block chain              {a['spring_mean_rho_along_noise']:+.2f}        "
-        f"{a['spring_mean_rho_along_nonlinearity']:+.2f}",
-        f"test accuracy peaks at scale-free curvature {a['accuracy_peak_curvature']:+.3f} "
-        f"(95% bootstrap {a['accuracy_peak_low']:+.3f} .. {a['accuracy_peak_high']:+.3f}); "
-        f"Spearman(|curvature|, accuracy) = {a['accuracy_spearman_abs_curvature']:+.2f}",
+        "  networks                        "
+        f"{_num(a['network_mean_rho_along_noise'], along['noise'])}        "
+        f"{_num(a['network_mean_rho_along_nonlinearity'], along['nonlinearity'])}",
+        f"  spring-block chain              {_num(a['spring_mean_rho_along_noise'])}        "
+        f"{_num(a['spring_mean_rho_along_nonlinearity'])}",
     ]
+    if a.get("accuracy_missing"):
+        lines.append(f"test accuracy vs curvature: n/a ({a['accuracy_missing']})")
+    else:
+        lines.append(
+            f"test accuracy peaks at scale-free curvature {a['accuracy_peak_curvature']:+.3f} "
+            f"(95% bootstrap {a['accuracy_peak_low']:+.3f} .. {a['accuracy_peak_high']:+.3f}); "
+            f"Spearman(|curvature|, accuracy) = "
+            f"{_num(a['accuracy_spearman_abs_curvature'])}")
     return "\n".join(lines)

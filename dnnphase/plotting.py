@@ -6,7 +6,13 @@ import numpy as np
 
 from dnnphase import knobs
 from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
-from springblock.shared.panels import PhasePanel, axis_label, plot_phase_grid, save_figure
+from springblock.shared.panels import (
+    PhasePanel,
+    axis_label,
+    fmt_value,
+    plot_phase_grid,
+    save_figure,
+)
 
 __all__ = ["normalised", "sweep_panels", "plot_sweep", "save_figure"]
 
@@ -25,22 +31,23 @@ def sweep_panels(ds, measure: str = "trace_ratio", tolerance: float = PHASE_TOLE
     """Accuracy- and curvature-shaded panels of a ``dnnphase.sweep`` Dataset.
 
     Rows: alpha, ReLU (alpha = 0, most nonlinear) on top. Columns: the knob,
-    noisier to the left as in the paper.
+    noisier to the right — the same way round as the chain beside it
+    (:func:`plot_side_by_side`: most friction on top, most noise to the right).
     """
     knob = ds.attrs["knob"]
-    noisier_left = knobs.larger_is_noisier(ds)
     sub = ds.sortby("alpha").sel(measure=measure)
     curves = normalised(sub["load_curve"].mean("seed", skipna=True).values)
     curv = sub["curvature_scaled"].mean("seed", skipna=True).values
     acc = sub["test_accuracy"].mean("seed", skipna=True).values
     common = dict(row_values=sub["alpha"].values, col_values=sub[knob].values,
                   row_label="LeakyReLU slope alpha (0 = ReLU)",
-                  col_label=knobs.label(knob) + " (noisier to the left)",
-                  flip_cols=noisier_left, boundary=phase_label(curv, tolerance))
+                  col_label=knobs.label(knob) + " (noisier to the right)",
+                  flip_cols=not knobs.larger_is_noisier(ds), boundary=phase_label(curv, tolerance))
     n_seeds = ds.sizes["seed"]
+    seeds = f"{n_seeds} seed{'s' if n_seeds != 1 else ''}"
     return [
         PhasePanel(curves, acc, shade_label="mean test accuracy", diverging=False,
-                   cmap="viridis", title=f"test accuracy ({n_seeds} seeds)", **common),
+                   cmap="viridis", title=f"test accuracy ({seeds})", **common),
         PhasePanel(curves, curv, shade_label=f"mean scale-free curvature ({measure})",
                    title="load-curve curvature (blue concave, red convex)", **common),
     ]
@@ -72,21 +79,26 @@ def plot_side_by_side(spring, network, measure: str = "trace_ratio",
     Both panels are shaded by the seed-mean scale-free curvature on one
     symmetric scale, with their concave / linear / convex boundaries drawn.
     """
+    from dnnphase.compare import chain_axes
+
     net = sweep_panels(network, measure, tolerance)[1]
-    row, col = spring["load_curve"].dims[:2]
-    chain_curv = spring["curvature_scaled"].mean("seed").values
+    row, col = chain_axes(spring)  # friction, noise
+    mean = spring.mean("seed").transpose(row, col, ...).sortby(row).sortby(col)
+    chain_curv = mean["curvature_scaled"].values
     chain = PhasePanel(
-        normalised(spring["load_curve"].mean("seed").values), chain_curv,
-        spring[row].values, spring[col].values, row_label=axis_label(spring, row),
-        col_label=axis_label(spring, col), shade_label="mean scale-free curvature",
-        boundary=phase_label(chain_curv, tolerance),
-        title=f"spring-block chain (T = {float(spring['horizon'].mean()):g})",
+        normalised(mean["load_curve"].values), chain_curv,
+        mean[row].values, mean[col].values, row_label=axis_label(spring, row) + " (more on top)",
+        col_label=axis_label(spring, col) + " (noisier to the right)",
+        shade_label="mean scale-free curvature", boundary=phase_label(chain_curv, tolerance),
+        title=f"spring-block chain (T = {fmt_value(float(spring['horizon'].mean()))})",
+        flip_rows=True,
     )
     finite = np.concatenate([np.abs(net.shade[np.isfinite(net.shade)]),
                              np.abs(chain_curv[np.isfinite(chain_curv)])])
     m = float(finite.max()) if finite.size else 1.0
     net.vlim = chain.vlim = (-m, m)
-    net.title = f"networks ({network.attrs['knob']}, {network.sizes['seed']} seeds)"
+    n_seeds = network.sizes["seed"]
+    net.title = f"networks ({network.attrs['knob']}, {n_seeds} seed{'s' if n_seeds != 1 else ''})"
     title = ("Networks vs spring-block chain: normalised load curves over scale-free curvature "
              f"(same colour scale; thick lines: phase boundaries, linear band +-{tolerance:g})")
     return plot_phase_grid([net, chain], title=title)

@@ -135,6 +135,31 @@ def test_bad_inputs_are_clear_errors():
         cmp.compare(spring, network, measure="cdnv")
 
 
+def test_chain_axes_in_either_order_give_the_same_report_and_others_are_refused():
+    network = fake_network(SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    report = cmp.compare(spring, network, tolerance=0.05)
+    transposed = spring.transpose("noise", "mu_right", "seed", "layer")
+    again = cmp.compare(transposed, network, tolerance=0.05)
+    assert again.attrs["label_kappa"] == pytest.approx(1.0)
+    xr.testing.assert_identical(report, again)
+    wrong = spring.rename({"noise": "modulus"})
+    with pytest.raises(ValueError, match="friction axis .* and the noise axis .* mu_right x "
+                                         "modulus"):
+        cmp.compare(wrong, network)
+
+
+def test_too_few_models_for_the_accuracy_peak_still_give_a_report():
+    network = fake_network(SPRING_CURV[::-1][:2, :1], alphas=[0.0, 1.0], seeds=1)
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    report = cmp.compare(spring, network, tolerance=0.05)
+    assert "at least 4 finite samples" in report.attrs["accuracy_missing"]
+    text = cmp.summary(report)
+    assert "nan" not in text.lower().replace("n/a", "")
+    assert "n/a (needs >= 3 alpha values)" in text and "n/a (needs >= 3 dropout values)" in text
+    assert "test accuracy vs curvature: n/a (accuracy vs curvature needs at least 4" in text
+
+
 def test_cli_compare_errors_exit_2(tmp_path, capsys):
     network = fake_network(SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
     spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
@@ -150,6 +175,10 @@ def test_cli_compare_errors_exit_2(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "spring.nc"), str(tmp_path / "net.nc"),
                  "-o", str(tmp_path / "r")]) == 0
     assert (tmp_path / "r" / "report.nc").exists() and (tmp_path / "r" / "phase.png").exists()
+    assert main(["compare", str(tmp_path / "spring.nc"), str(tmp_path / "net.nc"),
+                 "-o", str(tmp_path / "net.nc")]) == 2  # an existing file, not a folder
+    err = capsys.readouterr().err.strip()
+    assert "output must be a folder" in err and "\n" not in err
     assert main(["fit", str(tmp_path / "spring.nc"), "-o", str(tmp_path / "f.nc")]) == 2
     assert "expected 'dnnphase.sweep'" in capsys.readouterr().err
 

@@ -41,14 +41,14 @@ class PhasePanel:
 
     curves : (R, C, L+1) mean load curve per cell (NaN cells left blank)
     shade : (R, C) background value per cell
-    The first row is drawn on top; ``flip_cols`` draws the last column on the
-    left. ``diverging`` centres the colormap on 0 (a linear load curve) with
-    symmetric limits unless ``vlim`` is given. ``reference`` draws the straight
-    line from the first to the last point of each curve (the linear load curve
-    with the same drop). ``boundary``: (R, C) values whose zero level is drawn
-    ``boundary``: (R, C) phase labels (-1 concave, 0 linear, +1 convex, see
-    :func:`springblock.shared.loadcurve.phase_label`); the edges between neighbouring
-    cells of different label are drawn as phase boundaries.
+    The first row is drawn on top (``flip_rows``: the last row); ``flip_cols``
+    draws the last column on the left. ``diverging`` centres the colormap on 0
+    (a linear load curve) with symmetric limits unless ``vlim`` is given.
+    ``reference`` draws the straight line from the first to the last point of
+    each curve (the linear load curve with the same drop). ``boundary``: (R, C)
+    phase labels (-1 concave, 0 linear, +1 convex, see
+    :func:`springblock.shared.loadcurve.phase_label`); the edges between
+    neighbouring cells of different label are drawn as phase boundaries.
     """
 
     curves: np.ndarray
@@ -64,6 +64,7 @@ class PhasePanel:
     vlim: tuple[float, float] | None = None
     reference: bool = True
     flip_cols: bool = False
+    flip_rows: bool = False
     boundary: np.ndarray | None = None
 
 
@@ -93,13 +94,14 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
     norm = _norm(panel)
     colormap = plt.get_cmap(panel.cmap or ("RdBu_r" if panel.diverging else "viridis"))
     cols = list(range(n_c))[::-1] if panel.flip_cols else list(range(n_c))
+    rows = list(range(n_r))[::-1] if panel.flip_rows else list(range(n_r))
     finite_curves = curves[np.isfinite(curves)]
     y_lo, y_hi = (finite_curves.min(), finite_curves.max()) if finite_curves.size else (0, 1)
     pad = 0.05 * (y_hi - y_lo or 1.0)
     gap = 0.07 * ax_size
-    for i in range(n_r):
+    for ii, i in enumerate(rows):
         for jj, j in enumerate(cols):
-            rect = [(x0 + jj * ax_size) / fw, (y0 + (n_r - 1 - i) * ax_size) / fh,
+            rect = [(x0 + jj * ax_size) / fw, (y0 + (n_r - 1 - ii) * ax_size) / fh,
                     (ax_size - gap) / fw, (ax_size - gap) / fh]
             ax = fig.add_axes(rect)
             ax.set_facecolor(colormap(norm(shade[i, j])) if np.isfinite(shade[i, j]) else "0.85")
@@ -112,14 +114,14 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
             ax.set_ylim(y_lo - pad, y_hi + pad)
             ax.set_xticks([])
             ax.set_yticks([])
-            if i == n_r - 1:
+            if ii == n_r - 1:
                 ax.set_xlabel(fmt_value(panel.col_values[j]), fontsize=7)
             if jj == 0:
                 ax.set_ylabel(fmt_value(panel.row_values[i]), fontsize=7, rotation=0, ha="right",
                               va="center")
     if panel.boundary is not None:
         # Phase boundaries: the edges between neighbouring cells of different label.
-        labels = np.asarray(panel.boundary, dtype=float)[:, cols]
+        labels = np.asarray(panel.boundary, dtype=float)[np.ix_(rows, cols)]
         over = fig.add_axes([x0 / fw, y0 / fh, n_c * ax_size / fw, n_r * ax_size / fh])
         over.set_xlim(0, n_c)
         over.set_ylim(n_r, 0)
@@ -148,20 +150,35 @@ def _differ(a: float, b: float) -> bool:
     return bool(np.isfinite(a) and np.isfinite(b) and a != b)
 
 
+def _text_width(text: str, fontsize: float) -> float:
+    """Rough width in inches of one line of text (for figure sizes, not layout)."""
+    return 0.55 * fontsize / 72 * max((len(line) for line in text.splitlines()), default=0)
+
+
 def plot_phase_grid(panels: PhasePanel | list[PhasePanel], *, title: str = "",
                     ax_size: float = 0.85):
-    """Figure with one or more :class:`PhasePanel` side by side; returns the Figure."""
+    """Figure with one or more :class:`PhasePanel` side by side; returns the Figure.
+
+    Cells without a finite value are grey; a note under the figure says so.
+    """
     panels = [panels] if isinstance(panels, PhasePanel) else list(panels)
-    left, between, right, bottom, top = 1.2, 2.1, 1.1, 0.9, 0.75 + 0.2 * title.count("\n")
-    widths = [p.shade.shape[1] * ax_size for p in panels]
+    left, between, right, bottom, top = 1.2, 2.1, 1.1, 1.1, 0.75 + 0.2 * title.count("\n")
+    # wide enough for every title, so that none is clipped on a small grid
+    widths = [max(p.shade.shape[1] * ax_size, _text_width(p.title, 9)) for p in panels]
     heights = [p.shade.shape[0] * ax_size for p in panels]
-    fig_w = left + sum(widths) + between * (len(panels) - 1) + right
+    fig_w = max(left + sum(widths) + between * (len(panels) - 1) + right,
+                _text_width(title, 10) + 0.4)
     fig_h = bottom + max(heights) + top + (0.3 if any(p.title for p in panels) else 0)
     fig = plt.figure(figsize=(fig_w, fig_h))
     x = left
     for panel, w, h in zip(panels, widths, heights, strict=True):
-        _draw_panel(fig, (x, bottom + (max(heights) - h) / 2), panel, ax_size)
+        grid_w = panel.shade.shape[1] * ax_size
+        _draw_panel(fig, (x + (w - grid_w) / 2, bottom + (max(heights) - h) / 2), panel,
+                    ax_size)
         x += w + between
+    if any(not np.isfinite(np.asarray(p.shade, dtype=float)).all() for p in panels):
+        fig.text(0.01, 0.01, "grey cells: no finite value (every seed diverged, or the load "
+                 "curve does not drop)", fontsize=7, color="0.3", ha="left", va="bottom")
     if title:
         fig.suptitle(title, fontsize=10, y=1 - 0.1 / fig_h, va="top")
     return fig
