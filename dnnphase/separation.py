@@ -145,14 +145,16 @@ def layer_statistics(h: torch.Tensor, classes: Classes) -> LayerStatistics:
 
 
 @contextlib.contextmanager
-def _serial_lapack(device: torch.device):
-    """One thread for LAPACK factorisations on the CPU.
+def _one_cpu_thread(device: torch.device):
+    """Run the measures on one CPU thread (CUDA is left alone).
 
-    MKL's threaded QR, SVD and eigensolvers round differently with different
-    thread counts (measured: QR of a (2560, 100) block differs in the last bit);
-    on one thread a model's value depends on its features only, not on the
-    machine's thread setting. The matrices factorised here are small or a
-    non-default measure's, so the cost is small; CUDA is left alone.
+    Two reasons, both measured on 2 cores: (1) MKL's threaded QR, SVD and
+    eigensolvers round differently with different thread counts (QR of a
+    (2560, 100) block differs in the last bit), so on one thread a model's
+    value depends on its features only; (2) the work comes in cache-sized
+    blocks of a few hundred microseconds, too short to share: with 2 threads
+    the 16 × 8-layer benchmark took 5.9 s instead of 0.5 s on a loaded
+    machine, as the threads wait for each other (docs/measures.md).
     """
     threads = torch.get_num_threads()
     if device.type != "cpu" or threads == 1:
@@ -195,7 +197,7 @@ def fuzziness(st: LayerStatistics, rcond: float = FUZZINESS_RCOND) -> torch.Tens
     eigendecomposition of B Bᵀ) keeps small σ_j as accurate as the reference.
     +inf if all class means coincide.
     """
-    with _serial_lapack(st.resid.device):
+    with _one_cpu_thread(st.resid.device):
         u, s, _ = torch.linalg.svd(_between_factor(st).transpose(1, 2), full_matrices=False)
     sigma = s * s  # (b, r) eigenvalues of Σ_b, descending
     keep = sigma > rcond * sigma[:, :1]
@@ -249,7 +251,7 @@ def regression_onehot(st: LayerStatistics) -> torch.Tensor:
     centred_means = st.means - st.global_mean[:, None, :]  # (b, K, d)
     xc = st.resid + centred_means.index_select(1, cl.index)  # (b, N, d) h_i − μ
     t = cl.onehot.T - cl.counts / n  # (N, K) centred one-hot targets
-    with _serial_lapack(xc.device):
+    with _one_cpu_thread(xc.device):
         q, r = torch.linalg.qr(xc)  # (b, N, p), (b, p, d), p = min(N, d)
         u, s, _ = torch.linalg.svd(r, full_matrices=False)  # (b, p, p), (b, p)
     keep = s > torch.finfo(F64).eps * max(n, d) * s[:, :1]  # (b, p)
@@ -342,8 +344,9 @@ def measure_layers(features: Sequence[torch.Tensor], labels,
     require(max_block_bytes is None or max_block_bytes >= 1, "max_block_bytes",
             "None or an integer >= 1", max_block_bytes)
     classes = class_index(labels, layers[0].shape[1], layers[0].device)
-    return torch.stack([_measure_layer(h, classes, measures, rcond, max_block_bytes)
-                        for h in layers], dim=2)
+    with _one_cpu_thread(layers[0].device):
+        return torch.stack([_measure_layer(h, classes, measures, rcond, max_block_bytes)
+                            for h in layers], dim=2)
 
 
 def measure_layer(h, labels, measures: Sequence[str] = DEFAULT_MEASURES, **options):
