@@ -75,8 +75,13 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
     lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), z0.shape)
     hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), z0.shape)
     z = z0.copy()
+
+    def weighted_cost(f, rows):
+        # points of weight 0 (NaN data) count for nothing, whatever the model gives there
+        return np.sum(np.where(w[rows] > 0, w[rows] * (f - data[rows]) ** 2, 0.0), axis=1)
+
     f, jac = with_jacobian(model, z, lo, hi)
-    cost = np.sum(w * (f - data) ** 2, axis=1)
+    cost = weighted_cost(f, slice(None))
     # Small initial damping: along a weak direction J^T J can be ~1e-5 of its
     # strong eigenvalue, and a large lam would crawl along the valley.
     lam = np.full(n_rows, 1e-6)
@@ -85,12 +90,13 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
         idx = np.flatnonzero(active)
         if idx.size == 0:
             break
-        trial, promised = _damped_step(jac[idx] * sw[idx, :, None],
-                                       (f[idx] - data[idx]) * sw[idx], z[idx], lam[idx],
-                                       lo[idx], hi[idx])
+        used = sw[idx] > 0
+        trial, promised = _damped_step(np.where(used[..., None], jac[idx] * sw[idx, :, None], 0.0),
+                                       np.where(used, (f[idx] - data[idx]) * sw[idx], 0.0),
+                                       z[idx], lam[idx], lo[idx], hi[idx])
         moved = np.max(np.abs(trial - z[idx]) / (hi[idx] - lo[idx]), axis=1)
         f_trial, jac_trial = with_jacobian(model, trial, lo[idx], hi[idx])
-        cost_trial = np.sum(w[idx] * (f_trial - data[idx]) ** 2, axis=1)
+        cost_trial = weighted_cost(f_trial, idx)
         actual = cost[idx] - cost_trial
         better = actual > 0
         good = idx[better]
@@ -103,7 +109,8 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
         lam[idx[~better]] *= 10.0
         done = np.zeros(idx.size, dtype=bool)
         done[better] = actual[better] <= COST_RTOL * cost[good]
-        done |= (promised <= COST_RTOL * cost[idx]) | (lam[idx] > 1e4)
+        # (a projected step can promise a rise: then only lam grows)
+        done |= ((promised >= 0) & (promised <= COST_RTOL * cost[idx])) | (lam[idx] > 1e4)
         done |= moved < 1e-9
         done |= cost[idx] < 1e-26
         active[idx[done]] = False
