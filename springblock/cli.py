@@ -10,9 +10,23 @@ import argparse
 import sys
 from pathlib import Path
 
-from springblock.config import DYNAMICS, NOISE_DISTS, RNGS, ChainConfig
+from springblock.config import ALGORITHMS, DYNAMICS, NOISE_DISTS, RNGS, ChainConfig
 from springblock.shared.checks import ConfigError
 from springblock.shared.commandline import run
+
+
+def steps_count(text: str):
+    """``--steps``: an integer (``1e10`` allowed) or ``inf`` (the stationary state)."""
+    value = float(text)
+    if value == float("inf"):
+        return value
+    if not (value.is_integer() and value >= 1):
+        raise ValueError(text)
+    return int(value)
+
+
+steps_count.__name__ = "steps"  # argparse names the type in its error message
+
 
 # (flag, ChainConfig field, type, help) — the chain options both commands share.
 CHAIN_OPTIONS = [
@@ -28,13 +42,17 @@ CHAIN_OPTIONS = [
     ("--modulus", "modulus", float, "spring modulus k (default 1)"),
     ("--target", "target", float, "target position y (default 1)"),
     ("--step", "step", float, "time step eta (default 0.01)"),
-    ("--steps", "steps", int, "number of steps (simulate: 10000; phase: 100000)"),
+    ("--steps", "steps", steps_count, "number of steps, e.g. 1e10, or inf for the stationary "
+                                      "state (simulate: 10000; phase: 100000)"),
     ("--damping", "damping", float, "damping gamma (default: critical for the stiffest mode)"),
     ("--record-every", "record_every", int, "record the load curve every N steps (default 0)"),
     ("--stop-tol", "stop_tol", float, "stop when the seed-mean load curve changes less than "
                                       "this (relative to y) over --stop-window steps"),
     ("--stop-window", "stop_window", int, "steps between stopping-rule checks (default 10000)"),
     ("--rng", "rng", str, f"one of {', '.join(RNGS)} (default xoshiro)"),
+    ("--algorithm", "algorithm", str, f"one of {', '.join(ALGORITHMS)}: step by step, "
+                                      "event-driven (exact, overdamped; reaches any horizon), "
+                                      "or the cheaper per chain (default steps)"),
 ]
 
 

@@ -16,13 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from springblock import dynamics as _dyn
-from springblock.shared.checks import is_finite, is_int, require
+from springblock.shared.checks import ConfigError, is_finite, is_int, require
 from springblock.theory import laplacian_eigenvalues, max_stable_step
 
 DYNAMICS = ("overdamped", "second_order", "langevin")
 NOISE_DISTS = ("gaussian", "truncated")
 NOISE_SHARING = ("independent", "synchronous")
 RNGS = ("xoshiro", "legacy")
+ALGORITHMS = ("steps", "events", "auto")
+#: The step kernel counts steps in int64; a larger count needs the events algorithm.
+MAX_KERNEL_STEPS = 2**62
 
 #: Parameters that may differ between the chains of one kernel call (and so
 #: may be axes of a phase diagram), with the kernel's parameter-table column.
@@ -91,8 +94,13 @@ class ChainConfig:
     step : float, > 0  [time]
         Time step eta; must satisfy the scheme's stability bound
         (:func:`springblock.theory.max_stable_step`).
-    steps : int, >= 1
-        Number of time steps; the horizon is T = steps * step.
+    steps : int >= 1, or ``math.inf``
+        Number of time steps; the horizon is T = steps * step. Any size
+        (1e10 and beyond; a whole float such as 1e10 is taken as an int).
+        ``inf`` asks for the stationary state (overdamped, events or auto):
+        with Gaussian noise 20 relaxation times
+        (:func:`springblock.ensemble.infinite_horizon_steps`), without noise
+        or with bounded noise that can freeze, until the chain is frozen.
     damping : float or None, >= 0  [1/time]
         gamma for the second-order and Langevin dynamics. None: critical
         damping of the stiffest mode, 2 sqrt(k lambda_max), so no mode
@@ -112,6 +120,14 @@ class ChainConfig:
         Twister seeded with each chain's seed, bit-compatible with a plain
         ``np.random.seed(seed); np.random.randn(...)`` loop (overdamped,
         Gaussian, no stopping rule; serial and slower).
+    algorithm : "steps" | "events" | "auto"
+        How the overdamped chain is advanced: step by step (any dynamics),
+        event-driven (:mod:`springblock.events`: exact in distribution, jumps
+        from one move to the next, so its cost grows with the number of moves,
+        not of steps), or ``auto``: per chain, the cheaper of the two by the
+        expected number of moves, falling back to ``steps`` for whatever the
+        event-driven kernel cannot do (other dynamics, noise decay, the
+        stopping rule, the legacy generator).
     """
 
     blocks: int = 7
@@ -132,8 +148,12 @@ class ChainConfig:
     stop_tol: float | None = None
     stop_window: int = 10_000
     rng: str = "xoshiro"
+    algorithm: str = "steps"
 
     def __post_init__(self):
+        steps = self.steps
+        if isinstance(steps, float) and math.isfinite(steps) and steps == int(steps):
+            object.__setattr__(self, "steps", int(steps))  # 1e10 -> 10000000000
         self.validate()
 
     def validate(self) -> None:
@@ -155,7 +175,10 @@ class ChainConfig:
         require(is_finite(self.target), "target", "a finite number", self.target)
         require(is_finite(self.truncation) and self.truncation > 0, "truncation",
                  "> 0 (standard deviations)", self.truncation)
-        require(is_int(self.steps) and self.steps >= 1, "steps", "an integer >= 1", self.steps)
+        require(self.algorithm in ALGORITHMS, "algorithm", f"one of {', '.join(ALGORITHMS)}",
+                self.algorithm)
+        require((is_int(self.steps) and self.steps >= 1) or self.steps == math.inf, "steps",
+                "an integer >= 1 or inf", self.steps)
         require(is_int(self.record_every) and self.record_every >= 0, "record_every",
                  "an integer >= 0", self.record_every)
         require(is_int(self.stop_window) and self.stop_window >= 1, "stop_window",
@@ -177,6 +200,38 @@ class ChainConfig:
                      and self.stop_tol is None, "rng",
                      "'xoshiro' unless dynamics='overdamped', noise_dist='gaussian' and "
                      "stop_tol=None ('legacy' reproduces the plain numpy loop only)", self.rng)
+
+        self._validate_algorithm()
+
+    def event_driven_obstacle(self) -> str | None:
+        """Why the event-driven kernel cannot run this chain (None: it can)."""
+        if self.dynamics != "overdamped":
+            return f"dynamics={self.dynamics!r} (the event-driven kernel is overdamped only)"
+        if self.noise_decay > 0:
+            return ("noise_decay > 0 (a decaying noise changes every block's move "
+                    "probability at every step)")
+        if self.stop_tol is not None:
+            return "stop_tol (the stopping rule watches the chain step by step)"
+        if self.rng != "xoshiro":
+            return f"rng={self.rng!r}"
+        return None
+
+    def _validate_algorithm(self) -> None:
+        obstacle = self.event_driven_obstacle()
+        if self.algorithm == "events" and obstacle:
+            raise ConfigError(f"algorithm must be 'steps' or 'auto' with {obstacle} "
+                              f"(got 'events')")
+        if self.steps == math.inf:
+            require(self.algorithm != "steps", "algorithm",
+                    "'events' or 'auto' for steps=inf (the stationary state)", self.algorithm)
+            if obstacle:
+                raise ConfigError(f"steps must be finite with {obstacle} (got inf)")
+            require(self.record_every == 0, "record_every", "0 for steps=inf",
+                    self.record_every)
+        elif self.steps > MAX_KERNEL_STEPS:
+            require(self.algorithm != "steps" and not obstacle, "steps",
+                    "<= 2**62 for the step kernel (larger counts need algorithm='events' "
+                    "or 'auto' and the overdamped model)", self.steps)
 
     # --- derived quantities --------------------------------------------------
 

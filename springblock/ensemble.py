@@ -7,14 +7,16 @@ seeds, applies the stopping rule and labels the result.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from scipy.special import log_ndtr, ndtr
 
-from springblock import dynamics, theory
-from springblock.config import ChainConfig
+from springblock import dynamics, events, theory
+from springblock.config import MAX_KERNEL_STEPS, ChainConfig
 from springblock.rng import seed_states
 from springblock.shared import loadcurve
 from springblock.shared.checks import ConfigError
@@ -24,7 +26,8 @@ FINITE_HORIZON_NOTE = (
     "Gaussian-noise load curves are finite-horizon objects: with unbounded noise "
     "every chain creeps towards the noise-independent state F* = (mu_right - mu_left)/2 "
     "on a time scale that grows like 1/Phi(-a/s). Read every curve together with its "
-    "horizon T = steps_run * step."
+    "horizon T = steps_run * step. steps=inf (events or auto) runs Gaussian noise for "
+    "20 relaxation times and bounded or no noise until the chain is frozen."
 )
 
 
@@ -33,14 +36,24 @@ class EnsembleResult:
     """Raw output of :func:`run_ensemble` for M chains of L blocks.
 
     positions : (M, L) final x_1..x_L
-    steps_run : (M,) steps actually taken (fewer than requested if stopped)
+    steps_run : (M,) float, the step whose state ``positions`` holds (fewer
+        than requested if stopped; for steps=inf the resolved horizon, or the
+        step of the last move of a frozen chain)
     trajectory : (M, R + 1, L) positions at steps 0, r, 2r, ... (r =
         record_every; NaN after a chain stopped), or None
+    algorithm : (M,) "steps" or "events", the kernel that ran each chain
+    events : (M,) int, steps in which something moved (event-driven chains;
+        -1 for the step kernel)
+    frozen : (M,) bool, no block can ever move again (an exact stationary
+        state: no noise, or bounded noise below every threshold)
     """
 
     positions: np.ndarray
     steps_run: np.ndarray
     trajectory: np.ndarray | None
+    algorithm: np.ndarray | None = None
+    events: np.ndarray | None = None
+    frozen: np.ndarray | None = None
 
 
 def _seed_list(seeds) -> np.ndarray:
@@ -55,19 +68,103 @@ def _seed_list(seeds) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+#: Relaxation times that stand for an infinite horizon with Gaussian noise.
+INFINITE_HORIZON_RELAXATIONS = 20.0
+#: The largest step count an infinite horizon resolves to (tau beyond it: a/s > ~37).
+MAX_HORIZON_STEPS = 1e300
+#: Moves a chain may make on its way to a frozen state before it is given up.
+MAX_EVENTS = 10_000_000
+#: Cost of one event-driven move in block-steps of the step kernel (measured on
+#: L = 7 chains, benchmarks/bench_chain.py): the exchange rate ``auto`` uses.
+EVENT_COST = 100.0
+
+
+def _log_move_probability_at_rest(cfg: ChainConfig) -> float:
+    """log p* : per-step move probability of a block at the stationary force F*.
+
+    At F* = (mu-> - mu<-)/2 both thresholds are a = (mu-> + mu<-)/2 away:
+    p* = 2 P(xi > a/s) for xi standard normal, truncated to |xi| <= c if
+    bounded (0 when c s <= a: such a chain freezes).
+    """
+    a = 0.5 * (cfg.mu_right + cfg.mu_left_value)
+    if cfg.noise == 0:
+        return -math.inf
+    u, c = a / cfg.noise, cfg.effective_truncation
+    if math.isinf(c):
+        return math.log(2.0) + float(log_ndtr(-u))
+    if c <= u:
+        return -math.inf
+    return math.log(2.0 * (ndtr(c) - ndtr(u)) / (2.0 * ndtr(c) - 1.0))
+
+
+def infinite_horizon_steps(cfg: ChainConfig) -> float:
+    """The step count that stands for T = inf for one overdamped chain.
+
+    * no noise, or bounded noise with c s <= a: ``inf``: run until the chain
+      is frozen (it then never moves again: an exact stationary state);
+    * otherwise 20 relaxation times, 20 / (p* k lambda_min) / eta with p* the
+      move probability at F* (Gaussian noise: 20 theory.relaxation_time / eta),
+      capped at 1e300 steps.
+    """
+    log_p = _log_move_probability_at_rest(cfg)
+    if log_p == -math.inf:
+        return math.inf
+    lam = theory.laplacian_eigenvalues(cfg.blocks)[0]
+    log_steps = (math.log(INFINITE_HORIZON_RELAXATIONS) - log_p
+                 - math.log(cfg.modulus * lam * cfg.step))
+    return math.ceil(math.exp(min(log_steps, math.log(MAX_HORIZON_STEPS))))
+
+
+def resolved_steps(cfg: ChainConfig) -> float:
+    """Steps to run: ``cfg.steps``, or :func:`infinite_horizon_steps` for steps=inf."""
+    return infinite_horizon_steps(cfg) if cfg.steps == math.inf else float(cfg.steps)
+
+
+def expected_events(cfg: ChainConfig, n_steps: float) -> float:
+    """Rough number of events (steps in which something moves) in ``n_steps``.
+
+    Starting from rest, blocks sit near their threshold and move often; that
+    phase costs about 0.8 L events per relaxation step n_r = 1/(eta k
+    lambda_min) and per e-fold of time (the count grows like log n), after
+    which a step moves something with probability 1 - (1 - p*)^L (p* at F*).
+    At most one event per step. Fitted on L = 7, mu<- = 2 mu-> chains
+    (benchmarks/bench_chain.py prints the measured counts); it only has to rank
+    the two algorithms.
+    """
+    lam = theory.laplacian_eigenvalues(cfg.blocks)[0]
+    n_relax = 1.0 / (cfg.step * cfg.modulus * lam)
+    startup = 0.8 * cfg.blocks * n_relax * math.log1p(n_steps / n_relax)
+    p_star = math.exp(_log_move_probability_at_rest(cfg))
+    stationary = -math.expm1(cfg.blocks * math.log1p(-min(p_star, 1.0 - 1e-16))) * n_steps
+    return min(startup + stationary, n_steps)
+
+
+def choose_algorithm(cfg: ChainConfig) -> str:
+    """The kernel that runs this chain: "steps" or "events" (``auto`` decides here)."""
+    if cfg.algorithm != "auto":
+        return cfg.algorithm
+    if cfg.event_driven_obstacle():
+        return "steps"
+    n = resolved_steps(cfg)
+    if n > MAX_KERNEL_STEPS:
+        return "events"
+    return "events" if EVENT_COST * expected_events(cfg, n) < cfg.blocks * n else "steps"
+
+
 def run_ensemble(
     configs: Sequence[ChainConfig],
     seeds: np.ndarray,
     groups: np.ndarray | None = None,
 ) -> EnsembleResult:
-    """Advance one chain per (config, seed) pair with a single kernel per window.
+    """Advance one chain per (config, seed) pair.
 
     ``configs`` and ``seeds`` have length M; chains may differ in every
-    parameter of :data:`springblock.config.CHAIN_PARAMS` but share ``blocks``,
-    ``dynamics``, ``noise_sharing``, ``steps``, ``record_every``, the stopping
-    rule and ``rng``. ``groups`` (M,) labels the chains whose seed-mean load
-    curve the stopping rule watches (default: all chains one group). A chain's
-    result depends only on its own config and seed.
+    parameter of :data:`springblock.config.CHAIN_PARAMS` (and in
+    ``algorithm``) but share ``blocks``, ``dynamics``, ``noise_sharing``,
+    ``steps``, ``record_every``, the stopping rule and ``rng``. ``groups``
+    (M,) labels the chains whose seed-mean load curve the stopping rule
+    watches (default: all chains one group). A chain's result depends only on
+    its own config and seed (and the algorithm that ran it).
     """
     base = configs[0]
     shared = ("blocks", "dynamics", "noise_sharing", "steps", "record_every", "stop_tol",
@@ -80,26 +177,68 @@ def run_ensemble(
     seeds = np.asarray(seeds, dtype=np.int64)
     groups = np.zeros(n_chains, dtype=np.int64) if groups is None else np.asarray(groups)
     params = np.stack([cfg.param_row() for cfg in configs])  # (M, N_PARAMS)
-    x = np.zeros((n_chains, n_blocks))
-    v = np.zeros((n_chains, n_blocks))
-    sync = base.noise_sharing == "synchronous"
+    algorithm = np.array([choose_algorithm(cfg) for cfg in configs])
+    horizon = np.array([resolved_steps(cfg) for cfg in configs])  # (M,) steps, may be inf
     every = base.record_every
     n_records = base.steps // every + 1 if every else 0
-    traj = np.full((n_chains, max(n_records, 1) if every else 0, n_blocks), np.nan)
+    out = EnsembleResult(
+        positions=np.zeros((n_chains, n_blocks)),
+        steps_run=np.zeros(n_chains),
+        trajectory=np.full((n_chains, n_records, n_blocks), np.nan),
+        algorithm=algorithm,
+        events=np.full(n_chains, -1, dtype=np.int64),
+        frozen=np.zeros(n_chains, dtype=bool),
+    )
     if every:
-        traj[:, 0] = 0.0
-
-    if base.rng == "legacy":
-        dynamics.overdamped_legacy(x, seeds, params, base.steps, sync, every, traj)
-        return EnsembleResult(x, np.full(n_chains, base.steps), traj if every else None)
-
+        out.trajectory[:, 0] = 0.0
     states = seed_states(seeds)
-    steps_run = np.zeros(n_chains, dtype=np.int64)
+
+    fast = np.flatnonzero(algorithm == "events")
+    if fast.size:
+        _run_events(out, fast, states[fast], params[fast], horizon[fast], base)
+    slow = np.flatnonzero(algorithm == "steps")
+    for n in np.unique(horizon[slow]):  # one step-kernel run per step count
+        idx = slow[horizon[slow] == n]
+        _run_steps(out, idx, seeds[idx], states[idx], params[idx], groups[idx], int(n), base)
+    if not every:
+        out.trajectory = None
+    return out
+
+
+def _run_events(out: EnsembleResult, idx, states, params, horizon, base: ChainConfig) -> None:
+    """The event-driven kernel (:mod:`springblock.events`) for chains ``idx``."""
+    n = idx.size
+    x = np.zeros((n, base.blocks))
+    traj = np.ascontiguousarray(out.trajectory[idx])
+    steps_run, n_events = np.zeros(n), np.zeros(n, dtype=np.int64)
+    status = np.zeros(n, dtype=np.int64)
+    kernel = events.synchronous if base.noise_sharing == "synchronous" else events.independent
+    kernel(x, states, params, horizon.astype(np.float64), MAX_EVENTS, base.record_every, traj,
+           steps_run, n_events, status)
+    out.positions[idx], out.steps_run[idx], out.events[idx] = x, steps_run, n_events
+    out.frozen[idx] = status == events.FROZEN
+    out.trajectory[idx] = traj
+
+
+def _run_steps(out: EnsembleResult, idx, seeds, states, params, groups, n_steps: int,
+               base: ChainConfig) -> None:
+    """The step-by-step kernels for chains ``idx`` (with the stopping rule)."""
+    n_chains = idx.size
+    x = np.zeros((n_chains, base.blocks))
+    v = np.zeros((n_chains, base.blocks))
+    sync = base.noise_sharing == "synchronous"
+    every = base.record_every
+    traj = out.trajectory[idx]
+    if base.rng == "legacy":
+        dynamics.overdamped_legacy(x, seeds, params, n_steps, sync, every, traj)
+        out.positions[idx], out.steps_run[idx], out.trajectory[idx] = x, n_steps, traj
+        return
+    steps_run = np.zeros(n_chains)
     active = np.arange(n_chains)
-    window = base.stop_window if base.stop_tol is not None else base.steps
+    window = base.stop_window if base.stop_tol is not None else n_steps
     done = 0
-    while done < base.steps and active.size:
-        n = min(window, base.steps - done)
+    while done < n_steps and active.size:
+        n = min(window, n_steps - done)
         xa, va, sa, ta = x[active], v[active], states[active], traj[active]
         if base.dynamics == "overdamped":
             dynamics.overdamped(xa, sa, params[active], n, done, sync, every, ta)
@@ -111,9 +250,9 @@ def run_ensemble(
         x[active], v[active], states[active], traj[active] = xa, va, sa, ta
         done += n
         steps_run[active] = done
-        if base.stop_tol is not None and done < base.steps:
+        if base.stop_tol is not None and done < n_steps:
             active = active[~_converged(before, xa, groups[active], params[active], base.stop_tol)]
-    return EnsembleResult(x, steps_run, traj if every else None)
+    out.positions[idx], out.steps_run[idx], out.trajectory[idx] = x, steps_run, traj
 
 
 def _converged(before, after, groups, params, tol) -> np.ndarray:
@@ -141,6 +280,8 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     * ``curvature``, ``curvature_scaled (seed)`` (:mod:`springblock.shared.loadcurve`);
     * ``steps_run``, ``horizon (seed)`` (T = steps_run * step);
     * ``trajectory (seed, time, layer)`` if ``record_every`` > 0;
+    * ``algorithm (seed)`` ("steps" or "events"), ``events (seed)`` (moves,
+      event-driven chains) and ``frozen (seed)`` (exact stationary state);
     * ``theory_load_curve (layer)``: the mean-drift prediction at the horizon
       (overdamped dynamics), and ``stationary_load_curve (layer)``: the
       infinite-time state of Eq. 8;
@@ -171,6 +312,7 @@ def _label(cfg: ChainConfig, seeds, result: EnsembleResult, with_theory: bool) -
             "steps_run": (("seed",), result.steps_run, {"units": "steps"}),
             "horizon": (("seed",), result.steps_run * cfg.step,
                         {"long_name": "horizon T", "units": "time"}),
+            **run_variables(("seed",), result),
         },
         coords={"seed": seeds, "layer": ("layer", layer, {"long_name": "layer (0 = wall)"})},
     )
@@ -180,10 +322,8 @@ def _label(cfg: ChainConfig, seeds, result: EnsembleResult, with_theory: bool) -
                             theory.load_curve(result.trajectory, cfg.target),
                             {"long_name": "load curve over time", "units": "length"})
         ds = ds.assign_coords(time=("time", times, {"units": "time"}))
-    ds["stationary_load_curve"] = ("layer", theory.load_curve(theory.stationary_state(
-        n, cfg.mu_right, cfg.mu_left_value, cfg.noise, cfg.effective_truncation,
-        cfg.modulus, cfg.target) if cfg.noise > 0 else theory.noiseless_state(
-        n, cfg.mu_right, cfg.modulus, cfg.target), cfg.target),
+    ds["stationary_load_curve"] = ("layer", theory.load_curve(stationary_positions(cfg),
+                                                              cfg.target),
         {"long_name": "infinite-time load curve (Eq. 7 / Eq. 8)", "units": "length"})
     if with_theory and cfg.dynamics == "overdamped":
         ds["theory_load_curve"] = ("layer", theory.load_curve(predict(cfg), cfg.target),
@@ -195,8 +335,37 @@ def _label(cfg: ChainConfig, seeds, result: EnsembleResult, with_theory: bool) -
     return ds
 
 
+def run_variables(dims: tuple, result: EnsembleResult, shape=None) -> dict:
+    """``algorithm``, ``events`` and ``frozen`` per chain, as Dataset variables."""
+    def arr(a):
+        return a if shape is None else a.reshape(shape)
+
+    return {
+        "algorithm": (dims, arr(result.algorithm.astype(str)),
+                      {"long_name": "kernel that ran the chain (steps or events)"}),
+        "events": (dims, arr(result.events),
+                   {"long_name": "steps in which a block moved (event-driven; -1: step "
+                                 "kernel)", "units": "steps"}),
+        "frozen": (dims, arr(result.frozen),
+                   {"long_name": "frozen for ever: an exact stationary state"}),
+    }
+
+
+def stationary_positions(cfg: ChainConfig) -> np.ndarray:
+    """Infinite-time positions (L,): Eq. 7 without noise, Eq. 8 (F*) with noise."""
+    if cfg.noise > 0:
+        return theory.stationary_state(cfg.blocks, cfg.mu_right, cfg.mu_left_value, cfg.noise,
+                                       cfg.effective_truncation, cfg.modulus, cfg.target)
+    return theory.noiseless_state(cfg.blocks, cfg.mu_right, cfg.modulus, cfg.target)
+
+
 def predict(cfg: ChainConfig, horizon: float | None = None) -> np.ndarray:
-    """Mean-drift positions (L,) for an overdamped config at ``horizon`` (default T)."""
+    """Mean-drift positions (L,) for an overdamped config at ``horizon`` (default T).
+
+    An infinite horizon gives :func:`stationary_positions`.
+    """
+    if (cfg.horizon if horizon is None else horizon) == math.inf:
+        return stationary_positions(cfg)
     return theory.predict_positions(
         cfg.blocks, cfg.mu_right, cfg.mu_left_value, cfg.noise,
         cfg.horizon if horizon is None else horizon,
@@ -205,4 +374,6 @@ def predict(cfg: ChainConfig, horizon: float | None = None) -> np.ndarray:
     )
 
 
-__all__ = ["EnsembleResult", "run_ensemble", "simulate", "predict", "FINITE_HORIZON_NOTE"]
+__all__ = ["EnsembleResult", "run_ensemble", "simulate", "predict", "FINITE_HORIZON_NOTE",
+           "choose_algorithm", "infinite_horizon_steps", "resolved_steps", "expected_events",
+           "stationary_positions"]

@@ -16,7 +16,13 @@ import xarray as xr
 
 from springblock import theory
 from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig
-from springblock.ensemble import FINITE_HORIZON_NOTE, _seed_list, predict, run_ensemble
+from springblock.ensemble import (
+    FINITE_HORIZON_NOTE,
+    _seed_list,
+    predict,
+    run_ensemble,
+    run_variables,
+)
 from springblock.shared import loadcurve
 from springblock.shared.checks import ConfigError, parse_values
 from springblock.shared.results import check_output, provenance, save
@@ -70,13 +76,17 @@ def phase_diagram(
     mu_left_ratio : if given, mu_left = ratio * mu_right in every cell.
     config / **params : the base configuration (defaults: DESIGN's recommended
         L=7, k=1, step 0.01; steps default to 100 000, i.e. T = 1000).
+        ``algorithm="events"`` or ``"auto"`` runs the overdamped chain
+        event-driven (:mod:`springblock.events`), which reaches any horizon,
+        ``steps=math.inf`` (the stationary state) included.
     output : NetCDF path; chunks are stored beside it while the sweep runs, so
         an interrupted call resumes when repeated. Existing output is refused
         unless ``overwrite``.
     scheduler, workers : see :mod:`springblock.shared.sweeps`.
 
     Returns a Dataset with dims (<row>, <col>, seed, layer): ``load_curve``,
-    ``curvature``, ``curvature_scaled``, ``steps_run``, ``horizon``; the theory
+    ``curvature``, ``curvature_scaled``, ``steps_run``, ``horizon``,
+    ``algorithm``, ``events``, ``frozen`` (see :func:`springblock.simulate`); the theory
     beside it: ``theory_load_curve`` / ``theory_curvature`` /
     ``theory_curvature_scaled`` (mean-drift prediction at each cell's mean
     horizon, overdamped only), ``stationary_force`` F*, ``relaxation_time``.
@@ -156,16 +166,19 @@ def compute_cells(payload: dict) -> xr.Dataset:
                           np.tile(seeds, n_cells), groups=np.repeat(np.arange(n_cells), n_seeds))
     positions = result.positions.reshape(n_cells, n_seeds, n_blocks)
     steps = result.steps_run.reshape(n_cells, n_seeds)
+    horizon = [math.inf if cfg.steps == math.inf else steps[k].mean() * cfg.step
+               for k, cfg in enumerate(configs)]
     predicted = np.full((n_cells, n_blocks + 1), np.nan)
     if payload["theory"] and configs[0].dynamics == "overdamped":
         for k, cfg in enumerate(configs):
-            predicted[k] = theory.load_curve(predict(cfg, steps[k].mean() * cfg.step), cfg.target)
+            predicted[k] = theory.load_curve(predict(cfg, horizon[k]), cfg.target)
     table = np.stack([cfg.param_row() for cfg in configs])  # (cells, N_PARAMS)
     return xr.Dataset(
         {
             "load_curve": (("cell", "seed", "layer"), np.stack(
                 [theory.load_curve(positions[k], cfg.target) for k, cfg in enumerate(configs)])),
             "steps_run": (("cell", "seed"), steps),
+            **run_variables(("cell", "seed"), result, (n_cells, n_seeds)),
             "theory_load_curve": (("cell", "layer"), predicted),
             "params": (("cell", "param"), table),
         },
@@ -178,13 +191,18 @@ def _assemble(chunks, rows, cols, seeds, base: ChainConfig) -> xr.Dataset:
     (row_name, row_values), (col_name, col_values) = rows, cols
     n_r, n_c, n_s, n_l = len(row_values), len(col_values), len(seeds), base.blocks + 1
     curves = np.full((n_r, n_c, n_s, n_l), np.nan)
-    steps = np.zeros((n_r, n_c, n_s), dtype=np.int64)
+    steps = np.zeros((n_r, n_c, n_s))
+    runs = {"algorithm": np.full((n_r, n_c, n_s), "steps", dtype=object),
+            "events": np.full((n_r, n_c, n_s), -1, dtype=np.int64),
+            "frozen": np.zeros((n_r, n_c, n_s), dtype=bool)}
     predicted = np.full((n_r, n_c, n_l), np.nan)
     table = np.full((n_r, n_c, len(CHAIN_PARAMS)), np.nan)
     for chunk in chunks:
         i, j = chunk["row_index"].values, chunk["col_index"].values
         curves[i, j] = chunk["load_curve"].values
         steps[i, j] = chunk["steps_run"].values
+        for name, arr in runs.items():
+            arr[i, j] = chunk[name].values
         predicted[i, j] = chunk["theory_load_curve"].values
         table[i, j] = chunk["params"].values[:, list(CHAIN_PARAMS.values())]
     cell = {name: table[..., n] for n, name in enumerate(CHAIN_PARAMS)}  # each (rows, cols)
@@ -202,8 +220,16 @@ def _assemble(chunks, rows, cols, seeds, base: ChainConfig) -> xr.Dataset:
             "steps_run": (dims + ("seed",), steps, {"units": "steps"}),
             "horizon": (dims + ("seed",), steps * cell["step"][..., None],
                         {"long_name": "horizon T", "units": "time"}),
+            "algorithm": (dims + ("seed",), runs["algorithm"].astype(str),
+                          {"long_name": "kernel that ran the chain (steps or events)"}),
+            "events": (dims + ("seed",), runs["events"],
+                       {"long_name": "steps in which a block moved (event-driven; -1: step "
+                                     "kernel)", "units": "steps"}),
+            "frozen": (dims + ("seed",), runs["frozen"],
+                       {"long_name": "frozen for ever: an exact stationary state"}),
             "theory_load_curve": (dims + ("layer",), predicted,
-                                  {"long_name": "mean-drift prediction at the mean horizon",
+                                  {"long_name": "mean-drift prediction at the mean horizon "
+                                                "(steps=inf: the stationary state)",
                                    "units": "length"}),
             "theory_curvature": (dims, loadcurve.curvature(predicted),
                                  {"long_name": "curvature of the mean-drift prediction",

@@ -1,0 +1,491 @@
+"""Event-driven kernels for the overdamped chain: exact, and cheap at any horizon.
+
+Between two moves nothing in an overdamped chain changes (paper Eqs. 5-6,
+Jacobi update): every block's spring force F_j is constant, so at each step
+block j moves, independently of the past, with the constant probability
+
+    p_j = P(F_j + s xi > mu->) + P(F_j + s xi < -mu<-)
+
+(xi standard normal, or conditioned on |xi| <= c for truncated noise). The
+kernels below therefore jump from move to move instead of stepping:
+
+* independent noise: block j's next move comes after a geometric number of
+  steps with parameter p_j; the next event is the earliest, and every block
+  scheduled for that same step moves in it (ties are real: a Jacobi step);
+* the moving block's noise is drawn from the tail it fell into (side chosen
+  with probability proportional to the tail's mass), with an exact sampler
+  for the normal restricted to an interval (:func:`normal_on_interval`);
+* only moved blocks and their neighbours change force, so only they draw a
+  fresh waiting time; every other block keeps its scheduled step, which by
+  the geometric law's memorylessness is still exactly distributed;
+* synchronous noise (one draw per step for all blocks): a step moves
+  something iff that draw falls in the union of the blocks' tails, again a
+  geometric wait, then the draw conditioned on the union moves every block
+  whose own tail holds it;
+* without noise, or with bounded noise, a block whose largest possible move
+  cannot change its position (in double precision) has p_j = 0; when every
+  block has p_j = 0 the chain is *frozen*: an exact stationary state.
+
+Probabilities are handled as logarithms (:func:`log_ndtr` is accurate to the
+far tail), so a waiting time of 1e30 steps costs the same as one of 10. Time
+is a float step count: exact integers up to 2**53 (9e15) steps; beyond that
+event times are rounded to the float spacing (two moves a few steps apart
+may then share a step).
+
+Shapes: positions ``x`` (M, L); per-chain parameters ``params`` (M,
+N_PARAMS) as in :mod:`springblock.dynamics`; ``horizon`` (M,) in steps
+(``inf``: run until frozen or ``max_events``); trajectory ``traj``
+(M, R+1, L) read at steps 0, r, 2r, ... from the piecewise-constant state.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from springblock.dynamics import (
+    P_MODULUS,
+    P_MU_LEFT,
+    P_MU_RIGHT,
+    P_NOISE,
+    P_STEP,
+    P_TARGET,
+    P_TRUNCATION,
+    dead_zone,
+)
+from springblock.rng import next_normal, next_uniform
+
+_SQRT_HALF = 0.7071067811865476
+_LOG_SQRT_2PI = 0.9189385332046728
+_INF = np.inf
+
+# Why a kernel stopped (the ``status`` output, per chain).
+REACHED = 0  # the horizon was reached
+FROZEN = 1  # no block can ever move again: the state is final
+OUT_OF_EVENTS = 2  # max_events moves before the horizon (only for horizon = inf)
+
+
+# --- the normal distribution in log space -----------------------------------
+
+
+@numba.njit(cache=True)
+def log_ndtr(x):
+    """log Phi(x) for a standard normal CDF Phi, accurate for any x.
+
+    erfc for x > -20 (relative accuracy ~1 ulp until it underflows near
+    x = -38); below, the Laplace continued fraction of the Mills ratio
+    Phi(-t) / phi(t) = 1/(t + 1/(t + 2/(t + 3/(t + ...)))), which converges
+    in a few terms that far out.
+    """
+    if x > 0.0:
+        return math.log1p(-0.5 * math.erfc(x * _SQRT_HALF))
+    if x > -20.0:
+        return math.log(0.5 * math.erfc(-x * _SQRT_HALF))
+    if x == -_INF:
+        return -_INF
+    t = -x
+    frac = t
+    for n in range(40, 0, -1):
+        frac = t + n / frac
+    return -0.5 * t * t - _LOG_SQRT_2PI - math.log(frac)
+
+
+@numba.njit(cache=True)
+def _ndtr(x):
+    return 0.5 * math.erfc(-x * _SQRT_HALF)
+
+
+@numba.njit(cache=True)
+def log_interval_mass(lo, hi):
+    """log P(lo < xi < hi) for standard normal xi; -inf if the interval is empty.
+
+    Narrow intervals use the midpoint expansion phi(m) d (1 + (m^2 - 1) d^2 / 24)
+    (relative error ~ (|m| d)^4 / 2000), so a block whose threshold sits a
+    rounding error inside a truncation bound gets its true, tiny mass instead
+    of the difference of two nearly equal CDFs.
+    """
+    if not lo < hi:
+        return -_INF
+    if hi == _INF:
+        return log_ndtr(-lo)
+    if lo == -_INF:
+        return log_ndtr(hi)
+    if lo >= 0.0:  # mirror into the left half, where log_ndtr is exact
+        lo, hi = -hi, -lo
+    d = hi - lo
+    m = 0.5 * (hi + lo)
+    if d * (abs(m) + 1.0) < 1e-3:
+        return (-0.5 * m * m - _LOG_SQRT_2PI + math.log(d)
+                + math.log1p((m * m - 1.0) * d * d / 24.0))
+    if hi <= 0.0:
+        a, b = log_ndtr(hi), log_ndtr(lo)
+        return a + math.log1p(-math.exp(b - a))
+    # lo < 0 < hi and the interval is not narrow: both tails are <= 1/2.
+    return math.log1p(-(_ndtr(lo) + _ndtr(-hi)))
+
+
+@numba.njit(cache=True)
+def log_add(a, b):
+    """log(e^a + e^b) without overflow."""
+    if a == -_INF:
+        return b
+    if b == -_INF:
+        return a
+    if a < b:
+        a, b = b, a
+    return a + math.log1p(math.exp(b - a))
+
+
+# --- exact samplers -----------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _normal_on_positive(lo, hi, s0, s1, s2, s3):
+    """Standard normal conditioned on [lo, hi], 0 <= lo < hi <= inf (Robert 1995).
+
+    Three exact rejection samplers, each chosen where its acceptance is
+    >= 1/e: a uniform proposal on narrow intervals, the half-normal near 0,
+    and an exponential proposal with the optimal rate in the tail.
+    """
+    if (hi - lo) * (hi + lo) <= 2.0:  # narrow: uniform proposal
+        while True:
+            u, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+            z = lo + (hi - lo) * (1.0 - u)  # in [lo, hi)
+            w, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+            if w <= math.exp(0.5 * (lo - z) * (lo + z)):
+                return z, s0, s1, s2, s3
+    if lo < 0.5:  # the interval holds a good share of the half-normal
+        while True:
+            z, s0, s1, s2, s3 = next_normal(s0, s1, s2, s3)
+            z = abs(z)
+            if lo <= z <= hi:
+                return z, s0, s1, s2, s3
+    rate = 0.5 * (lo + math.sqrt(lo * lo + 4.0))  # optimal exponential rate
+    while True:
+        u, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+        z = lo - math.log(u) / rate
+        w, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+        if z <= hi and w <= math.exp(-0.5 * (z - rate) * (z - rate)):
+            return z, s0, s1, s2, s3
+
+
+@numba.njit(cache=True)
+def normal_on_interval(lo, hi, s0, s1, s2, s3):
+    """Standard normal conditioned on [lo, hi] (lo < hi, either may be infinite).
+
+    Exact at any distance into the tail; returns the draw and the advanced
+    xoshiro state.
+    """
+    if lo >= 0.0:
+        return _normal_on_positive(lo, hi, s0, s1, s2, s3)
+    if hi <= 0.0:
+        z, s0, s1, s2, s3 = _normal_on_positive(-hi, -lo, s0, s1, s2, s3)
+        return -z, s0, s1, s2, s3
+    if hi - lo >= 1.0:  # straddles 0 and holds >= 1/3 of the mass: plain rejection
+        while True:
+            z, s0, s1, s2, s3 = next_normal(s0, s1, s2, s3)
+            if lo <= z <= hi:
+                return z, s0, s1, s2, s3
+    while True:  # short interval around 0: uniform proposal, acceptance >= e^-1/2
+        u, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+        z = lo + (hi - lo) * (1.0 - u)
+        w, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+        if w <= math.exp(-0.5 * z * z):
+            return z, s0, s1, s2, s3
+
+
+@numba.njit(cache=True)
+def geometric(neg_log_q, log_p, s0, s1, s2, s3):
+    """Steps until the first success, G >= 1, P(G = g) = (1-p)^(g-1) p, as a float.
+
+    Inversion, G = 1 + floor(E / -log(1-p)) with E exponential. ``neg_log_q``
+    is -log(1-p) (inf: p = 1); where it underflows to 0, ``log_p`` carries p
+    (-inf: p = 0, G = inf), so that p = 1e-400 works as well as p = 0.1.
+    """
+    if neg_log_q == 0.0:
+        if log_p == -_INF:
+            return _INF, s0, s1, s2, s3
+        u, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+        e = -math.log(u)
+        if e == 0.0:
+            return 1.0, s0, s1, s2, s3
+        return 1.0 + math.floor(math.exp(math.log(e) - log_p)), s0, s1, s2, s3
+    u, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+    return 1.0 + math.floor(-math.log(u) / neg_log_q), s0, s1, s2, s3
+
+
+# --- one block's move probabilities -------------------------------------------
+
+
+@numba.njit(cache=True)
+def tails(force, pos, mu_r, mu_l, s, c, eta):
+    """The noise intervals that move a block, in units of s: (r_lo, r_hi, l_lo, l_hi).
+
+    The block moves right iff xi is in [r_lo, r_hi], left iff in [l_lo, l_hi]
+    (empty intervals have lo >= hi). With bounded noise (finite c) a side
+    whose largest move would not change ``pos`` in double precision is
+    empty: that is what makes a chain frozen, exactly, in finite time.
+    """
+    r_lo, r_hi = (mu_r - force) / s, c
+    l_lo, l_hi = -c, (-mu_l - force) / s
+    if c < _INF:
+        r_lo = max(r_lo, -c)
+        l_hi = min(l_hi, c)
+        if not pos + eta * (force + c * s - mu_r) > pos:
+            r_lo = r_hi
+        if not pos + eta * (force - c * s + mu_l) < pos:
+            l_hi = l_lo
+    return r_lo, r_hi, l_lo, l_hi
+
+
+@numba.njit(cache=True)
+def _noiseless_move(force, pos, mu_r, mu_l, eta):
+    """Without noise a block moves every step (p = 1) iff its move changes ``pos``."""
+    return pos + eta * dead_zone(force, mu_r, mu_l) != pos
+
+
+@numba.njit(cache=True)
+def move_rate(force, pos, mu_r, mu_l, s, c, eta, q_c):
+    """One block's per-step move probability p: (-log(1-p), log p, P(right | move)).
+
+    ``q_c`` = P(xi > c) (0 for Gaussian noise), so the noise's mass is
+    1 - 2 q_c. Where both tails are wide (or empty) and p > 1e-290 a fast
+    path in linear space costs two erfc and one log1p; narrow tails (a
+    threshold within 1e-3 of the bound, the approach to a frozen state) and
+    the far tail go through :func:`log_interval_mass`. ``log p`` is only
+    filled where -log(1-p) underflows or p = 0; elsewhere it is 0.
+    """
+    if s == 0.0:
+        if _noiseless_move(force, pos, mu_r, mu_l, eta):
+            return _INF, 0.0, 1.0 if force > mu_r else 0.0
+        return 0.0, -_INF, 0.0
+    r_lo, r_hi, l_lo, l_hi = tails(force, pos, mu_r, mu_l, s, c, eta)
+    has_r, has_l = r_lo < r_hi, l_lo < l_hi
+    z = 1.0 - 2.0 * q_c
+    if (not has_r or r_hi - r_lo > 1e-3) and (not has_l or l_hi - l_lo > 1e-3):
+        p_r = 0.5 * math.erfc(r_lo * _SQRT_HALF) - q_c if has_r else 0.0
+        p_l = 0.5 * math.erfc(-l_hi * _SQRT_HALF) - q_c if has_l else 0.0
+        p = (p_r + p_l) / z
+        if p > 1e-290:
+            if p < 0.5:
+                return -math.log1p(-p), 0.0, p_r / (p_r + p_l)
+            dead = log_interval_mass(max(l_hi, -c), min(r_lo, c)) - math.log(z)
+            return -dead, 0.0, p_r / (p_r + p_l)
+    log_z = math.log1p(-2.0 * q_c)
+    lr = log_interval_mass(r_lo, r_hi) - log_z
+    ll = log_interval_mass(l_lo, l_hi) - log_z
+    lp = log_add(lr, ll)
+    if lp == -_INF:
+        return 0.0, -_INF, 0.0
+    p = math.exp(lp)
+    if p < 0.5:
+        nlq = -math.log1p(-p)
+    else:  # the dead zone's own mass, accurate when p is close to 1
+        nlq = -(log_interval_mass(max(l_hi, -c), min(r_lo, c)) - log_z)
+    return nlq, lp, math.exp(lr - lp)
+
+
+@numba.njit(cache=True)
+def _force(xm, j, k, y):
+    n = xm.shape[0]
+    left = xm[j - 1] if j > 0 else 0.0
+    right = xm[j + 1] if j + 1 < n else y
+    return k * (right - 2.0 * xm[j] + left)
+
+
+@numba.njit(cache=True)
+def _fill_records(traj, m, xm, q, every, before, n_records):
+    """Write the current state into records q, q+1, ... whose step is < ``before``."""
+    while q < n_records and q * every < before:
+        for j in range(xm.shape[0]):
+            traj[m, q, j] = xm[j]
+        q += 1
+    return q
+
+
+# --- the kernels --------------------------------------------------------------
+
+
+@numba.njit(parallel=True, cache=True)
+def independent(x, states, params, horizon, max_events, every, traj, steps_run, events,
+                status):
+    """Event-driven overdamped chains, one noise draw per block and step.
+
+    Advances each chain m from state ``x[m]`` at step 0 to step
+    ``horizon[m]`` (or until frozen). Outputs per chain: ``steps_run`` (the
+    step whose state ``x`` holds: the horizon, or for an infinite horizon
+    the step of the last move), ``events`` (steps in which something moved)
+    and ``status`` (REACHED, FROZEN or OUT_OF_EVENTS).
+    """
+    n_chains, n_blocks = x.shape
+    n_records = traj.shape[1]
+    for m in numba.prange(n_chains):
+        p = params[m]
+        mu_r, mu_l, s, k, y, eta, c = (p[P_MU_RIGHT], p[P_MU_LEFT], p[P_NOISE], p[P_MODULUS],
+                                       p[P_TARGET], p[P_STEP], p[P_TRUNCATION])
+        s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
+        q_c = 0.5 * math.erfc(c * _SQRT_HALF)  # P(xi > c): 0 for Gaussian noise
+        xm = x[m].copy()
+        force = np.empty(n_blocks)
+        right = np.empty(n_blocks)  # P(move right | it moves), per block
+        can_move = np.empty(n_blocks, dtype=np.bool_)  # p_j > 0
+        nxt = np.empty(n_blocks)  # step of the block's next move
+        dx = np.zeros(n_blocks)
+        moving = np.zeros(n_blocks, dtype=np.bool_)
+        touched = np.ones(n_blocks, dtype=np.bool_)
+        t, n_events, q, code = 0.0, 0, 1, REACHED
+        while True:
+            # Fresh waiting times for the blocks whose force changed (all at first);
+            # the others keep theirs (memorylessness).
+            for j in range(n_blocks):
+                if not touched[j]:
+                    continue
+                touched[j] = False
+                force[j] = _force(xm, j, k, y)
+                nlq, log_p, right[j] = move_rate(force[j], xm[j], mu_r, mu_l, s, c, eta, q_c)
+                can_move[j] = nlq > 0.0 or log_p > -_INF
+                wait, s0, s1, s2, s3 = geometric(nlq, log_p, s0, s1, s2, s3)
+                nxt[j] = t + wait
+                if nxt[j] <= t:  # beyond 2**53 steps: at least the next float
+                    nxt[j] = t * (1.0 + 2.220446049250313e-16)
+            t_next, stuck = _INF, True
+            for j in range(n_blocks):
+                t_next = min(t_next, nxt[j])
+                stuck &= not can_move[j]
+            if stuck:
+                code = FROZEN
+                break
+            if t_next > horizon[m]:
+                break
+            if n_events >= max_events:
+                code = OUT_OF_EVENTS
+                break
+            q = _fill_records(traj, m, xm, q, every, t_next, n_records)
+            # One Jacobi step: every block scheduled now moves, from the old forces.
+            for j in range(n_blocks):
+                moving[j] = nxt[j] == t_next
+                if not moving[j]:
+                    continue
+                xi = 0.0
+                if s > 0.0:
+                    r_lo, r_hi, l_lo, l_hi = tails(force[j], xm[j], mu_r, mu_l, s, c, eta)
+                    u, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+                    if u <= right[j]:
+                        xi, s0, s1, s2, s3 = normal_on_interval(r_lo, r_hi, s0, s1, s2, s3)
+                    else:
+                        xi, s0, s1, s2, s3 = normal_on_interval(l_lo, l_hi, s0, s1, s2, s3)
+                dx[j] = eta * dead_zone(force[j] + s * xi, mu_r, mu_l)
+            for j in range(n_blocks):
+                if moving[j]:
+                    xm[j] += dx[j]
+                    touched[j] = True
+                    if j > 0:
+                        touched[j - 1] = True
+                    if j + 1 < n_blocks:
+                        touched[j + 1] = True
+            t = t_next
+            n_events += 1
+        if code == REACHED or (code == FROZEN and horizon[m] < _INF):
+            t = horizon[m]
+        _fill_records(traj, m, xm, q, every, t + 0.5, n_records)
+        x[m] = xm
+        steps_run[m], events[m], status[m] = t, n_events, code
+        states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
+
+
+@numba.njit(cache=True)
+def _union_rate(lo_union, hi_union, c, log_z):
+    """Synchronous noise: (-log(1-p), log p, P(right | move)) for the union of tails.
+
+    The union is [lo_union, c] U [-c, hi_union]; if the two overlap every
+    draw moves some block (p = 1).
+    """
+    if hi_union >= lo_union:
+        return _INF, 0.0, 0.5
+    lr = log_interval_mass(lo_union, c)
+    lp = log_add(lr, log_interval_mass(-c, hi_union))
+    if lp == -_INF:
+        return 0.0, -_INF, 0.0
+    lp -= log_z
+    p = math.exp(lp)
+    if p < 0.5:
+        nlq = -math.log1p(-p)
+    else:
+        nlq = -(log_interval_mass(hi_union, lo_union) - log_z)
+    return nlq, lp, math.exp(lr - log_z - lp)
+
+
+@numba.njit(parallel=True, cache=True)
+def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, events,
+                status):
+    """Event-driven overdamped chains, one noise draw per step shared by all blocks.
+
+    A step moves something iff its draw xi falls in the union of the blocks'
+    tails, {xi >= min_j r_j} or {xi <= max_j l_j}: a geometric wait with that
+    union's mass, then xi conditioned on the union, and every block whose own
+    tail holds xi moves. Same arguments and outputs as :func:`independent`.
+    """
+    n_chains, n_blocks = x.shape
+    n_records = traj.shape[1]
+    for m in numba.prange(n_chains):
+        p = params[m]
+        mu_r, mu_l, s, k, y, eta, c = (p[P_MU_RIGHT], p[P_MU_LEFT], p[P_NOISE], p[P_MODULUS],
+                                       p[P_TARGET], p[P_STEP], p[P_TRUNCATION])
+        s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
+        log_z = log_interval_mass(-c, c) if s > 0.0 else 0.0
+        xm = x[m].copy()
+        force = np.empty(n_blocks)
+        r_lo = np.empty(n_blocks)  # block j moves right iff xi >= r_lo[j]
+        l_hi = np.empty(n_blocks)  # ... left iff xi <= l_hi[j]
+        t, n_events, q, code = 0.0, 0, 1, REACHED
+        while True:
+            lo_union, hi_union = c, -c
+            n_movable = 0
+            for j in range(n_blocks):
+                force[j] = _force(xm, j, k, y)
+                if s > 0.0:
+                    r_lo[j], _, _, l_hi[j] = tails(force[j], xm[j], mu_r, mu_l, s, c, eta)
+                    lo_union = min(lo_union, r_lo[j])
+                    hi_union = max(hi_union, l_hi[j])
+                elif _noiseless_move(force[j], xm[j], mu_r, mu_l, eta):
+                    n_movable += 1
+            if s > 0.0:
+                nlq, log_p, right = _union_rate(lo_union, hi_union, c, log_z)
+            else:
+                nlq, log_p, right = (_INF, 0.0, 0.0) if n_movable > 0 else (0.0, -_INF, 0.0)
+            if nlq == 0.0 and log_p == -_INF:
+                code = FROZEN
+                break
+            wait, s0, s1, s2, s3 = geometric(nlq, log_p, s0, s1, s2, s3)
+            t_next = t + wait
+            if t_next <= t:
+                t_next = t * (1.0 + 2.220446049250313e-16)
+            if t_next > horizon[m]:
+                break
+            if n_events >= max_events:
+                code = OUT_OF_EVENTS
+                break
+            q = _fill_records(traj, m, xm, q, every, t_next, n_records)
+            xi = 0.0
+            if s > 0.0:
+                if hi_union >= lo_union:  # every draw moves something
+                    xi, s0, s1, s2, s3 = normal_on_interval(-c, c, s0, s1, s2, s3)
+                else:
+                    u, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
+                    if u <= right:
+                        xi, s0, s1, s2, s3 = normal_on_interval(lo_union, c, s0, s1, s2, s3)
+                    else:
+                        xi, s0, s1, s2, s3 = normal_on_interval(-c, hi_union, s0, s1, s2, s3)
+            for j in range(n_blocks):  # forces are from before the step: Jacobi
+                if s == 0.0 or xi >= r_lo[j] or xi <= l_hi[j]:
+                    xm[j] += eta * dead_zone(force[j] + s * xi, mu_r, mu_l)
+            t = t_next
+            n_events += 1
+        if code == REACHED or (code == FROZEN and horizon[m] < _INF):
+            t = horizon[m]
+        _fill_records(traj, m, xm, q, every, t + 0.5, n_records)
+        x[m] = xm
+        steps_run[m], events[m], status[m] = t, n_events, code
+        states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
