@@ -1,1 +1,20 @@
-"""Deep networks: batched training, layerwise separation metrics, phase diagrams."""
+"""dnnphase: train families of deep networks and measure how each layer separates the data.
+
+The network side of the spring-block theory of feature learning (DESIGN §3-4):
+
+* :func:`sweep` — nonlinearity alpha x a noise knob x seeds -> ``xarray.Dataset``
+  (:class:`SweepConfig`; resumable and distributable);
+* :mod:`metrics` — the separation measures of one layer and the load curve of
+  a network (numpy; :mod:`dnnphase.separation` is the batched torch version);
+* :mod:`compare` — how well the chain's phase diagram explains the networks';
+* :func:`reproduce` — every result and figure of a preset, end to end.
+
+``import dnnphase`` does not import torch or numba; training does.
+"""
+
+from dnnphase import compare, metrics
+from dnnphase.reproduce import reproduce
+from dnnphase.sweep import SweepConfig, sweep
+
+__version__ = "0.2.0"
+__all__ = ["SweepConfig", "compare", "metrics", "reproduce", "sweep"]

@@ -196,17 +196,18 @@ def _compute_and_write(compute, payload, store_output, index) -> int:
 
 
 class Progress:
-    """Chunks done / total with an ETA: a bar on a terminal, lines otherwise.
+    """Work done / total with an ETA: a bar on a terminal, lines otherwise.
 
-    Non-terminal lines have a fixed, parseable form (the ETA is ``?`` until a
-    chunk has finished in this run)::
+    Non-terminal lines have a fixed, parseable form (the ETA is ``?`` until
+    some work has finished in this run)::
 
-        progress <label>: <done>/<total> chunks (<pct>%) elapsed <s>s eta <s|?>s
+        progress <label>: <done>/<total> <unit>s (<pct>%) elapsed <s>s eta <s|?>s
     """
 
-    def __init__(self, total: int, done: int = 0, label: str = "sweep", quiet: bool = False,
-                 stream=None):
+    def __init__(self, total: float, done: float = 0, label: str = "sweep", quiet: bool = False,
+                 stream=None, unit: str = "chunk"):
         self.total, self.done, self.label, self.quiet = total, done, label, quiet
+        self.unit = unit
         self.stream = stream or sys.stderr
         self.start = time.monotonic()
         self.start_done = done
@@ -214,11 +215,13 @@ class Progress:
         if not quiet and getattr(self.stream, "isatty", lambda: False)():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, initial=done, desc=label, unit="chunk", file=self.stream)
+            self.bar = tqdm(total=total, initial=done, desc=label, unit=unit, file=self.stream,
+                            bar_format=None if unit == "chunk" else
+                            "{l_bar}{bar}| {n:.1f}/{total:g} {unit}s [{elapsed}<{remaining}]")
         else:
             self._line()
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: float = 1) -> None:
         self.done += n
         if self.bar is not None:
             self.bar.update(n)
@@ -230,14 +233,56 @@ class Progress:
             return
         elapsed = time.monotonic() - self.start
         new = self.done - self.start_done
-        eta = f"{elapsed / new * (self.total - self.done):.1f}" if new else "?"
+        eta = f"{elapsed / new * (self.total - self.done):.1f}" if new > 0 else "?"
         pct = 100.0 * self.done / self.total if self.total else 100.0
-        print(f"progress {self.label}: {self.done}/{self.total} chunks ({pct:.1f}%) "
+        done = f"{self.done:.2f}".rstrip("0").rstrip(".") if self.done % 1 else str(
+            int(self.done))
+        print(f"progress {self.label}: {done}/{self.total:g} {self.unit}s ({pct:.1f}%) "
               f"elapsed {elapsed:.1f}s eta {eta}s", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+class _StageOfOverall:
+    """A sweep's progress reported as a fraction of one stage of the overall bar."""
+
+    def __init__(self, overall: Progress, total: int, done: int):
+        self.overall, self.step = overall, 1.0 / max(total, 1)
+        if done:
+            self.overall.advance(done * self.step)
+
+    def advance(self, n: int = 1) -> None:
+        self.overall.advance(n * self.step)
+
+    def close(self) -> None:
+        pass
+
+
+_OVERALL: list[Progress] = []
+
+
+@contextlib.contextmanager
+def overall_progress(stages: int, label: str, quiet: bool = False):
+    """One progress bar for a job of several stages (e.g. ``reproduce``).
+
+    Sweeps run inside it advance the current stage chunk by chunk instead of
+    drawing bars of their own; call ``.advance()`` after each other stage.
+    """
+    progress = Progress(stages, 0, label, quiet, unit="stage")
+    _OVERALL.append(progress)
+    try:
+        yield progress
+    finally:
+        _OVERALL.pop()
+        progress.close()
+
+
+def _progress_for(total: int, done: int, label: str, quiet: bool):
+    if _OVERALL:
+        return _StageOfOverall(_OVERALL[-1], total, done)
+    return Progress(total, done, label, quiet)
 
 
 @contextlib.contextmanager
@@ -289,7 +334,7 @@ def run_sweep(
     validate_scheduler(scheduler)
     done = store.done()
     pending = [i for i in range(len(payloads)) if i not in done]
-    progress = Progress(len(payloads), len(payloads) - len(pending), label, quiet)
+    progress = _progress_for(len(payloads), len(payloads) - len(pending), label, quiet)
     try:
         with interrupt_once():
             if scheduler == "serial":
