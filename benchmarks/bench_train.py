@@ -1,4 +1,4 @@
-"""Speed of the batched trainer against one-model-at-a-time training (issue 3, "Speed").
+"""Speed of the batched trainer against one-model-at-a-time training, on CPU and GPU.
 
 Paper configuration: 7 hidden layers + output (8 Linear maps), width 100, 100
 inputs, 10 classes, 2560 samples, Adam, 100 epochs; random data (speed does not
@@ -18,6 +18,12 @@ Printed, all measured in this run (never asserted: the machine is shared):
 * GFLOP/s: matmul FLOPs of a training step (forward, weight and input
   gradients) divided by its time, against the same matmuls alone (torch.bmm at
   the trainer's shapes and layouts).
+* the share of a sweep chunk's time spent measuring the layers
+  (:func:`dnnphase.separation.measure_layers`, all four default measures) after
+  training, when that module is installed.
+* GPU (only when CUDA is present): models per second at M = 96 and 960 (full batch,
+  dropout 0.1, as Fig. 1c), achieved FLOP/s against a bmm at the same shapes, and the
+  metrics' share of the time. See docs/performance.md for what to measure there.
 
 Usage::
 
@@ -90,13 +96,19 @@ def step_flops(batch: int, depth: int, width: int) -> float:
     return 2.0 * batch * (2 * sum(macs) + sum(macs[1:]))
 
 
-def matmul_seconds(m: int, batch: int, depth: int, width: int, reps: int) -> float:
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def matmul_seconds(m: int, batch: int, depth: int, width: int, reps: int,
+                   device: str = "cpu") -> float:
     """The matmuls of one training step of m stacked models alone (trainer layout:
     activations (B, M, F), weights (M, in, out)). Seconds per step."""
     dims = [D_IN] + [width] * depth + [N_CLASSES]
-    hs = [torch.randn(batch, m, dims[i]) for i in range(depth + 1)]
-    gs = [torch.randn(m, batch, dims[i + 1]) for i in range(depth + 1)]
-    ws = [torch.randn(m, dims[i], dims[i + 1]) for i in range(depth + 1)]
+    hs = [torch.randn(batch, m, dims[i], device=device) for i in range(depth + 1)]
+    gs = [torch.randn(m, batch, dims[i + 1], device=device) for i in range(depth + 1)]
+    ws = [torch.randn(m, dims[i], dims[i + 1], device=device) for i in range(depth + 1)]
 
     def step():
         for i in range(depth + 1):
@@ -109,11 +121,75 @@ def matmul_seconds(m: int, batch: int, depth: int, width: int, reps: int) -> flo
     step()
     best = float("inf")
     for _ in range(3):
+        _sync(device)
         t0 = time.perf_counter()
         for _ in range(reps):
             step()
+        _sync(device)
         best = min(best, (time.perf_counter() - t0) / reps)
     return best
+
+
+def metrics_seconds(result, y) -> float | None:
+    """Seconds to measure every layer of every model of ``result`` with the four default
+    measures, on the training device; None without :mod:`dnnphase.separation`."""
+    try:
+        from dnnphase import separation
+    except ImportError:
+        return None
+    dev = str(result.device)
+    feats = result.features(on_device=True)
+    _sync(dev)
+    t0 = time.perf_counter()
+    separation.measure_layers(feats, y.to(result.device), separation.DEFAULT_MEASURES)
+    _sync(dev)
+    return time.perf_counter() - t0
+
+
+def timed_training(x, y, *, n_models, epochs, dropout, device, depth=7, width=100):
+    """(seconds, result) of one train_ensemble call (full batch, early stopping off)."""
+    cfg = TrainConfig(epochs=epochs, loss_threshold=0.0, rel_tol=0.0, device=device)
+    _sync(device)
+    t0 = time.perf_counter()
+    res = train_ensemble(x, y, seeds=list(range(n_models)), dropout=dropout, depth=depth,
+                         width=width, config=cfg)
+    _sync(device)
+    return time.perf_counter() - t0, res
+
+
+def metrics_share(label: str, train_s: float, result, y) -> None:
+    t = metrics_seconds(result, y)
+    if t is None:
+        print(f"{label}: dnnphase.separation not available, metrics share skipped")
+        return
+    print(f"{label}: training {train_s:.2f} s, metrics {t:.2f} s "
+          f"-> {100 * t / (train_s + t):.1f} % of the chunk in metrics", flush=True)
+
+
+def gpu_section(quick: bool, depth: int, width: int) -> None:
+    """Models per second, achieved FLOP/s and metrics share on one CUDA device."""
+    if not torch.cuda.is_available():
+        print("\n--- GPU: no CUDA device, section skipped")
+        return
+    dev = "cuda"
+    n, epochs = 2560, (5 if quick else 100)
+    x, y = (t.to(dev) for t in make_data(n))  # resident on the device
+    print(f"\n--- GPU {torch.cuda.get_device_name()}: full batch ({n}), dropout 0.1, "
+          f"{epochs} epochs, float32")
+    timed_training(x, y, n_models=4, epochs=2, dropout=0.1, device=dev)  # warm-up
+    fl = step_flops(n, depth, width)
+    for m in (96, 960):
+        secs, res = timed_training(x, y, n_models=m, epochs=epochs, dropout=0.1, device=dev)
+        per_100 = secs * 100 / epochs
+        gf = fl * m * epochs / secs / 1e9
+        t_mm = matmul_seconds(m, n, depth, width, reps=3 if m > 100 else 10, device=dev)
+        gf_mm = fl * m / t_mm / 1e9
+        print(f"M={m:<4} {secs:7.2f} s  {m / per_100:7.1f} models/s (100 epochs)  "
+              f"{gf:8.0f} GFLOP/s  = {100 * gf / gf_mm:4.1f} % of bmm ({gf_mm:.0f} GFLOP/s)",
+              flush=True)
+        metrics_share(f"M={m}", secs, res, y)
+        del res
+        torch.cuda.empty_cache()
 
 
 def main() -> None:
@@ -203,6 +279,12 @@ def main() -> None:
         print(f"bmm M={m:<3} B={b:<5} {t * 1e3:8.3f} ms/step  {gf:6.1f} GFLOP/s")
     print("\nGFLOP/s of a training row / GFLOP/s of the matching matmul row = the fraction of "
           "matmul speed reached (the rest: BatchNorm, activation, dropout, optimizer, data).")
+
+    print(f"\n--- metrics share on the CPU: {m_small} models, full batch, {epochs} epochs")
+    secs, res = timed_training(x, y, n_models=m_small, epochs=epochs, dropout=0.1,
+                               device="cpu", depth=depth, width=width)
+    metrics_share("CPU", secs, res, y)
+    gpu_section(args.quick, depth, width)
 
 
 if __name__ == "__main__":

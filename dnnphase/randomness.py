@@ -91,13 +91,15 @@ def _index_hash(start: int, count: int, device: torch.device) -> torch.Tensor:
     return mix32((i + GOLDEN) & MASK32)
 
 
-def hash_bits(key: torch.Tensor, start: int, count: int,
-              out: torch.Tensor | None = None) -> torch.Tensor:
+def hash_bits(key: torch.Tensor, start: int, count: int, out: torch.Tensor | None = None,
+              tmp: torch.Tensor | None = None) -> torch.Tensor:
     """``(M, count)`` uniform 32-bit integers (int64) number ``start…start+count−1`` of
-    each key ``(M,)``: ``mix32(key ^ mix32(i + GOLDEN))``; ``out``: a buffer to fill."""
+    each key ``(M,)``: ``mix32(key ^ mix32(i + GOLDEN))``. ``out``, ``tmp``: int64
+    buffers of that shape to reuse (fresh large tensors cost more than the hash on a CPU).
+    """
     table = _index_hash(start, count, key.device)  # (count,)
     out = torch.bitwise_xor(key[:, None], table[None, :], out=out)
-    return mix32_(out, torch.empty_like(out))
+    return mix32_(out, torch.empty_like(out) if tmp is None else tmp)
 
 
 def uniform_from_bits(bits: torch.Tensor) -> torch.Tensor:
@@ -167,17 +169,18 @@ class DropoutMasks:
         self.half = -(-batch * width // 2)
         self.threshold = (levels - 1).view(-1, 1, 1)  # (M, 1, 1), float
         self.scale = scale.view(-1, 1, 1)
-        self._bits = None
+        self._bits = self._tmp = None
 
     def __call__(self, layer: int) -> torch.Tensor:
         """``(B, M, width)`` multipliers of hidden layer ``layer`` (0-based)."""
         m, b, w, h = self.keys.shape[0], self.batch, self.width, self.half
         if self._bits is None:
             self._bits = torch.empty((m, h), dtype=torch.long, device=self.keys.device)
-        bits = hash_bits(self.keys, layer * h, h, out=self._bits)  # (M, H)
+            self._tmp = torch.empty_like(self._bits)
+        bits = hash_bits(self.keys, layer * h, h, self._bits, self._tmp)  # (M, H)
         t = torch.empty((m, 2 * h), dtype=self.scale.dtype, device=bits.device)
-        t[:, :h] = bits & 0xFFFF
-        t[:, h:] = bits.bitwise_right_shift_(16)
+        t[:, :h] = torch.bitwise_and(bits, 0xFFFF, out=self._tmp)  # low halves
+        t[:, h:] = bits.bitwise_right_shift_(16)  # high halves
         t = t[:, : b * w].view(m, b, w)  # (M, B, w)
         # clamp(v − level + 1, 0, 1) is the exact 0/1 keep indicator (integers < 2¹⁶
         # are exact in float32).

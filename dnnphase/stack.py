@@ -43,6 +43,8 @@ def row_mean(x: torch.Tensor) -> torch.Tensor:
     1024 so that no single reduction is split across threads (a one-output reduction of
     ≥ 32 768 elements is, and its rounding then depends on the thread count)."""
     m, n = x.shape
+    if n <= 1024:
+        return x.sum(1) / n
     k = -(-n // 1024)
     padded = F.pad(x, (0, k * 1024 - n)) if k * 1024 != n else x
     return padded.reshape(m, k, 1024).sum(2).sum(1) / n
@@ -69,18 +71,16 @@ class _LeakyReLUPerModel(torch.autograd.Function):
         return torch.addcmul(g_pos, g - g_pos, a), None
 
 
-def _default_linear(out_f: int, in_f: int, bias: bool, g: torch.Generator):
-    """``nn.Linear``'s default initialisation drawn from ``g``, exactly as
-    ``reset_parameters`` does: weight U(±gain·√(3/fan_in)) with the gain of
-    ``kaiming_uniform_(a=√5)``, then bias U(±1/√fan_in)."""
-    dtype = torch.get_default_dtype()
+def _default_linear_(w: torch.Tensor, b: torch.Tensor | None, g: torch.Generator) -> None:
+    """``nn.Linear``'s default initialisation drawn from ``g`` into ``w`` ``(out, in)`` and
+    ``b`` ``(out,)``, exactly as ``reset_parameters`` does: weight U(±gain·√(3/fan_in))
+    with the gain of ``kaiming_uniform_(a=√5)``, then bias U(±1/√fan_in)."""
+    fan_in = w.shape[1]
     gain = nn.init.calculate_gain("leaky_relu", math.sqrt(5))
-    bound = math.sqrt(3.0) * (gain / math.sqrt(in_f))
-    w = torch.empty(out_f, in_f, dtype=dtype).uniform_(-bound, bound, generator=g)
-    if not bias:
-        return w, None
-    bb = 1 / math.sqrt(in_f)
-    return w, torch.empty(out_f, dtype=dtype).uniform_(-bb, bb, generator=g)
+    bound = math.sqrt(3.0) * (gain / math.sqrt(fan_in))
+    w.uniform_(-bound, bound, generator=g)
+    if b is not None:
+        b.uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), generator=g)
 
 
 class EnsembleMLP(nn.Module):
@@ -196,15 +196,20 @@ class EnsembleMLP(nn.Module):
         require(len(seeds) == n_models, "seeds", f"one per model ({n_models})", seeds)
         ens = cls(n_models, in_features, n_classes, depth, width, alpha, dropout, batchnorm,
                   bias, dtype=dtype or torch.get_default_dtype(), device=device)
-        dims = ens.dims
+        # Draw in the default dtype, model by model in the MLP's order (each Linear's
+        # weight, then its bias), into (M, out, in) buffers; then one copy per layer.
+        dims, dt = ens.dims, torch.get_default_dtype()
+        ws = [torch.empty(n_models, dims[i + 1], dims[i], dtype=dt) for i in range(depth + 1)]
+        bs = [torch.empty(n_models, dims[i + 1], dtype=dt) for i in range(depth + 1)]
+        for m, seed in enumerate(seeds):
+            g = torch.Generator().manual_seed(seed)
+            for w, b in zip(ws, bs, strict=True):
+                _default_linear_(w[m], b[m] if bias else None, g)
         with torch.no_grad():
-            for m, seed in enumerate(seeds):
-                g = torch.Generator().manual_seed(seed)  # the MLP's draws, in its order
-                for i in range(depth + 1):
-                    w, b = _default_linear(dims[i + 1], dims[i], bias, g)
-                    ens.weights[i][m].copy_(w.T)
-                    if bias:
-                        ens.biases[i][m, 0].copy_(b)
+            for i in range(depth + 1):
+                ens.weights[i].copy_(ws[i].transpose(1, 2))  # (M, in, out)
+                if bias:
+                    ens.biases[i].copy_(bs[i][:, None, :])
         return ens
 
     @classmethod
