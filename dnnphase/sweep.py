@@ -165,6 +165,14 @@ class SweepConfig:
             require(torch.cuda.is_available(), "device",
                     "auto or cpu on this machine (no CUDA device is available)", self.device)
 
+    def train_config(self):
+        """The :class:`dnnphase.train.TrainConfig` of every model: the fields both share."""
+        from dnnphase.train import TrainConfig
+
+        shared = {f.name for f in dataclasses.fields(TrainConfig)} & set(_FIELD_DEFAULTS)
+        return TrainConfig(**{name: getattr(self, name) for name in shared - {"record_every"}},
+                           record_every=self.record_every or None)
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -227,26 +235,18 @@ def train_chunk(payload: dict) -> xr.Dataset:
     """One chunk: train its models together, then measure every layer.
 
     Module-level so that process and Dask workers can unpickle it. Training
-    runs on one CPU thread whatever the process's setting, so a chunk's result
-    never depends on the scheduler, the thread count or the machine's load
-    (BLAS libraries split sums differently with more threads, and some pick
-    the count at run time from the load).
+    and measuring run on one CPU thread whatever the process's setting
+    (:class:`dnnphase.train.TrainConfig` ``cpu_threads``), so a chunk's result
+    never depends on the scheduler, the thread count or the machine's load.
     """
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _train_and_measure(SweepConfig(**payload["config"]), payload["models"])
-    finally:
-        torch.set_num_threads(threads)
+    return _train_and_measure(SweepConfig(**payload["config"]), payload["models"])
 
 
 def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
     import torch
 
     from dnnphase import separation
-    from dnnphase.train import TrainConfig, train_ensemble
+    from dnnphase.train import train_ensemble
 
     ia, iv, seeds = (np.array([m[k] for m in models]) for k in range(3))
     data = load_data(cfg)
@@ -262,14 +262,9 @@ def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
     def record(features):  # on the training device, all models at once
         return separation.measure_layers(features, y_train, (primary,))[:, 0]  # (m, L+1)
 
-    train_cfg = TrainConfig(
-        epochs=cfg.epochs, optimizer=cfg.optimizer, lr=cfg.lr, dtype=cfg.dtype,
-        device=cfg.device, loss_threshold=cfg.loss_threshold, patience=cfg.patience,
-        rel_tol=cfg.rel_tol, record_every=cfg.record_every or None,
-    )
     result = train_ensemble(
         torch.as_tensor(data.x_train), y_train, torch.as_tensor(data.x_test),
-        torch.as_tensor(data.y_test), seeds=seeds.tolist(), config=train_cfg,
+        torch.as_tensor(data.y_test), seeds=seeds.tolist(), config=cfg.train_config(),
         depth=cfg.depth, width=cfg.width, batchnorm=cfg.batchnorm, bias=cfg.bias,
         record_fn=record if cfg.record_every else None, **per_model,
     )

@@ -128,33 +128,20 @@ def test_cli_bad_input_exits_2_before_training(tmp_path, capsys, args, fragment)
     assert not out.exists()
 
 
-def test_chunks_train_on_one_thread_whatever_the_process_uses(monkeypatch):
-    """With several threads torch's CPU kernels split sums differently from run to run
-    on a busy machine (measured: 0.007 in trace-ratio load curves after 15 epochs of the
-    paper's network); a chunk therefore always trains on one thread."""
-    import torch
+def test_training_fields_are_trainconfig_fields_with_the_same_defaults():
+    """SweepConfig's training settings are TrainConfig's, so the two cannot drift apart."""
+    import dataclasses
 
-    import dnnphase.train
+    from dnnphase.train import TrainConfig
 
-    seen = []
-    real = dnnphase.train.train_ensemble
-
-    def spy(*args, **kwargs):
-        seen.append(torch.get_num_threads())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(dnnphase.train, "train_ensemble", spy)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        cfg = SweepConfig(knob="dropout", values=[0.1], alphas=[0.0], measures=["trace_ratio"],
-                          **{**SMALL, "seeds": [0]})
-        from dnnphase.sweep import train_chunk
-
-        train_chunk({"config": cfg.to_dict(), "models": [(0, 0, 0)]})
-        assert seen == [1] and torch.get_num_threads() == 2  # restored afterwards
-    finally:
-        torch.set_num_threads(threads)
+    train = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    for name in ("epochs", "batch_size", "optimizer", "lr", "loss_threshold", "patience",
+                 "rel_tol", "device"):
+        assert SweepConfig.__dataclass_fields__[name].default == train[name], name
+    cfg = SweepConfig(epochs=7, patience=3, rel_tol=0.01, lr=0.02, optimizer="sgd", **{
+        k: v for k, v in SMALL.items() if k != "epochs"}).train_config()
+    assert (cfg.epochs, cfg.patience, cfg.rel_tol, cfg.lr, cfg.optimizer) == (7, 3, 0.01, 0.02,
+                                                                              "sgd")
 
 
 def test_cuda_without_a_gpu_is_refused_before_any_work(tmp_path, capsys):
