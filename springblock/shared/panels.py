@@ -120,19 +120,8 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
                 ax.set_ylabel(fmt_value(panel.row_values[i]), fontsize=7, rotation=0, ha="right",
                               va="center")
     if panel.boundary is not None:
-        # Phase boundaries: the edges between neighbouring cells of different label.
         labels = np.asarray(panel.boundary, dtype=float)[np.ix_(rows, cols)]
-        over = fig.add_axes([x0 / fw, y0 / fh, n_c * ax_size / fw, n_r * ax_size / fh])
-        over.set_xlim(0, n_c)
-        over.set_ylim(n_r, 0)
-        over.axis("off")
-        style = dict(color="k", lw=2.2, alpha=0.75, solid_capstyle="butt")
-        for i in range(n_r):
-            for j in range(n_c):
-                if j + 1 < n_c and _differ(labels[i, j], labels[i, j + 1]):
-                    over.plot([j + 1, j + 1], [i, i + 1], **style)
-                if i + 1 < n_r and _differ(labels[i, j], labels[i + 1, j]):
-                    over.plot([j, j + 1], [i + 1, i + 1], **style)
+        _draw_boundaries(fig, (x0, y0), labels, ax_size)
     width, height = n_c * ax_size, n_r * ax_size
     fig.text((x0 + width / 2) / fw, (y0 - 0.45) / fh, panel.col_label, ha="center", va="top",
              fontsize=9)
@@ -144,6 +133,23 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
     cax = fig.add_axes([(x0 + width + 0.15) / fw, y0 / fh, 0.16 / fw, (height - gap) / fh])
     sm = plt.cm.ScalarMappable(norm=norm, cmap=colormap)
     fig.colorbar(sm, cax=cax).set_label(panel.shade_label, fontsize=8)
+
+
+def _draw_boundaries(fig, box, labels: np.ndarray, ax_size: float) -> None:
+    """Phase boundaries: the edges between neighbouring cells of different label (R, C)."""
+    n_r, n_c = labels.shape
+    fw, fh = fig.get_size_inches()
+    over = fig.add_axes([box[0] / fw, box[1] / fh, n_c * ax_size / fw, n_r * ax_size / fh])
+    over.set_xlim(0, n_c)
+    over.set_ylim(n_r, 0)
+    over.axis("off")
+    style = dict(color="k", lw=2.2, alpha=0.75, solid_capstyle="butt")
+    for i in range(n_r):
+        for j in range(n_c):
+            if j + 1 < n_c and _differ(labels[i, j], labels[i, j + 1]):
+                over.plot([j + 1, j + 1], [i, i + 1], **style)
+            if i + 1 < n_r and _differ(labels[i, j], labels[i + 1, j]):
+                over.plot([j, j + 1], [i + 1, i + 1], **style)
 
 
 def _differ(a: float, b: float) -> bool:
