@@ -54,15 +54,19 @@ def plot_trajectory(ds):
     if "trajectory" not in ds:
         raise ValueError("this result has no trajectory: simulate with record_every > 0")
     traj = ds["trajectory"].mean("seed")  # (time, layer)
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
     colors = plt.cm.viridis(np.linspace(0, 1, ds.sizes["layer"]))
     for layer in range(ds.sizes["layer"]):
         ax.plot(ds["time"].values, traj.isel(layer=layer).values, color=colors[layer],
                 lw=1.2, label=f"d_{layer}")
     ax.set_xlabel("time t = steps x step")
     ax.set_ylabel("load d_l = y - x_l")
-    ax.set_title(f"Chain load curve over time (mean of {ds.sizes['seed']} seeds)", fontsize=10)
-    ax.legend(fontsize=7, ncol=2, title="layer", title_fontsize=7)
+    n_seeds = ds.sizes["seed"]
+    ax.set_title(f"Chain load curve over time (mean of {n_seeds} seed"
+                 f"{'s' if n_seeds != 1 else ''})", fontsize=10)
+    # outside the axes: inside, it covers the deepest layers' curves
+    ax.legend(fontsize=7, title="layer", title_fontsize=7, loc="center left",
+              bbox_to_anchor=(1.01, 0.5))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
