@@ -169,3 +169,14 @@ def test_bad_input_raises_config_error():
     for call, match in cases:
         with pytest.raises(ConfigError, match=match):
             call()
+
+
+def test_fuzziness_on_trained_features_does_not_depend_on_the_cutoff(trained_features):
+    # docs/measures.md: on real features Σ_b's spurious K-th direction lies ~1e-32
+    # below σ_max and the genuine ones far above 1e-6, so any cut-off in between
+    # gives the same value; a cut-off that reaches genuine directions lowers it.
+    layers, y = trained_features
+    values = [separation.measure_layers(layers, y, ["fuzziness"], rcond=rc)
+              for rc in (1e-12, 1e-10, 1e-6)]
+    assert torch.equal(values[0], values[1]) and torch.equal(values[1], values[2])
+    assert (separation.measure_layers(layers, y, ["fuzziness"], rcond=0.2) < values[1]).all()
