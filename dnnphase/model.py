@@ -6,7 +6,8 @@
                      h_0                                      h_ℓ
 
 ``MLP`` is a plain ``nn.Module`` with PyTorch's default initialisation. It is
-the *definition* the batched trainer (:mod:`dnnphase.train`) must reproduce, and
+the *definition* the stacked models (:mod:`dnnphase.stack`, trained by
+:mod:`dnnphase.train`) must reproduce, and
 the one-model-at-a-time baseline of the tests and the benchmark.
 
 Features (the input of the separation metrics): ``h_0`` is the input after the

@@ -108,7 +108,7 @@ def uniform_from_bits(bits: torch.Tensor) -> torch.Tensor:
 
 
 def normal_from_bits(bits: torch.Tensor) -> torch.Tensor:
-    """32-bit integers → float64 standard normals by the inverse CDF (|z| ≤ 6.5)."""
+    """32-bit integers → float64 standard normals by the inverse CDF Φ⁻¹ (|z| ≤ 6.34)."""
     return torch.special.ndtri(uniform_from_bits(bits))
 
 

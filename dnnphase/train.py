@@ -355,30 +355,29 @@ def train_ensemble(
     cfg = config or TrainConfig()
     device = resolve_device(cfg.device)
     with _threads(device, cfg.cpu_threads):
-        return _train(x_train, y_train, x_test, y_test, seeds, alpha, dropout, lr, label_noise,
-                      batch_size, cfg, device, model, depth, width, batchnorm, bias, record_fn)
+        data, xt, yt = _device_data(x_train, y_train, x_test, y_test, cfg, device, record_fn)
+        n, d = data.x.shape
+        k = _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg, model)
+        start = _start_model(k, model, d, int(data.y.max()) + 1, depth, width, batchnorm,
+                             bias, cfg.dtype)
+        data.n_classes = start.n_classes
+        lo, hi = int(data.y.min()), int(data.y.max())
+        require(0 <= lo and hi < start.n_classes, "y_train",
+                f"labels in [0, {start.n_classes})", (lo, hi))
+        data.eval_stack = min(64, default_stack_size(n, max(start.width, d), len(k.seeds),
+                                                     device))
+        return _run_stacks(start, k, data, xt, yt, cfg, device)
 
 
-def _train(x_train, y_train, x_test, y_test, seeds, alpha, dropout, lr, label_noise,
-           batch_size, cfg: TrainConfig, device: torch.device, model, depth, width, batchnorm,
-           bias, record_fn) -> TrainResult:
-    """:func:`train_ensemble` after the configuration is resolved."""
-    data, xt, yt = _device_data(x_train, y_train, x_test, y_test, cfg, device, record_fn)
-    n, d = data.x.shape
-    k = _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg, model)
-    start = _start_model(k, model, d, int(data.y.max()) + 1, depth, width, batchnorm, bias,
-                         cfg.dtype)
-    data.n_classes = start.n_classes
-    require(0 <= int(data.y.min()) and int(data.y.max()) < start.n_classes, "y_train",
-            f"labels in [0, {start.n_classes})", (int(data.y.min()), int(data.y.max())))
-    widest = max(start.width, d)
-    data.eval_stack = min(64, default_stack_size(n, widest, len(k.seeds), device))
-
-    retired: list[Retired | None] = [None] * len(k.seeds)
-    metrics = {name: np.full(len(k.seeds), np.nan)
+def _run_stacks(start: EnsembleMLP, k: _Knobs, data: StackData, xt, yt, cfg: TrainConfig,
+                device: torch.device) -> TrainResult:
+    """Train every stack of :func:`_stacks`, evaluate its models and assemble the result."""
+    m = len(k.seeds)
+    retired: list[Retired | None] = [None] * m
+    metrics = {name: np.full(m, np.nan)
                for name in ("train_loss", "train_accuracy", "test_accuracy")}
-    history = np.full((len(k.seeds), cfg.epochs), np.nan)
-    for b, ids in _stacks(k, cfg, widest, device):
+    history = np.full((m, cfg.epochs), np.nan)
+    for b, ids in _stacks(k, cfg, max(start.width, start.in_features), device):
         stack = TrainingStack(start.select(ids), ids, [k.lr[j] for j in ids],
                               [k.label_noise[j] for j in ids], [k.seeds[j] for j in ids],
                               b, data, cfg)

@@ -20,7 +20,14 @@ import torch.nn.functional as F
 
 from dnnphase.loop import divergence, explosion_limit
 from dnnphase.model import MLP
-from dnnphase.randomness import DropoutMasks, ModelStreams
+from dnnphase.randomness import (
+    LEVELS,
+    DropoutMasks,
+    ModelStreams,
+    corrupt_batch,
+    dropout_levels,
+    dropout_span,
+)
 from dnnphase.train import EnsembleMLP, TrainConfig, resolve_device, train_ensemble
 from springblock.shared.checks import ConfigError
 
@@ -169,6 +176,48 @@ def test_batched_equals_one_at_a_time(data, optimizer, momentum, batch_size):
     for j in range(3):
         ref = reference(x, y, seeds[j], alpha=alphas[j], lr=lrs[j], batch_size=batch_size,
                         optimizer=optimizer, momentum=momentum)
+        assert_matches_reference(res, j, ref, x, y)
+
+
+def reference_noisy(x, y, seed, *, dropout, q, lr=1e-2, batch_size=16, epochs=3):
+    """One model with dropout and label + data noise, its masks and noise drawn from its
+    own streams exactly as documented in dnnphase.randomness (step counter, offsets)."""
+    torch.manual_seed(seed)
+    model = MLP(D, C, depth=DEPTH, width=WIDTH).double().train()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    streams = ModelStreams([seed])
+    level = torch.tensor([float(dropout_levels([dropout])[0])], dtype=torch.float64)
+    scale = LEVELS / (LEVELS - level)
+    sigma = q * x.std(0, correction=0)[None, :]  # (1, d)
+    step = 0
+    for epoch in range(1, epochs + 1):
+        perm = streams.epoch_order(epoch, N)[0]
+        for s in range(N // batch_size):
+            idx = perm[s * batch_size : (s + 1) * batch_size]
+            key = streams.step_keys(torch.tensor([step]))[:, 0]
+            masks = DropoutMasks(key, level, scale, batch_size, WIDTH)
+            xb, yb = corrupt_batch(x[idx][:, None], y[idx][None], key,
+                                   torch.tensor([q], dtype=torch.float64), sigma, C,
+                                   dropout_span(DEPTH, batch_size, WIDTH))
+            h = model.input_bn(xb[:, 0])
+            for layer, (lin, bn) in enumerate(zip(model.linears, model.norms, strict=True)):
+                h = model.act(bn(lin(h))) * masks(layer)[:, 0]
+            opt.zero_grad()
+            F.cross_entropy(model.out(h), yb[0]).backward()
+            opt.step()
+            step += 1
+    return model.eval()
+
+
+def test_dropout_and_noise_equal_one_at_a_time(data):
+    """The reference draws its own masks and noise from the seed's streams: the stacked
+    trainer reproduces it model by model (mixed p and q in one stack)."""
+    x, y = data
+    seeds, drops, qs = [1, 2, 3], [0.2, 0.0, 0.1], [0.0, 0.3, 0.2]
+    res = train_ensemble(x, y, seeds=seeds, dropout=drops, label_noise=qs, batch_size=16,
+                         lr=1e-2, depth=DEPTH, width=WIDTH, config=config(epochs=3))
+    for j in range(3):
+        ref = reference_noisy(x, y, seeds[j], dropout=drops[j], q=qs[j])
         assert_matches_reference(res, j, ref, x, y)
 
 
