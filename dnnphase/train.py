@@ -369,6 +369,26 @@ def train_ensemble(
         return _run_stacks(start, k, data, xt, yt, cfg, device)
 
 
+def _train_stack(start: EnsembleMLP, ids: list[int], b: int, k: _Knobs, data: StackData,
+                 cfg: TrainConfig) -> tuple[list[Retired], dict[int, np.ndarray]]:
+    """Train models ``ids`` as one stack; a stack that runs out of GPU memory is split in
+    two halves (a model's result does not depend on its stack-mates)."""
+    try:
+        stack = TrainingStack(start.select(ids), ids, [k.lr[j] for j in ids],
+                              [k.label_noise[j] for j in ids], [k.seeds[j] for j in ids],
+                              b, data, cfg)
+        return stack.run(), stack.history
+    except torch.cuda.OutOfMemoryError:
+        if len(ids) == 1:
+            raise
+        stack = None
+        torch.cuda.empty_cache()
+    half = len(ids) // 2
+    first, hist = _train_stack(start, ids[:half], b, k, data, cfg)
+    second, hist2 = _train_stack(start, ids[half:], b, k, data, cfg)
+    return first + second, {**hist, **hist2}
+
+
 def _run_stacks(start: EnsembleMLP, k: _Knobs, data: StackData, xt, yt, cfg: TrainConfig,
                 device: torch.device) -> TrainResult:
     """Train every stack of :func:`_stacks`, evaluate its models and assemble the result."""
@@ -378,15 +398,12 @@ def _run_stacks(start: EnsembleMLP, k: _Knobs, data: StackData, xt, yt, cfg: Tra
                for name in ("train_loss", "train_accuracy", "test_accuracy")}
     history = np.full((m, cfg.epochs), np.nan)
     for b, ids in _stacks(k, cfg, max(start.width, start.in_features), device):
-        stack = TrainingStack(start.select(ids), ids, [k.lr[j] for j in ids],
-                              [k.label_noise[j] for j in ids], [k.seeds[j] for j in ids],
-                              b, data, cfg)
-        outs = stack.run()
+        outs, hist = _train_stack(start, ids, b, k, data, cfg)
         for name, values in _metrics(outs, data, xt, yt).items():
             metrics[name][ids] = values
         for j, out in zip(ids, outs, strict=True):
             retired[j] = out
-            history[j] = stack.history[j]
+            history[j] = hist[j]
     return TrainResult(
         model=EnsembleMLP.cat([r.model.to("cpu") for r in retired]),
         **{name: torch.from_numpy(v) for name, v in metrics.items()},

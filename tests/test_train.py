@@ -251,6 +251,30 @@ def test_from_models_start_and_stack_invariance(data):
         assert (p - q).abs().max() <= TOL
 
 
+def test_stack_out_of_gpu_memory_is_split(data, monkeypatch):
+    """A stack that runs out of (GPU) memory is trained in halves, same results."""
+    from dnnphase import loop
+
+    x, y = data
+    kw = dict(seeds=[1, 2, 3, 4, 5], dropout=[0.0, 0.1, 0.2, 0.1, 0.0], batch_size=32,
+              lr=1e-2, depth=DEPTH, width=WIDTH, config=config(epochs=2, fused=False))
+    whole = train_ensemble(x, y, **kw)
+    run, sizes = loop.TrainingStack.run, []
+
+    def small_memory(self):
+        sizes.append(len(self.ids))
+        if len(self.ids) > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return run(self)
+
+    monkeypatch.setattr(loop.TrainingStack, "run", small_memory)
+    split = train_ensemble(x, y, **kw)
+    assert sizes == [5, 2, 3, 1, 2]
+    for name, value in whole.model.state_dict().items():
+        assert torch.equal(value, split.model.state_dict()[name]), name
+    assert torch.equal(whole.loss_history, split.loss_history)
+
+
 # --------------------------------------------------------------------------- divergence
 
 
