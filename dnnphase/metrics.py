@@ -23,9 +23,16 @@ Scalar measures (one number per layer; see ``MEASURES``):
 * ``ncc``          nearest-class-centre accuracy (Galanti et al.)
 * ``regression``   RMSE of the best affine regressor onto one-hot labels (SM S5)
 
-``load_curve`` evaluates one of them on every layer 0..L. Features that
-contain NaN or inf (a diverged run) give NaN rather than an exception, so a
-sweep can record them and go on.
+Each public measure f(features, labels) checks its input, accumulates the
+class statistics once (``class_statistics``) and calls a small pure measure
+f_of(x, stats) (``MEASURES_OF``); ``layer_measures`` shares one set of
+statistics among several measures. ``load_curve`` evaluates one of them on
+every layer 0..L. Features that contain NaN or inf (a diverged run) give NaN
+rather than an exception, so a sweep can record them and go on.
+
+This module is the numpy reference, one model and layer at a time; sweeps use
+``dnnphase.separation``, the same measures batched over models in torch and
+tested against this one (docs/measures.md).
 
 The shape of a load curve (curvature, linearity, phase) is measured by the
 functions shared with ``springblock``, re-exported here unchanged.
@@ -48,6 +55,13 @@ __all__ = [
     "fuzziness",
     "cdnv",
     "ncc_accuracy",
+    "trace_ratio_of",
+    "fuzziness_of",
+    "cdnv_of",
+    "ncc_of",
+    "regression_of",
+    "layer_measures",
+    "MEASURES_OF",
     "effective_depth",
     "regression_load",
     "regression_load_onehot",
@@ -187,6 +201,76 @@ def within_between_covariance(features, labels) -> tuple[np.ndarray, np.ndarray]
 # --------------------------------------------------------------------------
 
 
+def _measured(features, labels, measure: Callable[..., float], **options) -> float:
+    # The public measures: check the input, accumulate the statistics once,
+    # NaN for non-finite features, then the pure measure of (x, stats).
+    x, stats = _statistics(features, labels)
+    if not _finite(x):
+        return np.nan
+    return measure(x, stats, **options)
+
+
+def trace_ratio_of(x: np.ndarray, stats: ClassStatistics) -> float:
+    """``trace_ratio`` of finite float64 features ``x`` (N, d) with their ``stats``."""
+    r = _residuals(x, stats)
+    tr_w = np.vdot(r, r) / x.shape[0]
+    b = _between_factor(stats)
+    tr_b = np.vdot(b, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.log(tr_w / tr_b))
+
+
+def fuzziness_of(x: np.ndarray, stats: ClassStatistics, rcond: float = FUZZINESS_RCOND) -> float:
+    """``fuzziness`` of finite float64 features ``x`` (N, d) with their ``stats``."""
+    u, s, _ = np.linalg.svd(_between_factor(stats), full_matrices=False)  # (d, r), (r,)
+    sigma = s * s  # singular values of Σ_b
+    if sigma.size == 0 or sigma[0] == 0.0:
+        return np.inf
+    keep = sigma > rcond * sigma[0]
+    proj = _residuals(x, stats) @ u[:, keep]  # (N, r'): residuals along Σ_b's range
+    per_direction = np.einsum("nj,nj->j", proj, proj) / x.shape[0]  # u_jᵀ Σ_w u_j
+    with np.errstate(divide="ignore"):
+        return float(np.log(np.sum(per_direction / sigma[keep])))
+
+
+def cdnv_of(x: np.ndarray, stats: ClassStatistics) -> float:
+    """``cdnv`` of finite float64 features ``x`` (N, d) with their ``stats``."""
+    r = _residuals(x, stats)
+    k = len(stats.counts)
+    var = np.bincount(stats.index, weights=np.einsum("nd,nd->n", r, r), minlength=k)
+    var = var / stats.counts  # (K,)
+    ratios = []
+    # Direct differences (not ‖μ_i‖² + ‖μ_j‖² − 2μ_i·μ_j) so that nearby means
+    # do not lose their distance to cancellation; O(K) memory per row.
+    for i in range(k - 1):
+        dist2 = np.sum((stats.means[i + 1 :] - stats.means[i]) ** 2, axis=1)  # (K-1-i,)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios.append((var[i] + var[i + 1 :]) / (2.0 * dist2))
+    return float(np.mean(np.concatenate(ratios)))
+
+
+def _ncc(x: np.ndarray, y: np.ndarray, centres: np.ndarray, classes: np.ndarray) -> float:
+    # Measure from the centres' centroid so that a large common offset does
+    # not cancel digits; ‖x‖² is the same for every class and is dropped.
+    origin = centres.mean(axis=0)
+    xc, mc = x - origin, centres - origin
+    score = np.einsum("kd,kd->k", mc, mc)[None, :] - 2.0 * (xc @ mc.T)  # (N, K)
+    predicted = classes[np.argmin(score, axis=1)]
+    return float(np.mean(predicted == y))
+
+
+def ncc_of(x: np.ndarray, stats: ClassStatistics) -> float:
+    """``ncc_accuracy`` (train-set centres) of finite float64 ``x`` (N, d) with its ``stats``."""
+    return _ncc(x, stats.classes[stats.index], stats.means, stats.classes)
+
+
+def regression_of(x: np.ndarray, stats: ClassStatistics) -> float:
+    """``regression_load_onehot`` of finite float64 features ``x`` (N, d) with their ``stats``."""
+    onehot = np.zeros((x.shape[0], len(stats.counts)))  # (N, K)
+    onehot[np.arange(x.shape[0]), stats.index] = 1.0
+    return _regression(x, onehot)
+
+
 def trace_ratio(features, labels) -> float:
     """Separation D = log(Tr Σ_w / Tr Σ_b) of (N, d) features (paper Eq. 3).
 
@@ -195,15 +279,7 @@ def trace_ratio(features, labels) -> float:
     coincide, −inf if every sample sits on its class mean; NaN for
     non-finite features.
     """
-    x, stats = _statistics(features, labels)
-    if not _finite(x):
-        return np.nan
-    r = _residuals(x, stats)
-    tr_w = np.vdot(r, r) / x.shape[0]
-    b = _between_factor(stats)
-    tr_b = np.vdot(b, b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.log(tr_w / tr_b))
+    return _measured(features, labels, trace_ratio_of)
 
 
 def fuzziness(features, labels, rcond: float = FUZZINESS_RCOND) -> float:
@@ -220,22 +296,12 @@ def fuzziness(features, labels, rcond: float = FUZZINESS_RCOND) -> float:
     rank (d ≤ K − 1); otherwise only to rotations, scaling and translation
     (the pseudo-inverse does not commute with a general map of a rank-deficient
     matrix). +inf if all class means coincide (no between-class direction
-    survives the cut-off); NaN for non-finite features.
+    survives the cut-off); NaN for non-finite features. How the value depends
+    on ``rcond`` on trained networks' features: docs/measures.md.
     """
     if not rcond >= 0:
         raise ValueError(f"rcond: must be >= 0, got {rcond}")
-    x, stats = _statistics(features, labels)
-    if not _finite(x):
-        return np.nan
-    u, s, _ = np.linalg.svd(_between_factor(stats), full_matrices=False)  # (d, r), (r,)
-    sigma = s * s  # singular values of Σ_b
-    if sigma.size == 0 or sigma[0] == 0.0:
-        return np.inf
-    keep = sigma > rcond * sigma[0]
-    proj = _residuals(x, stats) @ u[:, keep]  # (N, r'): residuals along Σ_b's range
-    per_direction = np.einsum("nj,nj->j", proj, proj) / x.shape[0]  # u_jᵀ Σ_w u_j
-    with np.errstate(divide="ignore"):
-        return float(np.log(np.sum(per_direction / sigma[keep])))
+    return _measured(features, labels, fuzziness_of, rcond=rcond)
 
 
 def cdnv(features, labels) -> float:
@@ -248,21 +314,7 @@ def cdnv(features, labels) -> float:
     same footing as the trace ratio). +inf if two class means coincide; NaN
     for non-finite features.
     """
-    x, stats = _statistics(features, labels)
-    if not _finite(x):
-        return np.nan
-    r = _residuals(x, stats)
-    k = len(stats.counts)
-    var = np.bincount(stats.index, weights=np.einsum("nd,nd->n", r, r), minlength=k)
-    var = var / stats.counts  # (K,)
-    ratios = []
-    # Direct differences (not ‖μ_i‖² + ‖μ_j‖² − 2μ_i·μ_j) so that nearby means
-    # do not lose their distance to cancellation; O(K) memory per row.
-    for i in range(k - 1):
-        dist2 = np.sum((stats.means[i + 1 :] - stats.means[i]) ** 2, axis=1)  # (K-1-i,)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios.append((var[i] + var[i + 1 :]) / (2.0 * dist2))
-    return float(np.mean(np.concatenate(ratios)))
+    return _measured(features, labels, cdnv_of)
 
 
 def ncc_accuracy(features, labels, means=None, classes=None) -> float:
@@ -276,34 +328,26 @@ def ncc_accuracy(features, labels, means=None, classes=None) -> float:
     ``classes = 0..K-1``). Ties go to the lower row. NaN for non-finite input.
     """
     if means is None:
-        x, stats = _statistics(features, labels)
-        centres, classes, y = stats.means, stats.classes, stats.classes[stats.index]
-    else:
-        x = _as_features(features)
-        y = _as_labels(labels, x.shape[0])
-        centres = _as_features(means, name="means")  # (K, d)
-        if centres.shape[1] != x.shape[1]:
-            raise ValueError(
-                f"means: centres have d = {centres.shape[1]} but features have d = {x.shape[1]}"
-            )
-        if centres.shape[0] < 2:
-            raise ValueError(f"means: need at least 2 class centres, got {centres.shape[0]}")
-        if classes is None:
-            classes = np.arange(centres.shape[0])
-        classes = _to_numpy(classes)
-        if classes.shape != (centres.shape[0],):
-            raise ValueError(
-                f"classes: expected shape ({centres.shape[0]},) to match means, got {classes.shape}"
-            )
+        return _measured(features, labels, ncc_of)
+    x = _as_features(features)
+    y = _as_labels(labels, x.shape[0])
+    centres = _as_features(means, name="means")  # (K, d)
+    if centres.shape[1] != x.shape[1]:
+        raise ValueError(
+            f"means: centres have d = {centres.shape[1]} but features have d = {x.shape[1]}"
+        )
+    if centres.shape[0] < 2:
+        raise ValueError(f"means: need at least 2 class centres, got {centres.shape[0]}")
+    if classes is None:
+        classes = np.arange(centres.shape[0])
+    classes = _to_numpy(classes)
+    if classes.shape != (centres.shape[0],):
+        raise ValueError(
+            f"classes: expected shape ({centres.shape[0]},) to match means, got {classes.shape}"
+        )
     if not _finite(x, centres):
         return np.nan
-    # Measure from the centres' centroid so that a large common offset does
-    # not cancel digits; ‖x‖² is the same for every class and is dropped.
-    origin = centres.mean(axis=0)
-    xc, mc = x - origin, centres - origin
-    score = np.einsum("kd,kd->k", mc, mc)[None, :] - 2.0 * (xc @ mc.T)  # (N, K)
-    predicted = classes[np.argmin(score, axis=1)]
-    return float(np.mean(predicted == y))
+    return _ncc(x, y, centres, classes)
 
 
 def effective_depth(ncc_acc_per_layer, threshold: float = EFFECTIVE_DEPTH_THRESHOLD):
@@ -345,6 +389,10 @@ def regression_load(features, targets) -> float:
         )
     if not _finite(x, t):
         return np.nan
+    return _regression(x, t)
+
+
+def _regression(x: np.ndarray, t: np.ndarray) -> float:
     # Centring both sides solves for the intercept exactly and leaves W.
     xc = x - x.mean(axis=0)
     tc = t - t.mean(axis=0)
@@ -355,11 +403,7 @@ def regression_load(features, targets) -> float:
 
 def regression_load_onehot(features, labels) -> float:
     """``regression_load`` of (N, d) features onto one-hot labels (N, K)."""
-    x = _as_features(features)
-    _, index, counts = _class_index(_as_labels(labels, x.shape[0]))
-    onehot = np.zeros((x.shape[0], len(counts)))  # (N, K)
-    onehot[np.arange(x.shape[0]), index] = 1.0
-    return regression_load(x, onehot)
+    return _measured(features, labels, regression_of)
 
 
 #: Per-layer scalar measures usable by ``load_curve``: name → f(features, labels).
@@ -370,6 +414,34 @@ MEASURES: dict[str, Callable[..., float]] = {
     "ncc": ncc_accuracy,
     "regression": regression_load_onehot,
 }
+
+
+#: The same measures as pure functions f(x, stats) of finite float64 features
+#: x (N, d) and their ``ClassStatistics`` (see ``layer_measures``).
+MEASURES_OF: dict[str, Callable[..., float]] = {
+    "trace_ratio": trace_ratio_of,
+    "fuzziness": fuzziness_of,
+    "cdnv": cdnv_of,
+    "ncc": ncc_of,
+    "regression": regression_of,
+}
+
+
+def layer_measures(features, labels, measures=tuple(MEASURES)) -> dict[str, float]:
+    """Several measures of one layer's (N, d) features, sharing one ``ClassStatistics``.
+
+    Returns {name: value} for the names in ``measures`` (default all of
+    ``MEASURES``), each equal to ``MEASURES[name](features, labels)``; NaN for
+    every measure if the features are not finite.
+    """
+    measures = (measures,) if isinstance(measures, str) else tuple(measures)
+    unknown = [name for name in measures if name not in MEASURES_OF]
+    if unknown or not measures:
+        raise ValueError(f"measures: unknown {unknown}; allowed: {', '.join(MEASURES_OF)}")
+    x, stats = _statistics(features, labels)
+    if not _finite(x):
+        return {name: np.nan for name in measures}
+    return {name: MEASURES_OF[name](x, stats) for name in measures}
 
 
 # --------------------------------------------------------------------------

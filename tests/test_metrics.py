@@ -325,3 +325,21 @@ def test_bad_parameters_raise():
         m.ncc_accuracy(x, y, means=np.zeros((3, 3)), classes=[0, 1])
     with pytest.raises(ValueError, match="targets"):
         m.regression_load(x, np.zeros(29))
+
+
+# ---- statistics once, pure measures on top ----
+
+
+def test_layer_measures_share_statistics_and_equal_the_public_measures():
+    x, y = make_data(150, 9, 4, seed=17, label_values=[3, 1, 4, 15])
+    values = m.layer_measures(x, y)
+    assert list(values) == list(m.MEASURES)
+    for name, fn in m.MEASURES.items():
+        assert values[name] == fn(x, y), name
+    stats = m.class_statistics(x, y)
+    assert m.MEASURES_OF["fuzziness"](x, stats, rcond=0.5) == m.fuzziness(x, y, rcond=0.5)
+    assert m.layer_measures(x, y, "cdnv") == {"cdnv": m.cdnv(x, y)}
+    x[0, 0] = np.inf
+    assert all(np.isnan(v) for v in m.layer_measures(x, y, ["ncc", "trace_ratio"]).values())
+    with pytest.raises(ValueError, match="measures.*entropy"):
+        m.layer_measures(x, y, ["trace_ratio", "entropy"])
