@@ -157,7 +157,8 @@ def _statistics(features, labels) -> tuple[np.ndarray, ClassStatistics]:
     classes, index, counts = _class_index(y)
     onehot = np.zeros((x.shape[0], len(classes)))  # (N, K)
     onehot[np.arange(x.shape[0]), index] = 1.0
-    means = (onehot.T @ x) / counts[:, None]  # (K, d)
+    with np.errstate(invalid="ignore"):  # inf features: 0 · inf = NaN, reported as NaN later
+        means = (onehot.T @ x) / counts[:, None]  # (K, d)
     return x, ClassStatistics(means, x.mean(axis=0), counts, classes, index)
 
 
