@@ -126,7 +126,7 @@ class TrainingStack:
         self.history = {j: np.full(cfg.epochs, np.nan) for j in self.ids}
         self.retired: dict[int, Retired] = {}
         self._records: dict[int, dict[int, Any]] = {j: {} for j in self.ids}
-        self._x_full = None  # full-batch inputs replicated per model, (N, M, d)
+        self._x_full = self._y_full = None  # full-batch data replicated per model
 
     # ------------------------------------------------------------ the loop
 
@@ -154,17 +154,18 @@ class TrainingStack:
         keys = self.streams.step_keys(torch.arange(first, first + steps, device=dev))  # (M, S)
         perm = None if b == n else self.streams.epoch_order(epoch, n)  # (M, N)
         loss_sum = torch.zeros(m, dtype=self.data.x.dtype, device=dev)
-        code = torch.zeros(m, dtype=torch.long, device=dev)
+        bad_loss = torch.zeros(m, dtype=self.data.x.dtype, device=dev)
         bad_step = torch.full((m,), -1, dtype=torch.long, device=dev)
         for s in range(steps):
             idx = None if perm is None else perm[:, s * b : (s + 1) * b]  # (M, B)
             losses = self._step(idx, keys[:, s])
-            c = divergence(losses, self.limit)
-            new = (code == 0) & (c > 0)
+            # The first loss that is not ≤ limit (NaN, inf, exploded), kept on the device.
+            new = (bad_step < 0) & ~(losses <= self.limit)
             bad_step = torch.where(new, first + s, bad_step)
-            code = torch.where(new, c, code)
+            bad_loss = torch.where(new, losses, bad_loss)
             loss_sum += losses
         # One host transfer per epoch (no per-step synchronisation on a GPU).
+        code = torch.where(bad_step >= 0, divergence(bad_loss, self.limit), 0)
         return ((loss_sum / steps).cpu().numpy(), code.cpu().numpy(), bad_step.cpu().numpy())
 
     def _step(self, idx: torch.Tensor | None, keys: torch.Tensor) -> torch.Tensor:
@@ -173,9 +174,10 @@ class TrainingStack:
         model, x, y = self.model, self.data.x, self.data.y
         m, b = model.n_models, self.batch
         if idx is None:
-            if self._x_full is None:
-                self._x_full = x.unsqueeze(1).expand(b, m, -1).contiguous()  # (N, M, d)
-            xb, yb = self._x_full, y.unsqueeze(0).expand(m, b)
+            if self._x_full is None:  # (N, M, d) and (M, N), rebuilt when the stack shrinks
+                self._x_full = x.unsqueeze(1).expand(b, m, -1).contiguous()
+                self._y_full = y.unsqueeze(0).expand(m, b).contiguous()
+            xb, yb = self._x_full, self._y_full
         else:
             xb, yb = x[idx.T], y[idx]  # (B, M, d), (M, B)
         masks = None
@@ -238,7 +240,7 @@ class TrainingStack:
             self.streams.select(it)
             self.q = self.q[it]
             self._noisy = self._noisy and any(v > 0 for v in self.q.tolist())
-            self._x_full = None
+            self._x_full = self._y_full = None
 
     # ------------------------------------------------------------ records
 

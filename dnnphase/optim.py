@@ -79,6 +79,7 @@ class StackedOptimizer:
         self.lr = [float(v) for v in lr]
         self.runs = _lr_runs(self.lr)
         self._step_tensors = None  # rebuilt lazily with the current step count
+        self._zeros = None  # gradients of the gauge parameters, rebuilt after select
 
     def select(self, keep: torch.Tensor) -> None:
         """Keep the state of models ``keep`` (stack positions, long tensor)."""
@@ -91,7 +92,10 @@ class StackedOptimizer:
     def step(self, params: list[torch.Tensor]) -> None:
         """One update of every model; a parameter without ``.grad`` has gradient zero
         (the gauge parameters: biases feeding BatchNorm)."""
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        if self._zeros is None:  # one zero tensor per parameter, made once per stack
+            self._zeros = [torch.zeros_like(p) for p in params]
+        grads = [p.grad if p.grad is not None else z
+                 for p, z in zip(params, self._zeros, strict=True)]
         for r, (a, b, lr) in enumerate(self.runs):
             ps, gs = [p[a:b] for p in params], [g[a:b] for g in grads]
             if self.settings.kind == "adam":
