@@ -181,7 +181,7 @@ class TrainingStack:
         else:
             xb, yb = x[idx.T], y[idx]  # (B, M, d), (M, B)
         masks = None
-        if model._any_dropout:
+        if model.has_dropout:
             masks = DropoutMasks(keys, model.drop_level, model.drop_scale, b, model.width)
         if self._noisy:
             sigma = self.q[:, None] * self.data.x_std[None, :]  # (M, d)

@@ -156,7 +156,7 @@ class EnsembleMLP(nn.Module):
 
         # Per-model constants on the device (not part of the state dict).
         levels = dropout_levels(drops)  # dropped 16-bit integers
-        self._any_dropout = any(k > 0 for k in levels) and depth > 0
+        self.has_dropout = any(k > 0 for k in levels) and depth > 0
         self.register_buffer("alpha", torch.tensor(alphas, **fk), persistent=False)
         self.register_buffer("drop_level", torch.tensor([float(k) for k in levels], **fk),
                              persistent=False)
@@ -348,7 +348,7 @@ class EnsembleMLP(nn.Module):
             h = self._bn(h, 0)
         h = h.view(b, m, d)
         feats = [h] if return_features else None
-        drop = self.training and self._any_dropout
+        drop = self.training and self.has_dropout
         if drop and dropout is None:
             dropout = self._global_masks(b, x.device)
         for i in range(self.depth):
