@@ -32,7 +32,6 @@ from springblock.fit.trajectory import (
     TrajectoryFit,
     fit_trajectory,
     seed_weights,
-    trajectory_observations,
 )
 
 __all__ = [
@@ -53,5 +52,4 @@ __all__ = [
     "fit_trajectory",
     "normalise",
     "seed_weights",
-    "trajectory_observations",
 ]

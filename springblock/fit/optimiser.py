@@ -15,8 +15,12 @@ import numpy as np
 COST_RTOL = 1e-4
 
 
-def with_jacobian(model, z: np.ndarray, lo, hi, rel_step: float = 1e-5):
+def with_jacobian(model, z: np.ndarray, lo, hi, rel_step: float = 1e-5, rows=None):
     """Model curves (K, n) at z (K, m) and their forward-difference Jacobian (K, n, m).
+
+    ``rows`` (K,): if given, the model is called as ``model(z, rows)`` with
+    the data row of every parameter set (for models that depend on the data,
+    e.g. nuisance parameters projected out).
 
     One batched call on the K (m + 1) parameter sets. Step ``rel_step`` of
     the bound width, inwards at the upper bound: the model is smooth, and the
@@ -25,12 +29,15 @@ def with_jacobian(model, z: np.ndarray, lo, hi, rel_step: float = 1e-5):
     ~1e-3 of the strong one.
     """
     k, m = z.shape
-    h = rel_step * (np.asarray(hi) - np.asarray(lo))
+    h = rel_step * (np.asarray(hi) - np.asarray(lo))  # 0 for a parameter pinned by lo = hi
     steps = np.where(z + h > hi, -h, h)  # (K, m)
     pert = z[:, None, :] + np.eye(m)[None] * steps[:, None, :]  # (K, m, m)
-    f = model(np.concatenate([z[:, None, :], pert], axis=1).reshape(-1, m)).reshape(k, m + 1, -1)
-    jac = np.transpose((f[:, 1:] - f[:, :1]) / steps[:, :, None], (0, 2, 1))
-    return f[:, 0], jac
+    sets = np.concatenate([z[:, None, :], pert], axis=1).reshape(-1, m)
+    f = (model(sets) if rows is None else model(sets, np.repeat(rows, m + 1))).reshape(k, m + 1, -1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jac = (f[:, 1:] - f[:, :1]) / steps[:, :, None]
+    jac = np.where(steps[:, :, None] != 0, jac, 0.0)
+    return f[:, 0], np.transpose(jac, (0, 2, 1))
 
 
 def _damped_step(jac, resid, z, lam, lo, hi):
@@ -52,12 +59,13 @@ def _damped_step(jac, resid, z, lam, lo, hi):
     return trial, promised
 
 
-def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weights=None):
+def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weights=None,
+                        row_aware: bool = False):
     """Bounded Levenberg-Marquardt for many independent small problems at once.
 
     Minimises sum_n w_n (model(z)_n - data_n)^2 per row of ``data`` (K, n)
-    over z (K, m) in the box [lo, hi] (each (m,) or (K, m)); NaN data points
-    are ignored (weight 0). Each iteration solves
+    over z (K, m) in the box [lo, hi] (each (m,) or (K, m); lo = hi pins a
+    parameter of a row); NaN data points are ignored (weight 0). Each iteration solves
     (J^T J + lam diag(J^T J)) dz = -J^T r for the components not pinned at a
     bound and projects onto the box. A trial is accepted if the cost falls;
     lam shrinks x 1/10 where the linear model predicted the gain well, grows
@@ -65,7 +73,9 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
     or promises to lower, the cost by < ``COST_RTOL`` relative, moves < 1e-9
     of the box, or lam > 1e4. ``owner`` (K,) groups rows that are starts for
     the same curve: once one of them fits exactly (cost < 1e-24) the others
-    stop. Returns z (K, m), model curves (K, n) and Jacobian (K, n, m) there.
+    stop. ``row_aware``: the model is called as ``model(z, rows)`` (see
+    :func:`with_jacobian`). Returns z (K, m), model curves (K, n) and
+    Jacobian (K, n, m) there.
     """
     n_rows, _ = z0.shape
     owner = np.arange(n_rows) if owner is None else owner
@@ -80,7 +90,7 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
         # points of weight 0 (NaN data) count for nothing, whatever the model gives there
         return np.sum(np.where(w[rows] > 0, w[rows] * (f - data[rows]) ** 2, 0.0), axis=1)
 
-    f, jac = with_jacobian(model, z, lo, hi)
+    f, jac = with_jacobian(model, z, lo, hi, rows=np.arange(n_rows) if row_aware else None)
     cost = weighted_cost(f, slice(None))
     # Small initial damping: along a weak direction J^T J can be ~1e-5 of its
     # strong eigenvalue, and a large lam would crawl along the valley.
@@ -94,8 +104,10 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
         trial, promised = _damped_step(np.where(used[..., None], jac[idx] * sw[idx, :, None], 0.0),
                                        np.where(used, (f[idx] - data[idx]) * sw[idx], 0.0),
                                        z[idx], lam[idx], lo[idx], hi[idx])
-        moved = np.max(np.abs(trial - z[idx]) / (hi[idx] - lo[idx]), axis=1)
-        f_trial, jac_trial = with_jacobian(model, trial, lo[idx], hi[idx])
+        width = np.where(hi[idx] > lo[idx], hi[idx] - lo[idx], 1.0)
+        moved = np.max(np.abs(trial - z[idx]) / width, axis=1)
+        f_trial, jac_trial = with_jacobian(model, trial, lo[idx], hi[idx],
+                                           rows=idx if row_aware else None)
         cost_trial = weighted_cost(f_trial, idx)
         actual = cost[idx] - cost_trial
         better = actual > 0

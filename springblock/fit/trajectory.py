@@ -1,16 +1,18 @@
 """Fit the chain to load curves over training: free (mu->, mu<-, s) and a time scale c.
 
-A network recorded at epochs e_1 < ... < e_E (load curves D(e, l)) is
+A network recorded at epochs e_1 < ... < e_E (load curves D_l(e)) is
 compared with the mean-field chain (:func:`springblock.theory.predict_positions`)
-at times t = c e. Observations (``docs/fit.md``, "Trajectory fit"):
+at times t = c e, started at rest:
 
-* the shape of each frame, n_l(e) = (D_l - D_L) / (D_0 - D_L), interior l = 1..L-1;
-* the progress of the drop, r(e) = (g(e) - g_0) / (g(e_E) - g_0), g = D_0 - D_L,
-  g_0 its value at epoch 0 (chain: x_L(c e) / x_L(c e_E)); e < e_E.
+    D_l(e) = a_e - b x_l(c e) + noise,     l = 0..L (x_0 = 0, the wall),
 
+with a per-frame offset a_e and one scale b (the network's units; the drop
+growing over training carries the time scale) projected out in closed form.
 A single frame (E = 1, e_1 = 1) is the final-curve fit with the horizon
 T = c fitted. Parameters are fitted in log space; 95 % intervals are Wald
-intervals there, flagged unbounded where they reach a bound of the fit.
+intervals there, widened by profiling out the parameters the local fit
+cannot see, and flagged unbounded where they reach a bound of the fit
+(``docs/fit.md``, "Trajectory fit").
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from scipy.stats import t as student_t
 
 from springblock import theory
 from springblock.fit.optimiser import levenberg_marquardt
-from springblock.fit.shapes import as_curves, normalise
-from springblock.shared.checks import ConfigError, is_finite, is_int, require
+from springblock.fit.shapes import as_curves
+from springblock.shared.checks import is_finite, is_int, require
 from springblock.shared.results import provenance
 
 #: The fitted parameters, in this order: right and left friction, noise, time scale.
@@ -33,72 +35,76 @@ PARAMS = ("mu_right", "mu_left", "noise", "time_scale")
 #: Default bounds of mu->, mu<-, s (units of k y) and of the horizon T = c e_E (time units).
 DEFAULT_BOUNDS = {"mu_right": (1e-4, 0.3), "mu_left": (1e-4, 0.6), "noise": (1e-4, 0.3),
                   "horizon": (10.0, 3000.0)}
-#: Frames whose drop has moved less than this fraction of the total are left out of the
-#: shape part (their normalised shape is mostly noise).
-MIN_PROGRESS = 0.2
 #: Coarse starting grid: points per parameter (mu->, mu<-/mu->, s, T).
 START_GRID = (6, 4, 6, 5)
 #: Level of the intervals.
 LEVEL = 0.95
 
 
-def trajectory_observations(curves, epochs, min_progress: float = MIN_PROGRESS):
-    """Observation vectors (..., E (L-1) + E - 1) of network curves (..., E, L+1).
-
-    ``epochs`` (E,) increasing; a frame at epoch 0 only sets the offset g_0
-    of the progress and is dropped (its chain state is the rest state).
-    Returns (observations, epochs used). NaN marks what is left out.
-    """
+def _used_frames(curves, epochs):
+    """Curves (..., E, L+1) and epochs (E,) without an epoch-0 frame (the chain is at rest)."""
     d = as_curves(curves, "curves")
     e = np.asarray(epochs, dtype=np.float64)
-    require(d.ndim >= 2 and e.ndim == 1 and d.shape[-2] == e.size and e.size >= 1
+    require(d.ndim >= 2 and e.ndim == 1 and d.shape[-2] == e.size
             and bool(np.all(np.diff(e) > 0)) and bool(np.all(e >= 0)), "epochs",
             "increasing numbers >= 0, one per frame of curves (..., E, L+1)", epochs)
-    drop = d[..., 0] - d[..., -1]  # (..., E)
-    g0 = drop[..., 0:1] if e[0] == 0 else np.zeros_like(drop[..., :1])
     keep = e > 0
     require(keep.any(), "epochs", "at least one epoch > 0", epochs)
-    d, drop, e = d[..., keep, :], drop[..., keep], e[keep]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        progress = (drop - g0) / (drop[..., -1:] - g0)
-    shape = normalise(d)[..., 1:-1]  # (..., E, L-1)
-    shape = np.where((progress >= min_progress)[..., None], shape, np.nan)
-    obs = np.concatenate([shape.reshape(shape.shape[:-2] + (-1,)), progress[..., :-1]], axis=-1)
-    return obs, e
+    return d[..., keep, :], e[keep]
 
 
-def _chain_observations(x: np.ndarray) -> np.ndarray:
-    """Chain positions (K, E, L) -> the observations of :func:`trajectory_observations`."""
-    last = x[..., -1:]  # x_L, (K, E, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        shape = 1.0 - x[..., :-1] / last  # l = 1..L-1
-        progress = last[:, :-1, 0] / last[:, -1:, 0]
-    return np.concatenate([shape.reshape(len(x), -1), progress], axis=-1)
+def project(data, chain, weights):
+    """Best a_e - b x_l(e) for each row: the offsets and the scale projected out.
+
+    data, weights (K, E, L+1) network curves and inverse variances (0 where
+    missing); chain (K, E, L+1) positions x_0..x_L (x_0 = 0). Per frame the
+    weighted means are removed; one slope beta = -b over all frames is the
+    weighted regression of the centred data on the centred chain. Returns the
+    fitted curves (K, E, L+1) and beta (K,).
+    """
+    w = weights
+    sw = np.maximum(w.sum(axis=-1, keepdims=True), 1e-300)
+    d = np.where(w > 0, data, 0.0)
+    d_mean = (w * d).sum(axis=-1, keepdims=True) / sw
+    x_mean = (w * chain).sum(axis=-1, keepdims=True) / sw
+    xc = chain - x_mean
+    sxx = (w * xc * xc).sum(axis=(-1, -2))
+    sdx = (w * (d - d_mean) * xc).sum(axis=(-1, -2))
+    beta = sdx / np.maximum(sxx, 1e-300)
+    return d_mean + beta[:, None, None] * xc, beta
 
 
-class _TrajectoryModel:
-    """log (mu->, mu<-, s, c) (K, 4) -> chain observations (K, n_obs)."""
+def _chain_frames(blocks, epochs, modulus, z):
+    """log (mu->, mu<-, s, c) (K, 4) -> positions x_0..x_L at t = c e, (K, E, L+1)."""
+    p = np.exp(z)
+    x = np.zeros((len(p), len(epochs), blocks + 1))
+    # The integrator's cost follows the largest c of a call, so sets are
+    # integrated in groups of similar c (within a factor of 2).
+    group = np.floor(np.log2(p[:, 3])).astype(int) if len(p) else np.zeros(0, int)
+    for g in np.unique(group):
+        rows = group == g
+        x[rows, :, 1:] = theory.predict_positions(
+            blocks, p[rows, 0], p[rows, 1], p[rows, 2], epochs[-1], times=epochs,
+            time_scale=p[rows, 3], modulus=modulus)
+    return x
 
-    def __init__(self, blocks: int, epochs: np.ndarray, modulus: float):
+
+class _ProjectedModel:
+    """(log parameters (K, 4), data rows (K,)) -> best fitting curves (K, E (L+1))."""
+
+    def __init__(self, blocks, epochs, modulus, data, weights):
         self.blocks, self.epochs, self.modulus = blocks, epochs, modulus
+        self.data, self.weights = data, weights  # (R, E, L+1)
 
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        p = np.exp(z)
-        x = np.empty((len(p), len(self.epochs), self.blocks))
-        # The integrator's cost follows the largest c of a call, so sets are
-        # integrated in groups of similar c (within a factor of 2).
-        group = np.floor(np.log2(p[:, 3])).astype(int) if len(p) else np.zeros(0, int)
-        for g in np.unique(group):
-            rows = group == g
-            x[rows] = theory.predict_positions(
-                self.blocks, p[rows, 0], p[rows, 1], p[rows, 2], self.epochs[-1],
-                times=self.epochs, time_scale=p[rows, 3], modulus=self.modulus)
-        return _chain_observations(x)
+    def __call__(self, z, rows):
+        x = _chain_frames(self.blocks, self.epochs, self.modulus, z)
+        fitted, _ = project(self.data[rows], x, self.weights[rows])
+        return fitted.reshape(len(z), -1)
 
 
 @functools.lru_cache(maxsize=8)
 def _start_grid(blocks: int, epochs: tuple, modulus: float, log_lo: tuple, log_hi: tuple):
-    """Cached coarse grid: log-parameters (G, 4) and their observations (G, n_obs)."""
+    """Cached coarse grid: log-parameters (G, 4) and chain positions (G, E, L+1)."""
     n_mu, n_ratio, n_s, n_t = START_GRID
     lo, hi = np.array(log_lo), np.array(log_hi)
     mu = np.linspace(lo[0], hi[0], n_mu + 2)[1:-1]
@@ -108,20 +114,30 @@ def _start_grid(blocks: int, epochs: tuple, modulus: float, log_lo: tuple, log_h
     m, r, ss, cc = np.meshgrid(mu, ratio, s, c, indexing="ij")
     z = np.stack([m.ravel(), np.clip(m.ravel() + r.ravel(), lo[1], hi[1]), ss.ravel(),
                   cc.ravel()], axis=1)
-    obs = _TrajectoryModel(blocks, np.array(epochs), modulus)(z)
+    x = _chain_frames(blocks, np.array(epochs), modulus, z)
     z.setflags(write=False)
-    obs.setflags(write=False)
-    return z, obs
+    x.setflags(write=False)
+    return z, x
 
 
-def _starts(data, weights, grid_z, grid_obs, n_starts: int):
-    """The ``n_starts`` grid points nearest each row of ``data`` (weighted): (K n, 4), owners."""
-    w = np.where(np.isfinite(data), weights, 0.0)
-    d = np.where(np.isfinite(data), data, 0.0)
-    go = np.where(np.isfinite(grid_obs), grid_obs, 1e3)
-    # weighted squared distances (K, G) by expansion
-    dist = (w * d * d).sum(1)[:, None] - 2.0 * (w * d) @ go.T + w @ (go * go).T
-    best = np.argsort(dist, axis=1)[:, :n_starts]
+def _starts(data, weights, grid_z, grid_x, n_starts: int):
+    """The ``n_starts`` grid chains that fit each row best after projection: (K n, 4), owners.
+
+    Projected misfit S_DD - S_DX^2 / S_XX for every (row, grid chain) pair,
+    with the per-frame weighted centring of :func:`project`.
+    """
+    w = weights
+    sw = np.maximum(w.sum(axis=-1), 1e-300)  # (K, E)
+    d = np.where(w > 0, data, 0.0)
+    dc = d - (w * d).sum(axis=-1, keepdims=True) / sw[..., None]
+    s_dd = (w * dc * dc).sum(axis=(-1, -2))  # (K,)
+    s_dx = np.einsum("kel,gel->kg", w * dc, grid_x)
+    wx = np.einsum("kel,gel->kge", w, grid_x)
+    s_xx = np.einsum("kel,gel->kg", w, grid_x * grid_x) - np.einsum("kge,ke->kg", wx * wx,
+                                                                    1.0 / sw)
+    cost = s_dd[:, None] - s_dx ** 2 / np.maximum(s_xx, 1e-300)
+    cost = np.where(s_dx < 0, cost, np.inf)  # the drop must grow with the chain's (b > 0)
+    best = np.argsort(cost, axis=1)[:, :n_starts]
     return grid_z[best.ravel()], np.repeat(np.arange(len(data)), n_starts)
 
 
@@ -135,9 +151,12 @@ class TrajectoryFit:
         data cannot exclude it; non-identifiable when both ends do).
     at_bound : (..., 4) bool, the estimate itself sits on a bound.
     log_se : (..., 4) standard errors of the log-parameters.
-    residual : (...) RMS of the weighted misfit over the used observations.
-    frame_residual : (..., E) RMS shape misfit of each frame (NaN where left out).
-    observations, fitted : (..., n_obs) data and chain observations.
+    residual : (...) RMS misfit over all points, in units of the final drop
+        D_0 - D_L (comparable to the RMS of normalised curves).
+    frame_residual : (..., E) the same per frame.
+    chi2_per_dof : (...) weighted misfit per degree of freedom: ~1 when the
+        chain explains the curves to within the weights' (seed) noise.
+    observations, fitted : (..., E, L+1) network curves and the best chain curves.
     epochs : (E,) the epochs used; blocks, modulus, bounds: the settings.
     """
 
@@ -149,6 +168,7 @@ class TrajectoryFit:
     log_se: np.ndarray
     residual: np.ndarray
     frame_residual: np.ndarray
+    chi2_per_dof: np.ndarray
     observations: np.ndarray
     fitted: np.ndarray
     epochs: np.ndarray
@@ -184,10 +204,15 @@ class TrajectoryFit:
             data_vars[f"{name}_log_se"] = (dims, self.log_se[..., j],
                                            {"long_name": f"standard error of log {name}"})
         data_vars["horizon"] = (dims, self.horizon, {"long_name": "T = c * last epoch"})
-        data_vars["residual"] = (dims, self.residual, {"long_name": "RMS misfit"})
+        data_vars["residual"] = (dims, self.residual,
+                                 {"long_name": "RMS misfit / final drop", "units": "1"})
         data_vars["frame_residual"] = (dims + ["epoch"], self.frame_residual,
-                                       {"long_name": "RMS shape misfit per frame"})
-        all_coords = {"epoch": self.epochs}
+                                       {"long_name": "RMS misfit / final drop, per frame"})
+        data_vars["chi2_per_dof"] = (dims, self.chi2_per_dof,
+                                     {"long_name": "weighted misfit per degree of freedom"})
+        data_vars["fit_curve"] = (dims + ["epoch", "layer"], self.fitted,
+                                  {"long_name": "best chain curves a_e - b x_l(c e)"})
+        all_coords = {"epoch": self.epochs, "layer": np.arange(self.blocks + 1)}
         all_coords.update(coords or {})
         ds = xr.Dataset(data_vars, coords=all_coords)
         settings = {"blocks": self.blocks, "modulus": self.modulus, "level": LEVEL,
@@ -217,58 +242,145 @@ def _check_bounds(bounds, last_epoch: float):
 
 
 def fit_trajectory(curves, epochs, *, weights=None, modulus: float = 1.0, bounds=None,
-                   n_starts: int = 3, max_iter: int = 60) -> TrajectoryFit:
+                   n_starts: int = 3, max_iter: int = 60,
+                   profile_values: int = 4) -> TrajectoryFit:
     """Fit (mu->, mu<-, s, c) of the mean-field chain to load curves over training.
 
     curves : (..., E, L+1) network load curves D_l at ``epochs`` (E,), any
-        scale; the chain gets L blocks. A frame at epoch 0 sets the offset of
-        the progress only. For one final curve pass ``curves[..., None, :]``
+        units; the chain gets L blocks. A frame at epoch 0 is left out (the
+        chain is at rest). For one final curve pass ``curves[..., None, :]``
         and ``epochs=[1]``: then c is the horizon T.
-    weights : None (equal) or (..., n_obs) inverse variances of the
-        observations (e.g. :func:`seed_weights`); their overall scale is
-        re-estimated from the misfit.
+    weights : None (equal) or (..., E, L+1) inverse variances of the points
+        (e.g. :func:`seed_weights`; 0 leaves a point out); their overall
+        scale is re-estimated from the misfit.
     bounds : dict overriding :data:`DEFAULT_BOUNDS` (keys mu_right, mu_left,
         noise, horizon; T = c times the last epoch).
     n_starts : grid starts per curve for the local fit.
+    profile_values : points at which a parameter the local fit cannot see
+        (infinite standard error, or on a bound) is pinned to profile it out
+        of the others' intervals (0: Wald intervals only).
 
     Returns :class:`TrajectoryFit`. Cost ~ the largest T of a batch: pass
     all cells in one call.
     """
-    obs, used = trajectory_observations(curves, epochs)
+    data, used = _used_frames(curves, epochs)
     require(is_finite(modulus) and modulus > 0, "modulus", "a finite number > 0", modulus)
     require(is_int(n_starts) and n_starts >= 1, "n_starts", "an integer >= 1", n_starts)
     require(is_int(max_iter) and max_iter >= 1, "max_iter", "an integer >= 1", max_iter)
+    require(is_int(profile_values) and (profile_values == 0 or profile_values >= 2),
+            "profile_values", "0 or an integer >= 2", profile_values)
     lo, hi, b = _check_bounds(bounds, float(used[-1]))
-    lead, n_obs = obs.shape[:-1], obs.shape[-1]
-    blocks = np.asarray(curves).shape[-1] - 1
-    w = np.ones_like(obs) if weights is None else np.broadcast_to(
-        np.asarray(weights, dtype=np.float64), obs.shape)
-    if weights is not None and not (np.all(np.isfinite(w)) and np.all(w >= 0)):
-        raise ConfigError("weights must be finite and >= 0, shaped like the observations "
-                          f"(..., {n_obs})")
-    flat, wf = obs.reshape(-1, n_obs), w.reshape(-1, n_obs)
+    lead, frame = data.shape[:-2], data.shape[-2:]
+    blocks = frame[1] - 1
+    if weights is None:
+        w = np.ones(data.shape)
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape[-2:] == (len(np.asarray(epochs)), frame[1]) and w.shape[-2] != frame[0]:
+            w = w[..., np.asarray(epochs) > 0, :]
+        require(np.all(np.isfinite(w)) and np.all(w >= 0), "weights",
+                "finite numbers >= 0 shaped like the curves", "other")
+        w = np.broadcast_to(w, data.shape)
+    flat = data.reshape((-1,) + frame)
+    wf = np.where(np.isfinite(flat), w.reshape((-1,) + frame), 0.0)
     n_free = len(PARAMS)
-    count = (np.isfinite(flat) & (wf > 0)).sum(axis=1)
-    rows = np.flatnonzero(count > n_free)
+    count = (wf > 0).sum(axis=(1, 2))
+    dof = count - n_free - (frame[0] + 1)  # chain parameters, offsets a_e, scale b
+    rows = np.flatnonzero(dof > 0)
     est = np.full((len(flat), n_free), np.nan)
     se = np.full_like(est, np.nan)
     fitted = np.full_like(flat, np.nan)
     rss = np.full(len(flat), np.nan)
+    model = _ProjectedModel(blocks, used, float(modulus), flat, wf)
     if rows.size:
-        model = _TrajectoryModel(blocks, used, float(modulus))
-        grid_z, grid_obs = _start_grid(blocks, tuple(used), float(modulus), tuple(lo), tuple(hi))
-        starts, owner = _starts(flat[rows], wf[rows], grid_z, grid_obs, n_starts)
-        z, f, jac = levenberg_marquardt(model, flat[rows][owner], starts, lo, hi, max_iter,
-                                        owner, weights=wf[rows][owner])
-        cost = np.nansum(wf[rows][owner] * (f - flat[rows][owner]) ** 2, axis=1)
+        grid_z, grid_x = _start_grid(blocks, tuple(used), float(modulus), tuple(lo), tuple(hi))
+        starts, owner = _starts(flat[rows], wf[rows], grid_z, grid_x, n_starts)
+        data_row = rows[owner]
+        z, f, jac = levenberg_marquardt(_RowsOf(model, data_row), flat[data_row].reshape(
+            len(owner), -1), starts, lo, hi, max_iter, owner,
+            weights=wf[data_row].reshape(len(owner), -1), row_aware=True)
+        cost = _cost(f, flat[data_row], wf[data_row])
         order = np.lexsort((cost, owner))
         first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
-        z, f, jac = z[first], f[first], jac[first]
-        est[rows], fitted[rows], rss[rows] = z, f, cost[first]
-        se[rows] = _log_standard_errors(jac, wf[rows] * np.isfinite(flat[rows]), rss[rows],
-                                        count[rows] - n_free)
-    return _assemble(est, se, rss, count, flat, fitted, wf, lo, hi, lead, used, blocks,
-                     modulus, b)
+        est[rows], fitted[rows], rss[rows] = z[first], f[first].reshape((-1,) + frame), \
+            cost[first]
+        se[rows] = _log_standard_errors(jac[first], wf[rows].reshape(len(rows), -1), rss[rows],
+                                        dof[rows])
+    q = student_t.ppf(0.5 + LEVEL / 2, np.maximum(dof, 1))[:, None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        z_lo, z_hi = est - q * se, est + q * se
+    if rows.size and profile_values > 0:
+        _profile_flat(model, flat, wf, est, se, rss, fitted, z_lo, z_hi, q[:, 0], lo, hi, dof,
+                      profile_values, max_iter)
+    return _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, wf, lo, hi, lead, used,
+                     blocks, modulus, b)
+
+
+class _RowsOf:
+    """A row-aware model seen through a map from optimiser rows to data rows."""
+
+    def __init__(self, model, data_row):
+        self.model, self.data_row = model, data_row
+
+    def __call__(self, z, rows):
+        return self.model(z, self.data_row[rows])
+
+
+def _cost(f, data, w):
+    """Weighted squared misfit per row; f (K, n) or (K, E, L+1), data and w (K, E, L+1)."""
+    diff = f.reshape(data.shape) - np.where(w > 0, data, 0.0)
+    return np.sum(np.where(w > 0, w * diff * diff, 0.0), axis=(1, 2))
+
+
+def _profile_flat(model, flat, w, est, se, rss, fitted, z_lo, z_hi, q, lo, hi, dof,
+                  n_values: int, max_iter: int) -> None:
+    """Profile out parameters the local fit cannot see; widen intervals in place.
+
+    A parameter with infinite standard error, or whose estimate sits on a
+    bound, leaves the Wald intervals of the others conditional on its value.
+    For each such (cell, parameter j), log p_j is pinned at ``n_values``
+    points across its bounds and the others refitted; every refit whose
+    misfit stays within the profile-likelihood threshold,
+    (RSS_v - RSS) / sigma^2 <= q^2 with sigma^2 = RSS / dof, widens the
+    intervals: j's to include the pinned value, the others' to include their
+    own Wald intervals there. A refit with a lower misfit replaces the fit.
+    """
+    tol = 1e-6 * (hi - lo)
+    flagged = np.isfinite(est) & (~np.isfinite(se) | (est <= lo + tol) | (est >= hi - tol))
+    cells, params = np.nonzero(flagged)
+    if cells.size == 0:
+        return
+    values = np.linspace(lo, hi, n_values)  # (V, 4)
+    cell = np.repeat(cells, n_values)
+    param = np.repeat(params, n_values)
+    pinned = values[np.tile(np.arange(n_values), cells.size), param]
+    z0, row_lo, row_hi = est[cell].copy(), np.tile(lo, (cell.size, 1)), np.tile(hi, (cell.size, 1))
+    rows = np.arange(cell.size)
+    z0[rows, param] = row_lo[rows, param] = row_hi[rows, param] = pinned
+    z, f, jac = levenberg_marquardt(_RowsOf(model, cell), flat[cell].reshape(cell.size, -1), z0,
+                                    row_lo, row_hi, max_iter,
+                                    weights=w[cell].reshape(cell.size, -1), row_aware=True)
+    cost = _cost(f, flat[cell], w[cell])
+    se_v = _log_standard_errors(jac, w[cell].reshape(cell.size, -1), cost, dof[cell] + 1)
+    sigma2 = rss[cell] / np.maximum(dof[cell], 1)
+    inside = (cost - rss[cell]) / sigma2 <= q[cell] ** 2
+    # a lower optimum found while profiling becomes the fit
+    for r in np.argsort(cost):
+        k = cell[r]
+        if cost[r] < rss[k] * (1 - 1e-9):
+            est[k], rss[k] = z[r], cost[r]
+            fitted[k] = f[r].reshape(fitted.shape[1:])
+            se[k] = se_v[r]
+            se[k, param[r]] = np.inf  # it was pinned: nothing local is known about it
+            z_lo[k], z_hi[k] = est[k] - q[k] * se[k], est[k] + q[k] * se[k]
+    for r in np.flatnonzero(inside):
+        k, j = cell[r], param[r]
+        others = np.arange(len(PARAMS)) != j
+        with np.errstate(invalid="ignore", over="ignore"):
+            lo_r = np.where(others, z[r] - q[k] * se_v[r], pinned[r])
+            hi_r = np.where(others, z[r] + q[k] * se_v[r], pinned[r])
+        z_lo[k] = np.fmin(z_lo[k], lo_r)
+        z_hi[k] = np.fmax(z_hi[k], hi_r)
 
 
 def _log_standard_errors(jac, w, rss, dof):
@@ -291,58 +403,48 @@ def _log_standard_errors(jac, w, rss, dof):
     return out
 
 
-def _assemble(est, se, rss, count, flat, fitted, w, lo, hi, lead, used, blocks, modulus,
-              bounds) -> TrajectoryFit:
-    """Intervals, flags and per-frame residuals; reshape to the leading shape."""
-    dof = np.maximum(count - len(PARAMS), 1)
-    q = student_t.ppf(0.5 + LEVEL / 2, dof)[:, None]
-    with np.errstate(invalid="ignore", over="ignore"):
-        z_lo, z_hi = est - q * se, est + q * se
+def _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, w, lo, hi, lead, used, blocks,
+              modulus, bounds) -> TrajectoryFit:
+    """Flags and residuals (in units of each cell's final drop); reshape to the leading shape."""
     tol = 1e-6 * (hi - lo)
-    unbounded = (z_lo <= lo + tol) | (z_hi >= hi - tol)
-    at_bound = (est <= lo + tol) | (est >= hi - tol)
-    low, high = np.exp(np.clip(z_lo, lo, hi)), np.exp(np.clip(z_hi, lo, hi))
     nan = np.isnan(est)
-    unbounded &= ~nan
-    at_bound &= ~nan
-    n_e = len(used)
-    n_shape = flat.shape[1] - (n_e - 1)
-    diff = (fitted - flat)[:, :n_shape].reshape(len(flat), n_e, -1)
-    with np.errstate(invalid="ignore"):
-        frame = np.sqrt(np.nanmean(diff ** 2, axis=2)) if diff.size else diff[..., 0]
-        resid = np.sqrt(rss / np.maximum(count, 1))
+    unbounded = ((z_lo <= lo + tol) | (z_hi >= hi - tol)) & ~nan
+    at_bound = ((est <= lo + tol) | (est >= hi - tol)) & ~nan
+    low = np.where(nan, np.nan, np.exp(np.clip(z_lo, lo, hi)))
+    high = np.where(nan, np.nan, np.exp(np.clip(z_hi, lo, hi)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        drop = np.abs(flat[:, -1, 0] - flat[:, -1, -1])[:, None, None]
+        diff = np.where(w > 0, (fitted - flat) / drop, np.nan)
+        frame = np.sqrt(np.nanmean(diff ** 2, axis=2))
+        resid = np.sqrt(np.nanmean(diff ** 2, axis=(1, 2)))
+        chi2 = rss / np.maximum(dof, 1)
 
     def shaped(a):
         return a.reshape(lead + a.shape[1:])
 
     return TrajectoryFit(
-        estimate=shaped(np.exp(est)), low=shaped(np.where(nan, np.nan, low)),
-        high=shaped(np.where(nan, np.nan, high)), unbounded=shaped(unbounded),
-        at_bound=shaped(at_bound), log_se=shaped(se), residual=shaped(resid),
-        frame_residual=shaped(frame), observations=shaped(flat), fitted=shaped(fitted),
-        epochs=used, blocks=blocks, modulus=float(modulus), bounds=bounds)
+        estimate=shaped(np.exp(est)), low=shaped(low), high=shaped(high),
+        unbounded=shaped(unbounded), at_bound=shaped(at_bound), log_se=shaped(se),
+        residual=shaped(resid), frame_residual=shaped(frame), chi2_per_dof=shaped(chi2),
+        observations=shaped(flat), fitted=shaped(fitted), epochs=used, blocks=blocks,
+        modulus=float(modulus), bounds=bounds)
 
 
-def seed_weights(curves_per_seed, epochs, seed_axis: int = -3, floor: float = 1e-3):
-    """Inverse variances of seed-mean observations, pooled per observation kind and epoch.
+def seed_weights(curves_per_seed, epochs, seed_axis: int = -3, floor: float = 1e-12):
+    """Inverse variances (..., E, L+1) of seed-mean curves, one per frame, pooled.
 
     ``curves_per_seed`` (..., S, E, L+1) with S >= 2 seeds on ``seed_axis``.
-    The variance of each observation is estimated from the seed spread,
-    pooled over every leading cell and over the layers of a frame (so two
-    seeds suffice), divided by S, floored at ``floor``^2. Returns weights
-    (..., n_obs) for the seed-mean curves.
+    The variance of a point is estimated from the seed spread pooled over
+    every leading cell and every layer of a frame (so two seeds suffice),
+    divided by S; floored at ``floor``. Frames at epoch 0 keep their place.
     """
     d = np.moveaxis(np.asarray(curves_per_seed, dtype=np.float64), seed_axis, -3)
+    require(d.ndim >= 3 and d.shape[-3] >= 2, "curves_per_seed",
+            "at least 2 seeds along seed_axis", d.shape)
     n_seeds = d.shape[-3]
-    require(n_seeds >= 2, "curves_per_seed", "at least 2 seeds along seed_axis", d.shape)
-    per_seed, used = trajectory_observations(d, epochs)  # (..., S, n_obs)
-    var = np.nanvar(per_seed, axis=-2, ddof=1)  # (..., n_obs)
-    pooled_cells = np.nanmean(var.reshape(-1, var.shape[-1]), axis=0)  # (n_obs,)
-    n_e = len(used)
-    n_shape = pooled_cells.size - (n_e - 1)
-    shape_var = np.nanmean(pooled_cells[:n_shape].reshape(n_e, -1), axis=1, keepdims=True)
-    pooled = np.concatenate([np.broadcast_to(shape_var, (n_e, n_shape // n_e)).ravel(),
-                             pooled_cells[n_shape:]])
+    with np.errstate(invalid="ignore"):
+        var = np.nanvar(d, axis=-3, ddof=1)  # (..., E, L+1)
+    pooled = np.nanmean(var.reshape((-1,) + var.shape[-2:]), axis=(0, 2))  # (E,)
     pooled = np.where(np.isfinite(pooled), pooled, np.nanmax(pooled))
-    w = 1.0 / np.maximum(pooled / n_seeds, floor * floor)
-    return np.broadcast_to(w, var.shape).copy()
+    w = 1.0 / np.maximum(pooled / n_seeds, floor)
+    return np.broadcast_to(w[:, None], var.shape).copy()
