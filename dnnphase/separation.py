@@ -167,6 +167,19 @@ def _one_cpu_thread(device: torch.device):
         torch.set_num_threads(threads)
 
 
+def _thin_svd(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left singular vectors and values of small matrices ``a`` (b, d, K), one CPU thread.
+
+    On CUDA the (b, d, K) class-mean factors — statistics, not features, K·d
+    numbers a model — are factorised on the host: cuSOLVER batches only
+    matrices up to 32 × 32 and would loop over the others one by one, and the
+    host result is the same as on a CPU-only run.
+    """
+    with _one_cpu_thread(torch.device("cpu")):
+        u, s, _ = torch.linalg.svd(a.cpu(), full_matrices=False)
+    return u.to(a.device), s.to(a.device)
+
+
 def _between_factor(st: LayerStatistics) -> torch.Tensor:
     # Σ_b = Bᵀ B with rows B_c = √(n_c/N) (μ_c − μ): (b, K, d), never d × d.
     counts = st.classes.counts
@@ -197,8 +210,7 @@ def fuzziness(st: LayerStatistics, rcond: float = FUZZINESS_RCOND) -> torch.Tens
     eigendecomposition of B Bᵀ) keeps small σ_j as accurate as the reference.
     +inf if all class means coincide.
     """
-    with _one_cpu_thread(st.resid.device):
-        u, s, _ = torch.linalg.svd(_between_factor(st).transpose(1, 2), full_matrices=False)
+    u, s = _thin_svd(_between_factor(st).transpose(1, 2))  # (b, d, r), (b, r)
     sigma = s * s  # (b, r) eigenvalues of Σ_b, descending
     keep = sigma > rcond * sigma[:, :1]
     proj = st.resid @ u  # (b, N, r): residuals along Σ_b's eigenvectors
