@@ -12,9 +12,9 @@ The network side of the spring-block theory of feature learning (DESIGN §3-4):
 ``import dnnphase`` does not import torch or numba; training does.
 """
 
-from dnnphase import compare, metrics
+from dnnphase import compare, metrics, separation
 from dnnphase.reproduce import reproduce
 from dnnphase.sweep import SweepConfig, sweep
 
 __version__ = "0.2.0"
-__all__ = ["SweepConfig", "compare", "metrics", "reproduce", "sweep"]
+__all__ = ["SweepConfig", "compare", "metrics", "reproduce", "separation", "sweep"]

@@ -272,7 +272,7 @@ def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
     curves = np.full((len(seeds), len(cfg.measures), cfg.depth + 1), np.nan)
     healthy = np.flatnonzero(~diverged)
     if healthy.size:
-        features = result.features(indices=healthy.tolist())  # L+1 tensors (m, N, d)
+        features = result.features(indices=healthy.tolist(), on_device=True)  # L+1 (m, N, d)
         curves[healthy] = separation.measure_layers(
             features, y_train, cfg.measures).cpu().numpy()  # (m, measures, L+1)
     out = xr.Dataset(
