@@ -9,7 +9,7 @@ The network side of the spring-block theory of feature learning (DESIGN §3-4):
 * :mod:`compare` — how well the chain's phase diagram explains the networks';
 * :func:`reproduce` — every result and figure of a preset, end to end.
 
-``import dnnphase`` does not import torch or numba; training does.
+``import dnnphase`` compiles no numba kernel (the chain is only needed for comparing).
 """
 
 from dnnphase import compare, metrics, separation
