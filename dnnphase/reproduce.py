@@ -119,9 +119,9 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
     """
     from dnnphase import compare as cmp
     from dnnphase import plotting
-    from springblock.fit import fit_spring
     from dnnphase.sweep import SweepConfig, sweep
     from springblock import phase_diagram
+    from springblock.fit import fit_spring
     from springblock.phase import CHAINS_PER_CHUNK
 
     if preset not in PRESETS:
@@ -184,8 +184,9 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
                              out / f"phase_{knob}.png")
         plotting.save_figure(plotting.plot_fit_maps(fit_ds, knob, noisier_left),
                              out / f"fit_{knob}.png")
-        plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report),
-                             out / f"accuracy_{knob}.png")
+        if not report.attrs["accuracy_missing"]:
+            plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report),
+                                 out / f"accuracy_{knob}.png")
         if "load_curve_epochs" in network:
             plotting.save_figure(_dynamics_figure(network, fit_ds, knob, s["steps"], horizon),
                                  out / f"dynamics_{knob}.png")
@@ -224,10 +225,10 @@ def _fit_trends(fit: xr.Dataset, network: xr.Dataset, knob: str) -> xr.Dataset:
     out = xr.Dataset({
         "fit_rho_along_noise": ("nonlinearity", rows,
                                 {"long_name": "Spearman rho of F_eff vs noise, per alpha"}),
-        "fit_rho_along_nonlinearity": ("noise", cols,
+        "fit_rho_along_nonlinearity": ("noisiness", cols,
                                        {"long_name": "Spearman rho of F_eff vs 1 - alpha"}),
-        "fit_effective_force": (("nonlinearity", "noise"), oriented.values),
-        "fit_residual": (("nonlinearity", "noise"), fit["residual"].sortby(
+        "fit_effective_force": (("nonlinearity", "noisiness"), oriented.values),
+        "fit_residual": (("nonlinearity", "noisiness"), fit["residual"].sortby(
             "alpha", ascending=False).sortby(knob, ascending=larger_noisier).values),
     })
     out.attrs.update({
@@ -245,7 +246,7 @@ def _fit_trends(fit: xr.Dataset, network: xr.Dataset, knob: str) -> xr.Dataset:
 def fit_summary(report: xr.Dataset) -> str:
     a = report.attrs
     n_rows = report.sizes.get("nonlinearity", 0)
-    n_cols = report.sizes.get("noise", 0)
+    n_cols = report.sizes.get("noisiness", 0)
     return ("fitted effective friction F_eff: mean Spearman rho "
             f"{a['fit_mean_rho_along_noise']:+.2f} along noise (theory: < 0; strictly falling "
             f"in {a['fit_monotone_rows']}/{n_rows} "
