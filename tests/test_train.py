@@ -137,8 +137,13 @@ def test_mlp_features_and_seeded_init(data):
             assert torch.equal(value, ref.state_dict()[name]), name
         refs.append(ref)
     state = torch.get_rng_state()
-    EnsembleMLP.init(1, D, C, seeds=[1], depth=DEPTH, width=WIDTH)
-    assert torch.equal(state, torch.get_rng_state())
+    no_bias = EnsembleMLP.init(1, D, C, seeds=[9], depth=DEPTH, width=WIDTH, bias=False,
+                               batchnorm=False)
+    assert torch.equal(state, torch.get_rng_state())  # the global generator is untouched
+    torch.manual_seed(9)
+    ref = MLP(D, C, depth=DEPTH, width=WIDTH, bias=False, batchnorm=False)
+    for name, value in no_bias.to_models()[0].state_dict().items():
+        assert torch.equal(value, ref.state_dict()[name]), name
     for mode in ("eval", "train", "eval"):  # train mode updates the running statistics
         ens.train(mode == "train")
         with torch.no_grad():
