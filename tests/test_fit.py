@@ -338,3 +338,34 @@ def test_bad_trajectory_arguments():
         fit.fit_trajectory(curves, [1.0, 2.0, 3.0], bounds={"noise": (0.1, 0.01)})
     with pytest.raises(ValueError, match="bounds"):
         fit.fit_trajectory(curves, [1.0, 2.0, 3.0], bounds={"friction": (0.1, 0.2)})
+
+
+def test_fit_sweep_labels_both_fits_of_a_network_like_sweep():
+    """A sweep-shaped Dataset made of chain curves (alpha, dropout, seed, epoch, layer)."""
+    import xarray as xr
+
+    epochs = np.array([0.0, 20.0, 40.0, 60.0])
+    mus = np.array([[0.02, 0.01], [0.015, 0.005]])  # (alpha, dropout)
+    traj = _chain_trajectories(mus, 2 * mus, 0.01 + 0 * mus, 5.0, epochs)  # (2, 2, E, L+1)
+    rng = np.random.default_rng(0)
+    per_seed = 3.0 * traj[:, :, None] + 0.01 * rng.standard_normal((2, 2, 3) + traj.shape[2:])
+    dims = ("alpha", "dropout", "seed")
+    network = xr.Dataset(
+        {"load_curve": (dims + ("layer",), per_seed[:, :, :, -1]),
+         "load_curve_epochs": (dims + ("epoch", "layer"), per_seed)},
+        coords={"alpha": [0.0, 1.0], "dropout": [0.0, 0.2], "seed": [0, 1, 2], "epoch": epochs,
+                "layer": np.arange(8)},
+        attrs={"kind": "dnnphase.sweep"})
+    final = fit.fit_sweep_final(network, horizon=100.0, grid=(6, 6))
+    assert final["mu_right"].dims == ("alpha", "dropout")
+    assert final.attrs["kind"] == "springblock.fit.fit_spring" and "config" in final.attrs
+    traj_fit = fit.fit_sweep_trajectory(network, bounds={"horizon": (20.0, 600.0)},
+                                        max_iter=15, profile_values=0)
+    assert traj_fit["frame_residual"].dims == ("alpha", "dropout", "epoch")
+    assert traj_fit.sizes["epoch"] == 3 and traj_fit.attrs["weighted_by_seed_variance"] == 1
+    assert float(traj_fit["residual"].max()) < 0.02  # chain curves fit to within their noise
+    # three frames hardly pin four parameters: the truth must lie in the (wide) intervals
+    for name, truth in (("time_scale", 5.0), ("mu_right", mus)):
+        assert np.all((traj_fit[f"{name}_low"] <= truth) & (truth <= traj_fit[f"{name}_high"]))
+    with pytest.raises(ValueError, match="load_curve_epochs"):
+        fit.fit_sweep_trajectory(network.drop_vars("load_curve_epochs"))
