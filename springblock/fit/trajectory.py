@@ -212,6 +212,8 @@ class TrajectoryFit:
                                      {"long_name": "weighted misfit per degree of freedom"})
         data_vars["fit_curve"] = (dims + ["epoch", "layer"], self.fitted,
                                   {"long_name": "best chain curves a_e - b x_l(c e)"})
+        data_vars["data_curve"] = (dims + ["epoch", "layer"], self.observations,
+                                   {"long_name": "network curves fitted (seed means)"})
         all_coords = {"epoch": self.epochs, "layer": np.arange(self.blocks + 1)}
         all_coords.update(coords or {})
         ds = xr.Dataset(data_vars, coords=all_coords)
