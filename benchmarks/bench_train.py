@@ -22,8 +22,9 @@ Printed, all measured in this run (never asserted: the machine is shared):
   (:func:`dnnphase.separation.measure_layers`, all four default measures) after
   training, when that module is installed.
 * GPU (only when CUDA is present): models per second at M = 96 and 960 (full batch,
-  dropout 0.1, as Fig. 1c), achieved FLOP/s against a bmm at the same shapes, and the
-  metrics' share of the time. See docs/performance.md for what to measure there.
+  dropout 0.1, as Fig. 1c), achieved FLOP/s against a bmm at the same shapes, the
+  metrics' share of the time, and the float64 load curves of the same models trained
+  on the CPU and on CUDA (dropout and noise on). See docs/performance.md.
 
 Usage::
 
@@ -166,6 +167,25 @@ def metrics_share(label: str, train_s: float, result, y) -> None:
           f"-> {100 * t / (train_s + t):.1f} % of the chunk in metrics", flush=True)
 
 
+def device_consistency(depth: int, width: int) -> None:
+    """CPU vs CUDA in float64 with dropout and label + data noise: the random numbers are
+    the same integers on both, so the load curves should agree to ~1e-10."""
+    from dnnphase import metrics
+
+    x, y = make_data(1000, seed=1)
+    kw = dict(seeds=list(range(8)), dropout=0.2, label_noise=0.2, batch_size=100,
+              depth=depth, width=width)
+    curves = []
+    for dev in ("cpu", "cuda"):
+        cfg = TrainConfig(epochs=15, dtype=torch.float64, device=dev, loss_threshold=0.0,
+                          rel_tol=0.0)
+        res = train_ensemble(x.double(), y, **kw, config=cfg)
+        curves.append(metrics.load_curve([f.numpy() for f in res.features()], y.numpy()))
+    diff = abs(curves[0] - curves[1]).max()
+    print(f"CPU vs CUDA, float64, dropout 0.2 + label noise 0.2, 8 models x 15 epochs: "
+          f"load curves max |diff| = {diff:.1e} (target <= 1e-10)", flush=True)
+
+
 def gpu_section(quick: bool, depth: int, width: int) -> None:
     """Models per second, achieved FLOP/s and metrics share on one CUDA device."""
     if not torch.cuda.is_available():
@@ -190,6 +210,7 @@ def gpu_section(quick: bool, depth: int, width: int) -> None:
         metrics_share(f"M={m}", secs, res, y)
         del res
         torch.cuda.empty_cache()
+    device_consistency(depth, width)
 
 
 def main() -> None:
