@@ -168,6 +168,7 @@ class TrainResult:
     x_train: torch.Tensor | None = None
     device: torch.device = torch.device("cpu")
     diverged_reason: list[str] = field(default_factory=list)  # "" | "nan" | "inf" | "exploded"
+    cpu_threads: int | None = 1  # intra-op CPU threads for features(), as in training
 
     def features(
         self,
@@ -184,7 +185,9 @@ class TrainResult:
             indices = range(self.model.n_models)
         model = self.model.select(list(indices)).to(self.device)  # a copy
         x = self.x_train if x is None else x
-        feats = model.features(x.to(self.device, model.weights[0].dtype), stack_size=stack_size)
+        with _threads(self.device, self.cpu_threads):
+            feats = model.features(x.to(self.device, model.weights[0].dtype),
+                                   stack_size=stack_size)
         return feats if on_device else [f.cpu() for f in feats]
 
 
@@ -417,4 +420,5 @@ def _run_stacks(start: EnsembleMLP, k: _Knobs, data: StackData, xt, yt, cfg: Tra
         x_train=data.x.cpu(),
         device=device,
         diverged_reason=[r.diverged_reason for r in retired],
+        cpu_threads=cfg.cpu_threads,
     )
