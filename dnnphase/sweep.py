@@ -209,7 +209,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     Returns a Dataset with dims (alpha, <knob>, seed, measure, layer[, epoch]):
     ``load_curve``, ``curvature``, ``curvature_scaled`` (per measure),
     ``test_accuracy``, ``train_accuracy``, ``train_loss``, ``epochs_run``,
-    ``steps_run``, ``diverged``; ``load_curve_epochs`` if ``record_every``.
+    ``steps_run``, ``diverged``, ``diverged_reason``; ``load_curve_epochs`` if
+    ``record_every``.
     """
     cfg = config.replace(**params) if config is not None else SweepConfig(**params)
     validate_workers(workers)
@@ -284,6 +285,7 @@ def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
             "epochs_run": ("model", result.epochs_run.numpy()),
             "steps_run": ("model", result.steps_run.numpy()),
             "diverged": ("model", diverged.astype(np.int8)),
+            "diverged_reason": ("model", np.array(result.diverged_reason, dtype=str)),
         },
         coords={"alpha_index": ("model", ia), "value_index": ("model", iv),
                 "seed_value": ("model", seeds)},
@@ -316,6 +318,7 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
     scalars = ("test_accuracy", "train_accuracy", "train_loss", "epochs_run", "steps_run",
                "diverged")
     arrays = {name: np.full((n_a, n_v, n_s), np.nan) for name in scalars}
+    reasons = np.full((n_a, n_v, n_s), "", dtype=object)
     curves = np.full((n_a, n_v, n_s, n_m, n_l), np.nan)
     epochs = np.arange(0, cfg.epochs + 1, cfg.record_every) if cfg.record_every else None
     per_epoch = np.full((n_a, n_v, n_s, len(epochs), n_l), np.nan) if cfg.record_every else None
@@ -325,6 +328,7 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
         curves[ia, iv, js] = chunk["load_curve"].values
         for name in scalars:
             arrays[name][ia, iv, js] = chunk[name].values
+        reasons[ia, iv, js] = chunk["diverged_reason"].values.astype(str)
         if per_epoch is not None:
             per_epoch[ia, iv, js] = _on_epochs(chunk, epochs)
     data_vars = {
@@ -342,7 +346,10 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
                       {"units": "optimizer steps",
                        "note": "at fixed epochs the batch size sets the number of steps"}),
         "diverged": (dims, arrays["diverged"].astype(bool),
-                     {"long_name": "training loss became NaN/inf; metrics are NaN"}),
+                     {"long_name": "training diverged (see diverged_reason); metrics are NaN"}),
+        "diverged_reason": (dims, reasons.astype(str),
+                            {"long_name": "why: nan, inf, or exploded (loss > explode_factor "
+                                          "x ln C); empty when the model trained"}),
     }
     if per_epoch is not None:
         data_vars["load_curve_epochs"] = (dims + ("epoch", "layer"), per_epoch,

@@ -57,9 +57,18 @@ def test_diverging_learning_rate_is_recorded_not_fatal():
                measures=["trace_ratio"], **SMALL)
     assert not ds["diverged"].sel(lr=1e-3).any()
     assert ds["diverged"].sel(lr=1e6).all()
+    assert set(ds["diverged_reason"].sel(lr=1e6).values.ravel()) <= {"nan", "inf", "exploded"}
+    assert (ds["diverged_reason"].sel(lr=1e-3) == "").all()
     assert np.isnan(ds["load_curve"].sel(lr=1e6)).all()
     assert np.isnan(ds["test_accuracy"].sel(lr=1e6)).all()
     assert np.isfinite(ds["load_curve"].sel(lr=1e-3)).all()
+
+
+def test_exploding_adam_is_diverged_not_a_curvature():
+    """Adam at lr 1e6 does not give NaN, it gives a huge loss and chance accuracy."""
+    ds = sweep(knob="lr", values=[1e6], alphas=[0.0], measures=["trace_ratio"], **SMALL)
+    assert ds["diverged"].all() and (ds["diverged_reason"] == "exploded").all()
+    assert np.isnan(ds["curvature_scaled"]).all()
 
 
 def test_batch_size_knob_records_steps():
