@@ -6,6 +6,7 @@ only on its payload, so an interrupted-and-resumed run must equal a clean one.
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,10 @@ from springblock.shared.sweeps import finish, run_chunked
 
 
 def slow_chunk(payload: dict) -> xr.Dataset:
+    die = payload.get("die_marker")
+    if die and payload["index"] == payload["die_at"] and not os.path.exists(die):
+        Path(die).touch()
+        os.kill(os.getpid(), signal.SIGKILL)  # a deterministic crash point: a power cut
     pids = Path(payload["pids"])
     (pids / f"{payload['index']}-{os.getpid()}").touch()
     time.sleep(payload["seconds"])
@@ -29,7 +34,8 @@ def _job(args) -> None:
     out = Path(args.output)
     pids = out.with_name(out.name + ".pids")
     pids.mkdir(exist_ok=True)
-    payloads = [{"index": i, "seconds": args.seconds, "pids": str(pids)}
+    payloads = [{"index": i, "seconds": args.seconds, "pids": str(pids), "die_at": args.die_at,
+                 "die_marker": str(out) + ".died" if args.die_at is not None else None}
                 for i in range(args.chunks)]
     config = {"chunks": args.chunks}
     chunks, store = run_chunked(slow_chunk, payloads, config=config, output=out,
@@ -43,6 +49,8 @@ def main(argv=None) -> int:
     parser.add_argument("chunks", type=int)
     parser.add_argument("seconds", type=float)
     parser.add_argument("--scheduler", default="processes")
+    parser.add_argument("--die-at", type=int, default=None,
+                        help="SIGKILL the computing process at this chunk, once")
     parser.set_defaults(func=_job)
     return run(parser, argv)
 

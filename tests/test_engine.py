@@ -2,10 +2,8 @@
 
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,32 +29,6 @@ def _cli(args, **kwargs):
 def _identical(a: xr.Dataset, b: xr.Dataset) -> None:
     xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
     assert a.attrs["config"] == b.attrs["config"]
-
-
-def test_killed_sweep_resumes_to_the_identical_result(tmp_path):
-    reference = tmp_path / "reference.nc"
-    proc = _cli(PHASE_ARGS + ["-o", str(reference), "--quiet"])
-    assert proc.wait(timeout=300) == 0, proc.stderr.read()
-
-    out = tmp_path / "interrupted.nc"
-    parts = out.with_name(out.name + ".parts")
-    proc = _cli(PHASE_ARGS + ["-o", str(out)])
-    deadline = time.monotonic() + 240
-    while len(list(parts.glob("chunk-*.nc"))) < 2 and time.monotonic() < deadline:
-        assert proc.poll() is None, "sweep finished before it could be interrupted"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)  # no chance to clean up: like a power cut
-    proc.wait()
-    done_before = len(list(parts.glob("chunk-*.nc")))
-    assert 2 <= done_before < 8 and not out.exists()
-
-    proc = _cli(PHASE_ARGS + ["-o", str(out)])
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    first = re.search(r"progress phase diagram: (\d+)/(\d+) chunks", err)
-    assert int(first.group(1)) >= done_before and int(first.group(2)) == 8  # resumed, not redone
-    assert not parts.exists()
-    _identical(results.load(out), results.load(reference))
 
 
 def test_changed_configuration_is_refused_then_overwritten(tmp_path):

@@ -94,6 +94,21 @@ def test_interrupted_pool_stops_at_once_and_resumes_identically(tmp_path, refere
     xr.testing.assert_identical(results.load(out).drop_attrs(), reference.drop_attrs())
 
 
+def test_killed_at_a_fixed_chunk_resumes_to_the_identical_result(tmp_path, reference):
+    """SIGKILL at a deterministic point (no race with the sweep finishing first)."""
+    out = tmp_path / "toy.nc"
+    parts = Path(f"{out}.parts")
+    proc = _start(out, str(CHUNKS), "0", "--scheduler", "serial", "--die-at", "4")
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert sorted(int(p.stem.split("-")[1]) for p in parts.glob("chunk-*.nc")) == [0, 1, 2, 3]
+    proc = _start(out, str(CHUNKS), "0", "--scheduler", "serial", "--die-at", "4")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "progress toy: 4/10 chunks" in err  # resumed, not redone
+    xr.testing.assert_identical(results.load(out).drop_attrs(), reference.drop_attrs())
+
+
 def test_corrupt_chunk_is_recomputed_and_reported(tmp_path, reference):
     out = tmp_path / "toy.nc"
     parts = Path(f"{out}.parts")
