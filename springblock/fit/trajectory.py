@@ -79,8 +79,8 @@ def _chain_frames(blocks, epochs, modulus, z):
     p = np.exp(z)
     x = np.zeros((len(p), len(epochs), blocks + 1))
     # The integrator's cost follows the largest c of a call, so sets are
-    # integrated in groups of similar c (within a factor of 2).
-    group = np.floor(np.log2(p[:, 3])).astype(int) if len(p) else np.zeros(0, int)
+    # integrated in groups of similar c (within a factor of 4).
+    group = np.floor(np.log(p[:, 3]) / np.log(4.0)).astype(int) if len(p) else np.zeros(0, int)
     for g in np.unique(group):
         rows = group == g
         x[rows, :, 1:] = theory.predict_positions(
