@@ -134,12 +134,18 @@ def starting_points(data, force, model, mu_fixed, ratio, mu_bounds, s_bounds, gr
     cand = np.concatenate([grid_start[:, None, :], cand], axis=1)
     grid_misfit = off_parabola(flat_shapes[best] - data)
     misfit = np.concatenate([grid_misfit[:, None], misfit], axis=1)
-    order = np.argsort(misfit, axis=1, kind="stable")
     is_valley = np.zeros(cand.shape[1], dtype=bool)
     is_valley[1:1 + ranked.shape[1]] = True
     width = np.array([mu_hi - mu_lo, s_hi - s_lo])
+    return _pick_starts(cand, misfit, is_valley, width, n_starts)
+
+
+def _pick_starts(cand, misfit, is_valley, width, n_starts):
+    """Per row of candidates (K, C, 2) ranked by ``misfit`` (K, C), the best
+    ``n_starts`` distinct ones: (starts (S, 2), owner row of each (S,))."""
+    order = np.argsort(misfit, axis=1, kind="stable")
     starts, owners = [], []
-    for row in range(k):
+    for row in range(len(cand)):
         usable = [c for c in order[row] if np.isfinite(misfit[row, c])]
         # the best candidate, then the best valley point (the ends of a valley
         # are plateaus a local fit cannot leave), then the rest in order
