@@ -369,3 +369,27 @@ def test_fit_sweep_labels_both_fits_of_a_network_like_sweep():
         assert np.all((traj_fit[f"{name}_low"] <= truth) & (truth <= traj_fit[f"{name}_high"]))
     with pytest.raises(ValueError, match="load_curve_epochs"):
         fit.fit_sweep_trajectory(network.drop_vars("load_curve_epochs"))
+
+
+def test_effective_force_table_bootstraps_over_seeds():
+    """Equal-force chain curves with F falling along both axes, plus seed noise."""
+    import xarray as xr
+
+    alpha, dropout = np.array([0.0, 0.5, 1.0]), np.array([0.0, 0.1, 0.2, 0.3])
+    force = 0.03 - 0.04 * alpha[:, None] - 0.1 * dropout[None, :]  # (3, 4)
+    clean = theory.load_curve(theory.equal_force_state(force, 7))  # (3, 4, 8)
+    rng = np.random.default_rng(1)
+    seeds = 5.0 * clean[:, :, None] + 0.005 * rng.standard_normal((3, 4, 6, 8))
+    network = xr.Dataset({"load_curve": (("alpha", "dropout", "seed", "layer"), seeds)},
+                         coords={"alpha": alpha, "dropout": dropout})
+    tab = fit.effective_force_table(network, "dropout", n_boot=200)
+    np.testing.assert_allclose(tab["effective_force"], force, atol=2e-3)
+    np.testing.assert_allclose(tab["rho_effective_force_along_knob"], -1.0)
+    np.testing.assert_allclose(tab["rho_effective_force_along_alpha"], -1.0)
+    assert tab.attrs["share_rows_falling_with_noise_significant"] == 1.0
+    # pure seed noise with no trend: no row is significant
+    flat = 5.0 * clean[1:2, 1:2, None] + 0.05 * rng.standard_normal((3, 4, 6, 8))
+    tab = fit.effective_force_table(network.copy(data={"load_curve": flat}), "dropout",
+                                    n_boot=200)
+    assert tab.attrs["share_rows_falling_with_noise_significant"] < 1.0
+    assert np.all(tab["rho_effective_force_along_knob_low"] < 0.5)

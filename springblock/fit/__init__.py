@@ -10,13 +10,14 @@
   cell of a network sweep Dataset;
 * :func:`dictionary_table` — Spearman rho of fitted noise along the knob and of
   fitted friction along alpha, with bootstrap intervals;
+* :func:`effective_force_table` — the same read off F_eff, bootstrapped over seeds;
 * :func:`normalise`, :func:`chain_shapes` — shapes of curves and of chains.
 
 The model is the mean-field integrator :func:`springblock.theory.predict_positions`.
 Importing this package compiles no numba kernel; only ``refine="simulation"`` runs the chain.
 """
 
-from springblock.fit.dictionary import dictionary_table
+from springblock.fit.dictionary import dictionary_table, effective_force_table
 from springblock.fit.result import FitResult
 from springblock.fit.shapes import (
     DEFAULT_HORIZON,
@@ -46,6 +47,7 @@ __all__ = [
     "chain_shapes",
     "dictionary_table",
     "effective_force",
+    "effective_force_table",
     "fit_spring",
     "fit_sweep_final",
     "fit_sweep_trajectory",
