@@ -7,6 +7,7 @@ asymmetric friction mu-> / mu<- and force noise s. Entry points:
 * :func:`simulate` — one configuration, many seeds -> ``xarray.Dataset``;
 * :func:`phase_diagram` — a grid over two parameters x seeds -> ``xarray.Dataset``;
 * :mod:`springblock.theory` — Eq. 7, Eq. 8, mean drift, relaxation time;
+* :mod:`springblock.fit` — chain parameters fitted to load curves (final or over training);
 * :mod:`springblock.shared` — what both packages stand on, free of numba and
   torch: checks, load-curve shape, results io, resumable sweeps, figures.
 
@@ -30,7 +31,7 @@ _LAZY = {
     "save": ("springblock.shared.results", "save"),
 }
 _SUBMODULES = {"ensemble", "theory", "dynamics", "rng", "config", "phase", "plotting", "cli",
-               "shared"}
+               "shared", "fit"}
 
 __all__ = sorted(_LAZY) + sorted(_SUBMODULES)
 
