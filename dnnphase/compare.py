@@ -293,10 +293,12 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
     return report
 
 
-def _num(value, why: str = "") -> str:
-    """A signed number, or ``n/a (why)`` for a part that could not be computed."""
+def _num(value, why: str = "", signed: bool = True) -> str:
+    """A number (signed), or ``n/a (why)`` for a part that could not be computed."""
     value = float(value)
-    return f"{value:+.2f}" if np.isfinite(value) else f"n/a{f' ({why})' if why else ''}"
+    if not np.isfinite(value):
+        return f"n/a{f' ({why})' if why else ''}"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 
 def summary(report: xr.Dataset) -> str:
@@ -308,7 +310,7 @@ def summary(report: xr.Dataset) -> str:
     kappa = _num(a["label_kappa"], "one phase only")
     lines = [
         f"measure {a['measure']}, linear band |curvature| <= {a['tolerance']:g}, knob {a['knob']}",
-        f"phase-label agreement after orientation: {_num(a['label_agreement'])} "
+        f"phase-label agreement after orientation: {_num(a['label_agreement'], signed=False)} "
         f"(Cohen's kappa {kappa})",
         "mean Spearman rho of curvature   along noise   along nonlinearity",
         "  networks                        "
