@@ -156,11 +156,13 @@ def plot_fit_maps(fit, knob: str, noisier_left: bool = True):
             m = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
             kwargs = dict(vmin=-m, vmax=m)
         image = ax.imshow(values, cmap=cmap, aspect="auto", **kwargs)
+        bound = fit[f"{name}_at_bound"].values if f"{name}_at_bound" in fit else 0 * values
         for (i, j), v in np.ndenumerate(values):
             if np.isfinite(v):
                 dark = plt.get_cmap(cmap)(image.norm(v))[:3]
                 ink = "0.95" if np.dot(dark, [0.3, 0.59, 0.11]) < 0.5 else "0.05"
-                ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=6, color=ink)
+                mark = "b" if bound[i, j] else ""  # the estimate sits on a bound of the fit
+                ax.text(j, i, f"{v:.2g}{mark}", ha="center", va="center", fontsize=6, color=ink)
         ax.set_xticks(range(fit.sizes[knob]), [f"{v:.3g}" for v in fit[knob].values],
                       rotation=60, fontsize=7)
         ax.set_yticks(range(fit.sizes["alpha"]), [f"{v:.2g}" for v in fit["alpha"].values],
@@ -171,7 +173,8 @@ def plot_fit_maps(fit, knob: str, noisier_left: bool = True):
         ax.set_title(label, fontsize=9)
         fig.colorbar(image, ax=ax, fraction=0.05)
     fig.suptitle(f"Spring-block chain fitted to each network cell (L = {fit.attrs.get('blocks')}, "
-                 f"T = {fit.attrs.get('horizon')}, mu<- = {fit.attrs.get('mu_left_ratio')} mu->)",
+                 f"T = {fit.attrs.get('horizon')}, mu<- = {fit.attrs.get('mu_left_ratio')} mu->; "
+                 "b: on a bound of the fit)",
                  fontsize=10)
     fig.tight_layout()
     return fig
