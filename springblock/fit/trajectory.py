@@ -39,6 +39,8 @@ DEFAULT_BOUNDS = {"mu_right": (1e-4, 0.3), "mu_left": (1e-4, 0.6), "noise": (1e-
 START_GRID = (6, 4, 6, 5)
 #: Level of the intervals.
 LEVEL = 0.95
+#: Iterations of each profiling refit (it starts next to the fit, so few are needed).
+PROFILE_ITER = 20
 
 
 def _used_frames(curves, epochs):
@@ -313,7 +315,7 @@ def fit_trajectory(curves, epochs, *, weights=None, modulus: float = 1.0, bounds
         z_lo, z_hi = est - q * se, est + q * se
     if rows.size and profile_values > 0:
         _profile_flat(model, flat, wf, est, se, rss, fitted, z_lo, z_hi, q[:, 0], lo, hi, dof,
-                      profile_values, max_iter)
+                      profile_values, min(max_iter, PROFILE_ITER))
     return _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, wf, lo, hi, lead, used,
                      blocks, modulus, b)
 
