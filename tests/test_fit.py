@@ -370,6 +370,16 @@ def test_fit_sweep_labels_both_fits_of_a_network_like_sweep():
     with pytest.raises(ValueError, match="load_curve_epochs"):
         fit.fit_sweep_trajectory(network.drop_vars("load_curve_epochs"))
 
+    from springblock.fit import figures
+
+    maps = figures.plot_trajectory_fit_maps(traj_fit, "dropout")
+    titles = [ax.get_title() for ax in maps.axes if ax.get_title()]
+    assert len(titles) == 6 and titles[0].startswith("RMS residual")
+    worst = traj_fit["residual"].where(traj_fit["residual"] == traj_fit["residual"].max(),
+                                       drop=True)
+    title = figures.plot_worst_fit(traj_fit).axes[0].get_title()
+    assert f"alpha {worst['alpha'].item():g}, dropout {worst['dropout'].item():g}" in title
+
 
 def test_effective_force_table_bootstraps_over_seeds():
     """Equal-force chain curves with F falling along both axes, plus seed noise."""

@@ -33,7 +33,7 @@ def _marks(fit: xr.Dataset, name: str) -> np.ndarray:
     return np.where(at, "b", np.where(un, "u", ""))
 
 
-def plot_fit_maps(fit: xr.Dataset, knob: str, larger_is_noisier: bool = True):
+def plot_trajectory_fit_maps(fit: xr.Dataset, knob: str, larger_is_noisier: bool = True):
     """Residual, chi^2 and parameter maps of a :func:`fit_trajectory` Dataset (alpha, knob)."""
     fit = _oriented(fit, knob, larger_is_noisier)
     panels = [p for p in _MAPS if p[0] in fit]
