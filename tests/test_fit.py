@@ -403,3 +403,12 @@ def test_effective_force_table_bootstraps_over_seeds():
                                     n_boot=200)
     assert tab.attrs["share_rows_falling_with_noise_significant"] < 1.0
     assert np.all(tab["rho_effective_force_along_knob_low"] < 0.5)
+
+
+def test_importing_the_fit_compiles_no_numba_kernel():
+    import subprocess
+    import sys
+
+    code = ("import sys, springblock.fit, springblock.fit.figures; "
+            "assert 'numba' not in sys.modules and 'torch' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
