@@ -130,17 +130,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("fit", help="spring parameters for every network cell",
-                       description="Fit (mu_right, noise) of a chain, at fixed horizon and "
-                                   "mu_left/mu_right, to each cell's seed-mean load curve.")
+                       description="Fit the chain to every cell of a network sweep: its final "
+                                   "load curves (mu->, s at a fixed horizon and mu<-/mu->), or "
+                                   "with --trajectory the curves recorded during training "
+                                   "(mu->, mu<-, s and a time scale, with 95%% intervals).")
     p.add_argument("network", help="a NetCDF file written by dnnphase sweep")
     p.add_argument("--measure", default="trace_ratio",
                    help="separation measure (default %(default)s)")
+    p.add_argument("--trajectory", action="store_true",
+                   help="fit the recorded training trajectories (sweep with --record-every)")
     p.add_argument("--horizon", type=float, default=1000.0,
-                   help="chain horizon T (default %(default)s)")
+                   help="final-curve fit: chain horizon T (default %(default)s)")
     p.add_argument("--mu-left-ratio", type=float, default=2.0,
-                   help="mu_left / mu_right (default %(default)s)")
+                   help="final-curve fit: mu_left / mu_right (default %(default)s)")
     p.add_argument("--refine", default="theory",
-                   help="theory (default) or simulation")
+                   help="final-curve fit: theory (default) or simulation")
     p.add_argument("--figure", default=None, help="also draw the parameter maps here")
     output_options(p, "output NetCDF file", quiet=False)
     p.set_defaults(func=cmd_fit)
@@ -225,29 +229,30 @@ def cmd_compare(args) -> None:
 
 
 def cmd_fit(args) -> None:
-    from dnnphase.compare import check_network
-    from springblock.fit import fit_spring
+    from dnnphase.compare import fit_chain
+    from dnnphase.knobs import larger_is_noisier
     from springblock.shared.results import check_output, load, save
 
     check_output(args.output, args.overwrite)
+    if args.figure:
+        check_output(args.figure, args.overwrite)
     network = load(args.network, kind="dnnphase.sweep")
-    check_network(network, args.measure)
-    knob = network.attrs["knob"]
-    curves = network["load_curve"].sel(measure=args.measure).mean("seed", skipna=True)
-    fit = fit_spring(curves.values, horizon=args.horizon, mu_left_ratio=args.mu_left_ratio,
-                     refine=args.refine)
-    ds = fit.to_dataset(dims=["alpha", knob],
-                        coords={"alpha": network["alpha"].values, knob: network[knob].values})
-    ds.attrs["kind"] = "dnnphase.fit"
-    ds.attrs["source"] = str(args.network)
-    save(ds, args.output, overwrite=args.overwrite)
+    options = {} if args.trajectory else dict(horizon=args.horizon,
+                                              mu_left_ratio=args.mu_left_ratio,
+                                              refine=args.refine)
+    fit = fit_chain(network, measure=args.measure, trajectory=args.trajectory,
+                    source=str(args.network), **options)
+    save(fit, args.output, overwrite=args.overwrite)
     if args.figure:
         from dnnphase import plotting
-        from dnnphase.knobs import larger_is_noisier
 
-        plotting.save_figure(plotting.plot_fit_maps(ds, knob, larger_is_noisier(network)),
-                             args.figure)
-    print(f"wrote {args.output}: median residual {float(ds['residual'].median()):.4f}")
+        knob = network.attrs["knob"]
+        if args.trajectory:
+            from springblock.fit.figures import plot_trajectory_fit_maps as plot
+        else:
+            plot = plotting.plot_fit_maps
+        plotting.save_figure(plot(fit, knob, larger_is_noisier(network)), args.figure)
+    print(f"wrote {args.output}: median residual {float(fit['residual'].median()):.4f}")
 
 
 def cmd_reproduce(args) -> None:

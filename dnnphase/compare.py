@@ -328,3 +328,37 @@ def summary(report: xr.Dataset) -> str:
             f"Spearman(|curvature|, accuracy) = "
             f"{_num(a['accuracy_spearman_abs_curvature'])}")
     return "\n".join(lines)
+
+
+# --- the chain fitted to every network cell -------------------------------------------
+
+
+def fit_chain(network: xr.Dataset, *, measure: str = "trace_ratio", trajectory: bool = False,
+              source: str | None = None, **fit_options) -> xr.Dataset:
+    """The chain fitted to every cell of a network sweep, labelled, with provenance.
+
+    ``trajectory=False``: :func:`springblock.fit.fit_sweep_final` on each cell's
+    seed-mean final load curve of ``measure`` (fast; mu<- / mu-> and the horizon
+    fixed). ``trajectory=True``: :func:`springblock.fit.fit_sweep_trajectory` on
+    the load curves recorded during training (mu->, mu<-, s and a time scale,
+    with 95 % intervals; needs ``record_every`` and the first measure).
+    ``fit_options`` go to the fit. The one place both ``dnnphase fit`` and
+    ``reproduce`` fit a sweep.
+    """
+    from springblock.fit import fit_sweep_final, fit_sweep_trajectory
+    from springblock.shared.results import provenance
+
+    check_network(network, measure)
+    if trajectory:
+        if "load_curve_epochs" not in network:
+            raise ConfigError("a trajectory fit needs load curves recorded during training: "
+                              "sweep with --record-every")
+        fit = fit_sweep_trajectory(network, **fit_options)
+    else:
+        fit = fit_sweep_final(network, measure=measure, **fit_options)
+    config = {"measure": measure, "trajectory": trajectory, "source": source,
+              "network_config": network.attrs.get("config"),
+              "options": {k: v for k, v in fit_options.items()}}
+    fit.attrs.update(provenance("dnnphase.fit", config))
+    fit.attrs["knob"] = network.attrs["knob"]
+    return fit

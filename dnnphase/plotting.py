@@ -132,52 +132,65 @@ def plot_accuracy_vs_curvature(network, report, measure: str = "trace_ratio"):
     return fig
 
 
-def plot_fit_maps(fit, knob: str, noisier_left: bool = True):
+def plot_fit_maps(fit, knob: str, larger_is_noisier: bool = True):
     """Fitted chain parameters over the network grid (alpha rows, knob columns).
 
-    ``fit``: a Dataset from :meth:`springblock.fit.FitResult.to_dataset` with dims
-    (alpha, knob). Panels: effective force F_eff, mu->, s and the residual.
+    ``fit``: a final-curve fit (:func:`dnnphase.compare.fit_chain`) with dims
+    (alpha, knob), drawn the way round of the phase diagrams: ReLU on top,
+    noisier to the right. Panels: effective force F_eff, mu->, s (each with its
+    standard error; "b": the estimate sits on a bound of the fit) and the residual.
     """
     import matplotlib.pyplot as plt
 
-    fit = fit.sortby("alpha")
-    if noisier_left:
-        fit = fit.isel({knob: slice(None, None, -1)})
+    fit = fit.sortby("alpha").sortby(knob, ascending=larger_is_noisier)
     panels = [("effective_force", "effective force F_eff [k y]\n(> 0 concave, < 0 convex)",
                "RdBu"),
-              ("mu_right", "fitted friction mu-> [k y]", "viridis"),
-              ("noise", "fitted noise s [k y]", "viridis"),
+              ("mu_right", "fitted friction mu-> [k y]\n(+- standard error)", "viridis"),
+              ("noise", "fitted noise s [k y]\n(+- standard error)", "viridis"),
               ("residual", "RMS residual (normalised curves)", "magma_r")]
-    fig, axes = plt.subplots(1, 4, figsize=(4.0 * 4, 0.55 * fit.sizes["alpha"] + 2.6))
+    fig, axes = plt.subplots(1, 4, figsize=(4.0 * 4, 0.7 * fit.sizes["alpha"] + 2.8))
     for ax, (name, label, cmap) in zip(axes, panels, strict=True):
-        values = fit[name].values
+        values = fit[name].transpose("alpha", knob).values
         kwargs = {}
         if name == "effective_force":
             m = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
             kwargs = dict(vmin=-m, vmax=m)
         image = ax.imshow(values, cmap=cmap, aspect="auto", **kwargs)
-        bound = fit[f"{name}_at_bound"].values if f"{name}_at_bound" in fit else 0 * values
-        for (i, j), v in np.ndenumerate(values):
-            if np.isfinite(v):
-                dark = plt.get_cmap(cmap)(image.norm(v))[:3]
-                ink = "0.95" if np.dot(dark, [0.3, 0.59, 0.11]) < 0.5 else "0.05"
-                mark = "b" if bound[i, j] else ""  # the estimate sits on a bound of the fit
-                ax.text(j, i, f"{v:.2g}{mark}", ha="center", va="center", fontsize=6, color=ink)
-        ax.set_xticks(range(fit.sizes[knob]), [f"{v:.3g}" for v in fit[knob].values],
+        for (i, j), text in np.ndenumerate(_cell_texts(fit, name, knob)):
+            if text:
+                shade = plt.get_cmap(cmap)(image.norm(values[i, j]))[:3]
+                ink = "0.95" if np.dot(shade, [0.3, 0.59, 0.11]) < 0.5 else "0.05"
+                ax.text(j, i, text, ha="center", va="center", fontsize=6, color=ink)
+        ax.set_xticks(range(fit.sizes[knob]), [fmt_value(v) for v in fit[knob].values],
                       rotation=60, fontsize=7)
-        ax.set_yticks(range(fit.sizes["alpha"]), [f"{v:.2g}" for v in fit["alpha"].values],
+        ax.set_yticks(range(fit.sizes["alpha"]), [fmt_value(v) for v in fit["alpha"].values],
                       fontsize=7)
-        ax.set_xlabel(knobs.label(knob) + (" (noisier left)" if noisier_left else ""),
-                      fontsize=8)
+        ax.set_xlabel(knobs.label(knob) + " (noisier to the right)", fontsize=8)
         ax.set_ylabel("alpha (0 = ReLU)", fontsize=8)
         ax.set_title(label, fontsize=9)
         fig.colorbar(image, ax=ax, fraction=0.05)
     fig.suptitle(f"Spring-block chain fitted to each network cell (L = {fit.attrs.get('blocks')}, "
-                 f"T = {fit.attrs.get('horizon')}, mu<- = {fit.attrs.get('mu_left_ratio')} mu->; "
-                 "b: on a bound of the fit)",
+                 f"T = {fmt_value(fit.attrs.get('horizon', float('nan')))}, "
+                 f"mu<- = {fit.attrs.get('mu_left_ratio')} mu->; b: on a bound of the fit)",
                  fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _cell_texts(fit, name: str, knob: str) -> np.ndarray:
+    """Per cell: the value, "+-se" below it where known, "b" where it sits on a bound."""
+    values = fit[name].transpose("alpha", knob).values
+    se = fit[f"{name}_se"].transpose("alpha", knob).values if f"{name}_se" in fit else None
+    bound = (fit[f"{name}_at_bound"].transpose("alpha", knob).values
+             if f"{name}_at_bound" in fit else np.zeros(values.shape, bool))
+    texts = np.full(values.shape, "", dtype=object)
+    for (i, j), v in np.ndenumerate(values):
+        if not np.isfinite(v):
+            continue
+        texts[i, j] = f"{v:.2g}{'b' if bound[i, j] else ''}"
+        if se is not None and np.isfinite(se[i, j]):
+            texts[i, j] += f"\n+-{se[i, j]:.2g}"
+    return texts
 
 
 def plot_dynamics(network_epochs, chain_times, cells):

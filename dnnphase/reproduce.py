@@ -7,15 +7,16 @@ there and resumes what was interrupted):
 2. one network sweep per knob (``dnn_<knob>.nc``), recording load curves
    during training for the dynamics figure;
 3. for every network cell, the chain parameters that best explain its mean
-   load curve (``fit_<knob>.nc``);
+   load curve (``fit_<knob>.nc``), and the paper's dictionary read off the
+   effective force with a bootstrap over seeds (``dictionary_<knob>.nc``);
 4. the comparison report (``report_<knob>.nc``) and its summary (printed);
 5. figures: ``phase_<knob>.png`` (networks beside the chain), ``fit_<knob>.png``
    (fitted parameter maps), ``accuracy_<knob>.png`` (accuracy vs curvature),
    ``dynamics_<knob>.png`` (load curves over training vs the chain over time).
 
 Presets: ``test`` (seconds; used by the test suite), ``quick`` (the README's
-main job, <= 10 minutes on 2 cores), ``paper`` (the paper's grids, 10 seeds;
-hours on a laptop — the expected time is printed before it starts).
+main job), ``paper`` (the paper's four diagrams, 10 seeds; for a GPU or a
+cluster). The expected time is printed before a preset starts.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dnnphase import defaults
 from dnnphase.knobs import larger_is_noisier
 from springblock.shared import results
 from springblock.shared.checks import ConfigError
-from springblock.shared.sweeps import validate_scheduler, validate_workers
+from springblock.shared.sweeps import overall_progress, validate_scheduler, validate_workers
 
 ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
 #: DESIGN's recommended chain grid: 6 x 8 cells x 10 seeds, T = 1000, mu<- = 2 mu->.
@@ -96,17 +97,18 @@ def expected_seconds(preset: dict, cores: int | None = None) -> float:
     return total + 30.0  # the chain, the fits and the figures
 
 
-def _result(path: Path, kind: str, config: dict, make, overwrite: bool, quiet: bool):
-    """Reuse ``path`` if it holds the same configuration; otherwise compute it."""
+def _result(path: Path, kind: str, config: dict, make, overwrite: bool,
+            quiet: bool) -> tuple[xr.Dataset, bool]:
+    """Reuse ``path`` if it holds the same configuration, else compute it: (Dataset, computed)."""
     if path.exists() and not overwrite:
         ds = results.load(path)
         if ds.attrs.get("kind") == kind and json.loads(ds.attrs["config"]) == json.loads(
                 json.dumps(config, default=str)):
             _say(f"  reusing {path}", quiet)
-            return ds
+            return ds, False
         raise ConfigError(f"{path} exists with a different configuration; pass --overwrite "
                           "or choose another output folder")
-    return make()
+    return make(), True
 
 
 def reproduce(preset: str = "quick", output="results", *, overwrite: bool = False,
@@ -116,13 +118,10 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
 
     ``scheduler`` runs the network sweeps (default: a process pool; serial for
     the ``test`` preset, whose chunks are too small to pay for workers).
+    Progress is one bar over all stages (the chain, then per knob its sweep
+    and its analysis).
     """
-    from dnnphase import compare as cmp
-    from dnnphase import plotting
     from dnnphase.sweep import SweepConfig, sweep
-    from springblock import phase_diagram
-    from springblock.fit import fit_spring
-    from springblock.phase import CHAINS_PER_CHUNK
 
     if preset not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")
@@ -131,67 +130,84 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output must be a folder (got the file {str(out)!r})")
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
+    net_scheduler = scheduler or ("serial" if preset == "test" else defaults.SCHEDULER)
+    validate_scheduler(net_scheduler)
+    validate_workers(workers)
     out.mkdir(parents=True, exist_ok=True)
     n_models = sum(len(c.values) * len(c.alphas) * len(c.seeds) for c in configs)
     _say(f"reproduce --preset {preset}: chain {len(spec['spring']['rows'][1])} x "
          f"{len(spec['spring']['cols'][1])} cells x {spec['spring']['seeds']} seeds; "
          f"{n_models} networks; expected about {expected_seconds(spec) / 60:.1f} min", quiet)
     start = time.monotonic()
-    net_scheduler = scheduler or ("serial" if preset == "test" else defaults.SCHEDULER)
-    validate_scheduler(net_scheduler)
-    validate_workers(workers)
-
-    _say("[1] spring-block phase diagram", quiet)
-    spring_path = out / "spring_phase.nc"
-    s = spec["spring"]
-    if spring_path.exists() and not overwrite:
-        spring = _reuse_spring(spring_path, s, quiet)
-    else:
-        spring = phase_diagram(s["rows"], s["cols"], seeds=s["seeds"], steps=s["steps"],
-                               mu_left_ratio=s["mu_left_ratio"], output=spring_path,
-                               overwrite=True, quiet=quiet, chains_per_chunk=CHAINS_PER_CHUNK)
-    horizon = float(spring["horizon"].mean())
     reports = {}
-    for k, cfg in enumerate(configs, start=2):
-        knob = cfg.knob
-        _say(f"[{k}] network sweep: {knob}", quiet)
-        net_path = out / f"dnn_{knob}.nc"
-        network = _result(net_path, "dnnphase.sweep", cfg.to_dict(),
-                          lambda cfg=cfg, net_path=net_path: sweep(
-                              cfg, output=net_path, overwrite=True, scheduler=net_scheduler,
-                              workers=workers, quiet=quiet), overwrite, quiet)
-
-        _say(f"    fitting the chain to {network.sizes['alpha'] * network.sizes[knob]} cells",
-             quiet)
-        mean_curves = network["load_curve"].sel(measure="trace_ratio").mean("seed",
-                                                                            skipna=True)
-        fit = fit_spring(mean_curves.values, horizon=horizon,
-                         mu_left_ratio=s["mu_left_ratio"], grid=spec["fit_grid"])
-        fit_ds = fit.to_dataset(dims=["alpha", knob], coords={
-            "alpha": network["alpha"].values, knob: network[knob].values})
-        fit_ds.attrs["kind"] = "dnnphase.fit"
-        results.save(fit_ds, out / f"fit_{knob}.nc", overwrite=True)
-
-        report = cmp.compare(spring, network)
-        trends = _fit_trends(fit_ds, network, knob)
-        report = report.merge(trends, combine_attrs="no_conflicts")
-        results.save(report, out / f"report_{knob}.nc", overwrite=True)
-        reports[knob] = report
-        _say(cmp.summary(report) + "\n" + fit_summary(report), quiet)
-
-        noisier_left = larger_is_noisier(network)
-        plotting.save_figure(plotting.plot_side_by_side(spring, network),
-                             out / f"phase_{knob}.png")
-        plotting.save_figure(plotting.plot_fit_maps(fit_ds, knob, noisier_left),
-                             out / f"fit_{knob}.png")
-        if not report.attrs["accuracy_missing"]:
-            plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report),
-                                 out / f"accuracy_{knob}.png")
-        if "load_curve_epochs" in network:
-            plotting.save_figure(_dynamics_figure(network, fit_ds, knob, s["steps"], horizon),
-                                 out / f"dynamics_{knob}.png")
+    with overall_progress(1 + 2 * len(configs), f"reproduce {preset}", quiet) as progress:
+        spring = _chain(spec["spring"], out / "spring_phase.nc", overwrite, quiet)
+        progress.advance()
+        for cfg in configs:
+            path = out / f"dnn_{cfg.knob}.nc"
+            network, computed = _result(
+                path, "dnnphase.sweep", cfg.to_dict(),
+                lambda cfg=cfg, path=path: sweep(cfg, output=path, overwrite=True,
+                                                 scheduler=net_scheduler, workers=workers,
+                                                 quiet=quiet), overwrite, quiet)
+            progress.advance(0 if computed else 1)  # a sweep advances the bar chunk by chunk
+            reports[cfg.knob] = _analyse(spring, network, spec, out, quiet)
+            progress.advance()
     _say(f"done in {time.monotonic() - start:.0f} s; results and figures in {out}/", quiet)
     return reports
+
+
+def _chain(s: dict, path: Path, overwrite: bool, quiet: bool) -> xr.Dataset:
+    """Stage 1: the chain's phase diagram (reused when the file holds the same grid)."""
+    from springblock import phase_diagram
+    from springblock.phase import CHAINS_PER_CHUNK
+
+    if path.exists() and not overwrite:
+        return _reuse_spring(path, s, quiet)
+    return phase_diagram(s["rows"], s["cols"], seeds=s["seeds"], steps=s["steps"],
+                         mu_left_ratio=s["mu_left_ratio"], output=path, overwrite=True,
+                         quiet=quiet, chains_per_chunk=CHAINS_PER_CHUNK)
+
+
+def _analyse(spring: xr.Dataset, network: xr.Dataset, spec: dict, out: Path,
+             quiet: bool) -> xr.Dataset:
+    """Per knob: the fit, the dictionary table, the comparison report and the figures."""
+    from dnnphase import compare as cmp
+    from dnnphase import plotting
+    from springblock.fit import effective_force_table
+
+    knob = network.attrs["knob"]
+    horizon = float(spring["horizon"].mean())
+    fit = cmp.fit_chain(network, horizon=horizon, mu_left_ratio=spec["spring"]["mu_left_ratio"],
+                        grid=spec["fit_grid"], source=f"dnn_{knob}.nc")
+    results.save(fit, out / f"fit_{knob}.nc", overwrite=True)
+    table = effective_force_table(network, knob, larger_is_noisier=larger_is_noisier(network))
+    results.save(table, out / f"dictionary_{knob}.nc", overwrite=True)
+    report = cmp.compare(spring, network)
+    results.save(report, out / f"report_{knob}.nc", overwrite=True)
+    _say(cmp.summary(report) + "\n" + dictionary_summary(table), quiet)
+
+    plotting.save_figure(plotting.plot_side_by_side(spring, network), out / f"phase_{knob}.png")
+    plotting.save_figure(plotting.plot_fit_maps(fit, knob, larger_is_noisier(network)),
+                         out / f"fit_{knob}.png")
+    if not report.attrs["accuracy_missing"]:
+        plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report),
+                             out / f"accuracy_{knob}.png")
+    if "load_curve_epochs" in network:
+        plotting.save_figure(_dynamics_figure(network, fit, knob, spec["spring"]["steps"],
+                                              horizon), out / f"dynamics_{knob}.png")
+    return report
+
+
+def dictionary_summary(table: xr.Dataset) -> str:
+    """One line on the paper's dictionary read off the effective force F_eff."""
+    a = table.attrs
+    level = int(round(100 * a["level"]))
+    return ("effective force F_eff (the chain's identifiable parameter): falls with noise in "
+            f"{a['share_rows_falling_with_noise']:.0%} of alpha rows "
+            f"({a['share_rows_falling_with_noise_significant']:.0%} with the {level}% interval "
+            f"below 0), falls as alpha grows in {a['share_cols_falling_with_alpha']:.0%} of "
+            f"columns ({a['share_cols_falling_with_alpha_significant']:.0%} significant)")
 
 
 def _reuse_spring(path: Path, spec: dict, quiet: bool) -> xr.Dataset:
@@ -207,52 +223,6 @@ def _reuse_spring(path: Path, spec: dict, quiet: bool) -> xr.Dataset:
                           "another output folder")
     _say(f"  reusing {path}", quiet)
     return ds
-
-
-def _fit_trends(fit: xr.Dataset, network: xr.Dataset, knob: str) -> xr.Dataset:
-    """Does the fitted effective friction fall with noise and rise with nonlinearity?
-
-    Spearman rho of F_eff along each alpha row (vs the knob oriented noisier)
-    and along each knob column (vs nonlinearity 1 - alpha). The paper's theory
-    predicts rho < 0 along noise and rho > 0 along nonlinearity.
-    """
-    from dnnphase.compare import rank_correlations
-
-    larger_noisier = larger_is_noisier(network)
-    oriented = fit["effective_force"].sortby("alpha", ascending=False).sortby(
-        knob, ascending=larger_noisier)
-    rows, cols = rank_correlations(oriented.values)
-    out = xr.Dataset({
-        "fit_rho_along_noise": ("nonlinearity", rows,
-                                {"long_name": "Spearman rho of F_eff vs noise, per alpha"}),
-        "fit_rho_along_nonlinearity": ("noisiness", cols,
-                                       {"long_name": "Spearman rho of F_eff vs 1 - alpha"}),
-        "fit_effective_force": (("nonlinearity", "noisiness"), oriented.values),
-        "fit_residual": (("nonlinearity", "noisiness"), fit["residual"].sortby(
-            "alpha", ascending=False).sortby(knob, ascending=larger_noisier).values),
-    })
-    out.attrs.update({
-        "fit_mean_rho_along_noise": float(np.nanmean(rows)) if np.isfinite(rows).any()
-        else np.nan,
-        "fit_mean_rho_along_nonlinearity": float(np.nanmean(cols)) if np.isfinite(cols).any()
-        else np.nan,
-        "fit_monotone_rows": int(np.sum(rows <= -0.999)),
-        "fit_monotone_cols": int(np.sum(cols >= 0.999)),
-        "fit_median_residual": float(np.nanmedian(fit["residual"].values)),
-    })
-    return out
-
-
-def fit_summary(report: xr.Dataset) -> str:
-    a = report.attrs
-    n_rows = report.sizes.get("nonlinearity", 0)
-    n_cols = report.sizes.get("noisiness", 0)
-    return ("fitted effective friction F_eff: mean Spearman rho "
-            f"{a['fit_mean_rho_along_noise']:+.2f} along noise (theory: < 0; strictly falling "
-            f"in {a['fit_monotone_rows']}/{n_rows} "
-            f"rows), {a['fit_mean_rho_along_nonlinearity']:+.2f} along nonlinearity (theory: > 0;"
-            f" strictly rising in {a['fit_monotone_cols']}/{n_cols} columns); median residual "
-            f"{a['fit_median_residual']:.3f}")
 
 
 def _dynamics_figure(network: xr.Dataset, fit: xr.Dataset, knob: str, steps: int,

@@ -194,11 +194,20 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
     assert results.load(out / "spring_phase.nc", kind="springblock.phase_diagram").sizes[
         "mu_right"] == 3
     report = results.load(out / "report_dropout.nc")
-    for key in ("label_agreement", "label_kappa", "accuracy_peak_curvature",
-                "fit_mean_rho_along_noise"):
+    for key in ("label_agreement", "label_kappa", "accuracy_peak_curvature"):
         assert key in report.attrs
-    fit = results.load(out / "fit_dropout.nc")
+    fit = results.load(out / "fit_dropout.nc", kind="dnnphase.fit")
     assert {"mu_right", "noise", "effective_force", "residual"} <= set(fit.data_vars)
+    assert fit["residual"].dims == ("alpha", "dropout") and "versions" in fit.attrs
+    table = results.load(out / "dictionary_dropout.nc")
+    assert table["rho_effective_force_along_knob"].dims == ("alpha",)
+    # the trajectory fit of the same sweep, from the command line
+    assert main(["fit", str(out / "dnn_dropout.nc"), "--trajectory", "-o", str(tmp_path / "t.nc"),
+                 "--figure", str(tmp_path / "t.png")]) == 0
+    traj = results.load(tmp_path / "t.nc", kind="dnnphase.fit")
+    for name in ("mu_right", "mu_left", "noise", "chi2_per_dof", "mu_right_unbounded"):
+        assert traj[name].dims == ("alpha", "dropout"), name
+    assert_picture(tmp_path / "t.png")
     # a rerun reuses the stored results instead of recomputing or refusing
     assert main(["reproduce", "--preset", "test", "-o", str(out)]) == 0
     assert "reusing" in capsys.readouterr().out

@@ -21,8 +21,8 @@ _MAPS = (("residual", "RMS residual / final drop", "magma_r", False),
 
 
 def _oriented(fit: xr.Dataset, knob: str, larger_is_noisier: bool) -> xr.Dataset:
-    """alpha rows (ReLU on top), knob columns with the noisier side on the left."""
-    return fit.sortby("alpha").sortby(knob, ascending=not larger_is_noisier)
+    """alpha rows (ReLU on top), knob columns noisier to the right (as the phase diagrams)."""
+    return fit.sortby("alpha").sortby(knob, ascending=larger_is_noisier)
 
 
 def _marks(fit: xr.Dataset, name: str) -> np.ndarray:
@@ -52,7 +52,7 @@ def plot_trajectory_fit_maps(fit: xr.Dataset, knob: str, larger_is_noisier: bool
                       rotation=60, fontsize=7)
         ax.set_yticks(range(fit.sizes["alpha"]), [fmt_value(v) for v in fit["alpha"].values],
                       fontsize=7)
-        ax.set_xlabel(f"{knob} (noisier {'left' if larger_is_noisier else 'right'})",
+        ax.set_xlabel(f"{knob} (noisier to the right)",
                       fontsize=8)
         ax.set_ylabel("alpha (0 = ReLU)", fontsize=8)
         ax.set_title(label + (" (log10 colour)" if log else ""), fontsize=8)
