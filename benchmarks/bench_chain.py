@@ -13,6 +13,13 @@ Prints block-steps per second (one block advanced by one time step) for
 
 and the ratios kernel / Python loop and kernel / RNG-only limit. Timings are
 medians of repeats; the machine may be shared, so only the ratios matter.
+
+``--events`` times the event-driven kernel (``springblock.events``) against the
+step kernel: the wall time to reach a horizon of n steps (1e5 ... 1e10) at
+s/a = 1, 0.5, 0.3, 0.2 (a = (mu-> + mu<-)/2, L = 7, mu-> = 0.02, mu<- = 0.04),
+the step kernel timed at 1e6 steps and scaled linearly; what ``auto`` picks;
+where the time of one event goes; and the default phase-diagram grid
+(6 mu-> x 8 s x 10 seeds) to T = inf.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import time
 import numba
 import numpy as np
 
-from springblock import dynamics, rng
+from springblock import dynamics, events, rng
 from springblock.config import ChainConfig
 
 L = 7
@@ -109,10 +116,132 @@ def rng_rate(n_chains, draws, repeats, builtin=False):
     return n_chains * per_chain / t
 
 
+# --- event-driven vs step-by-step ---------------------------------------------------
+
+EV_CHAINS = 16  # chains per timing (both kernels run them in parallel over chains)
+EV_BUDGET_S = 8.0  # skip (and extrapolate) event-driven runs expected to take longer
+
+
+def _events_run(cfg, n_chains, horizon):
+    """Event-driven run of ``n_chains`` chains to ``horizon`` steps: (seconds, events/chain)."""
+    params = np.tile(cfg.param_row(), (n_chains, 1))
+    states = rng.seed_states(np.arange(n_chains))
+    x = np.zeros((n_chains, L))
+    out = np.zeros(n_chains), np.zeros(n_chains, dtype=np.int64), np.zeros(n_chains, np.int64)
+    kernel = events.independent
+    t0 = time.perf_counter()
+    kernel(x, states, params, np.full(n_chains, float(horizon)), 10**12, 0,
+           np.zeros((n_chains, 0, L)), *out)
+    return time.perf_counter() - t0, out[1].mean()
+
+
+def _steps_time_per_step(cfg, n_chains, steps=1_000_000):
+    """Step-kernel seconds per step for ``n_chains`` chains (timed at 1e6 steps)."""
+    params = np.tile(cfg.param_row(), (n_chains, 1))
+    states = rng.seed_states(np.arange(n_chains))
+    traj = np.zeros((n_chains, 0, L))
+    dynamics.overdamped(np.zeros((n_chains, L)), states, params, 2, 0, False, 0, traj)
+    t0 = time.perf_counter()
+    dynamics.overdamped(np.zeros((n_chains, L)), states, params, steps, 0, False, 0, traj)
+    return (time.perf_counter() - t0) / steps
+
+
+def _component_times(s, n=2_000_000):
+    """ns per move_rate, tail draw and geometric wait at a block near F* (one thread)."""
+    out = []
+    for part in range(3):
+        @numba.njit
+        def one(n, part=part):
+            s0, s1, s2, s3 = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
+            acc = 0.0
+            for i in range(n):
+                f = -0.01 + 1e-12 * i
+                if part == 0:
+                    nlq, lp, right = events.move_rate(f, 0.5, 0.02, 0.04, s, np.inf, 0.01, 0.0)
+                    acc += nlq + right
+                elif part == 1:
+                    z, s0, s1, s2, s3 = events.normal_on_interval(0.03 / s, np.inf,
+                                                                  s0, s1, s2, s3)
+                    acc += z
+                else:
+                    g, s0, s1, s2, s3 = events.geometric(1e-3 + 1e-15 * i, 0.0, s0, s1, s2, s3)
+                    acc += g
+            return acc
+        one(10)
+        t0 = time.perf_counter()
+        one(n)
+        out.append((time.perf_counter() - t0) / n * 1e9)
+    return out
+
+
+def events_benchmark(quick=False):
+    """Wall time to reach n steps, events vs steps; extrapolated runs are marked ~.
+
+    An event-driven run expected to take longer than EV_BUDGET_S is not run:
+    its event count is extrapolated from the last measured horizon with the
+    growth of :func:`springblock.ensemble.expected_events`, at the measured
+    cost per event.
+    """
+    from springblock.ensemble import choose_algorithm, expected_events
+
+    threads = numba.get_num_threads()
+    horizons = [10**e for e in range(5, 10 if quick else 11)]
+    print(f"\nevent-driven vs step kernel: L = {L}, mu-> = 0.02, mu<- = 0.04, {EV_CHAINS} chains, "
+          f"{threads} numba threads (~: extrapolated)")
+    print("  s/a   n      events/chain  ns/event  events [s]  steps [s]  steps/events  auto")
+    a = 0.03
+    for ratio in (1.0, 0.5, 0.3, 0.2):
+        cfg = ChainConfig(blocks=L, mu_right=0.02, mu_left=0.04, noise=ratio * a)
+        per_step = _steps_time_per_step(cfg, EV_CHAINS)
+        _events_run(cfg, 2, 10)  # compile
+        last = None  # (n, events per chain, ns per event per thread)
+        for n in horizons:
+            t_steps = per_step * n
+            mark = " "
+            if last is not None:
+                n_prev, ev_prev, ns_event = last
+                n_ev = ev_prev * expected_events(cfg, n) / expected_events(cfg, n_prev)
+                t_ev = n_ev * EV_CHAINS * ns_event * 1e-9 / threads
+                mark = "~" if t_ev > EV_BUDGET_S else " "
+            if mark == " ":
+                t_ev, n_ev = _events_run(cfg, EV_CHAINS, n)
+                last = (n, n_ev, t_ev / (n_ev * EV_CHAINS) * 1e9 * threads)
+            auto = choose_algorithm(cfg.replace(steps=n, algorithm="auto"))
+            print(f"  {ratio:3.1f}  {n:6.0e}  {mark}{n_ev:12.0f}  {last[2]:8.0f}  "
+                  f"{mark}{t_ev:9.3g}  {t_steps:9.3g}  {mark}{t_steps / t_ev:11.3g}  {auto}")
+    rate, draw, wait = _component_times(0.3 * a)
+    print(f"  one event at s/a = 0.3 near F* (one thread): move probabilities {rate:.0f} ns x 3 "
+          f"blocks (the mover and its neighbours), tail draw {draw:.0f} ns, geometric wait "
+          f"{wait:.0f} ns x 3; the rest is bookkeeping")
+
+
+def infinite_grid_benchmark():
+    """Default phase-diagram grid (6 x 8 cells x 10 seeds) to T = inf, algorithm auto."""
+    import math
+
+    from springblock.phase import phase_diagram
+
+    phase_diagram(("mu_right", [0.02]), ("noise", [0.0, 0.01]), mu_left_ratio=2, seeds=1,
+                  steps=math.inf, algorithm="auto")  # compile
+    t0 = time.perf_counter()
+    pd = phase_diagram(mu_left_ratio=2, seeds=10, steps=math.inf, algorithm="auto")
+    took = time.perf_counter() - t0
+    print(f"\ndefault grid to T = inf (6 x 8 cells x 10 seeds, auto): {took:.1f} s on "
+          f"{numba.get_num_threads()} threads; {int(pd['frozen'].sum())} chains frozen, "
+          f"{int((pd['algorithm'] == 'events').sum())} event-driven, "
+          f"{pd['events'].where(pd['events'] > 0).mean().item():.0f} events per chain")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (~10 s)")
+    parser.add_argument("--events", action="store_true",
+                        help="only the event-driven vs step-kernel section")
     args = parser.parse_args(argv)
+    if args.events:
+        events_benchmark(args.quick)
+        infinite_grid_benchmark()
+        return
     work = 20_000_000 if args.quick else 200_000_000
     repeats = 3 if args.quick else 5
     py_steps = 2_000 if args.quick else 20_000

@@ -359,17 +359,27 @@ def stationary_positions(cfg: ChainConfig) -> np.ndarray:
     return theory.noiseless_state(cfg.blocks, cfg.mu_right, cfg.modulus, cfg.target)
 
 
+#: Horizons (time) beyond which the mean-drift prediction is integrated in log time.
+LONG_HORIZON = 1e4
+
+
 def predict(cfg: ChainConfig, horizon: float | None = None) -> np.ndarray:
     """Mean-drift positions (L,) for an overdamped config at ``horizon`` (default T).
 
-    An infinite horizon gives :func:`stationary_positions`.
+    An infinite horizon gives :func:`stationary_positions`; horizons beyond
+    LONG_HORIZON use :func:`springblock.theory.predict_positions_logtime`.
     """
-    if (cfg.horizon if horizon is None else horizon) == math.inf:
+    horizon = cfg.horizon if horizon is None else horizon
+    if horizon == math.inf:
         return stationary_positions(cfg)
+    if horizon > LONG_HORIZON:  # integrate in log time: the cost stays flat
+        return theory.predict_positions_logtime(
+            cfg.blocks, cfg.mu_right, cfg.mu_left_value, cfg.noise, horizon,
+            truncation=cfg.effective_truncation, noise_decay=cfg.noise_decay,
+            modulus=cfg.modulus, target=cfg.target)
     return theory.predict_positions(
         cfg.blocks, cfg.mu_right, cfg.mu_left_value, cfg.noise,
-        cfg.horizon if horizon is None else horizon,
-        truncation=cfg.effective_truncation, noise_decay=cfg.noise_decay,
+        horizon, truncation=cfg.effective_truncation, noise_decay=cfg.noise_decay,
         modulus=cfg.modulus, target=cfg.target,
     )
 

@@ -34,7 +34,7 @@ may then share a step).
 
 Shapes: positions ``x`` (M, L); per-chain parameters ``params`` (M,
 N_PARAMS) as in :mod:`springblock.dynamics`; ``horizon`` (M,) in steps
-(``inf``: run until frozen or ``max_events``); trajectory ``traj``
+(``inf``: run until frozen, or give up after ``max_events`` moves); trajectory ``traj``
 (M, R+1, L) read at steps 0, r, 2r, ... from the piecewise-constant state.
 """
 
@@ -359,7 +359,7 @@ def independent(x, states, params, horizon, max_events, every, traj, steps_run, 
                 break
             if t_next > horizon[m]:
                 break
-            if n_events >= max_events:
+            if n_events >= max_events and horizon[m] == _INF:
                 code = OUT_OF_EVENTS
                 break
             q = _fill_records(traj, m, xm, q, every, t_next, n_records)
@@ -464,7 +464,7 @@ def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, 
                 t_next = t * (1.0 + 2.220446049250313e-16)
             if t_next > horizon[m]:
                 break
-            if n_events >= max_events:
+            if n_events >= max_events and horizon[m] == _INF:
                 code = OUT_OF_EVENTS
                 break
             q = _fill_records(traj, m, xm, q, every, t_next, n_records)
