@@ -118,8 +118,8 @@ def rng_rate(n_chains, draws, repeats, builtin=False):
 
 # --- event-driven vs step-by-step ---------------------------------------------------
 
-EV_CHAINS = 16  # chains per timing (both kernels run them in parallel over chains)
-EV_BUDGET_S = 8.0  # skip (and extrapolate) event-driven runs expected to take longer
+EV_CHAINS = 8  # chains per timing (both kernels run them in parallel over chains)
+EV_BUDGET_S = 2.0  # skip (and extrapolate) event-driven runs expected to take longer
 
 
 def _events_run(cfg, n_chains, horizon):
