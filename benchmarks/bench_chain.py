@@ -1,6 +1,6 @@
 """Speed of the chain kernel, as ratios against baselines measured in the same run.
 
-    python benchmarks/bench_chain.py [--quick]
+    python benchmarks/bench_chain.py [--quick] [--events]
 
 Prints block-steps per second (one block advanced by one time step) for
 
@@ -259,6 +259,8 @@ def main(argv=None):
         rate = kernel_rate(m, work if m > 1 else work // 10, repeats)
         print(f"  kernel, M = {m:5d} chains        : {rate / 1e6:9.1f} M block-steps/s  "
               f"{rate / py:7.0f}x pure Python, {100 * rate / lim:5.1f} % of RNG-only limit")
+    events_benchmark(args.quick)
+    infinite_grid_benchmark()
 
 
 if __name__ == "__main__":
