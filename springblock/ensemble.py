@@ -8,6 +8,7 @@ seeds, applies the stopping rule and labels the result.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -217,6 +218,10 @@ def _run_events(out: EnsembleResult, idx, states, params, horizon, base: ChainCo
            steps_run, n_events, status)
     out.positions[idx], out.steps_run[idx], out.events[idx] = x, steps_run, n_events
     out.frozen[idx] = status == events.FROZEN
+    gave_up = int((status == events.OUT_OF_EVENTS).sum())
+    if gave_up:
+        warnings.warn(f"{gave_up} chain(s) made {MAX_EVENTS} moves without freezing; their "
+                      "state is reported at the last move (frozen = False)", stacklevel=3)
     out.trajectory[idx] = traj
 
 
