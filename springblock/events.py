@@ -226,7 +226,9 @@ def tails(force, pos, mu_r, mu_l, s, c, eta):
     The block moves right iff xi is in [r_lo, r_hi], left iff in [l_lo, l_hi]
     (empty intervals have lo >= hi). With bounded noise (finite c) a side
     whose largest move would not change ``pos`` in double precision is
-    empty: that is what makes a chain frozen, exactly, in finite time.
+    empty. In exact arithmetic the forces only approach the freezing force
+    F_T = mu-> - c s; this rounding-level rule is what freezes the chain in
+    finite time, exactly where the step kernel would stop moving too.
     """
     r_lo, r_hi = (mu_r - force) / s, c
     l_lo, l_hi = -c, (-mu_l - force) / s
