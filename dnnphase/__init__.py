@@ -13,8 +13,8 @@ The network side of the spring-block theory of feature learning (DESIGN §3-4):
 """
 
 from dnnphase import compare, metrics, separation
-from dnnphase.reproduce import reproduce
-from dnnphase.sweep import SweepConfig, sweep
+from dnnphase.phase import SweepConfig, sweep
+from dnnphase.presets import reproduce
 
 __version__ = "0.2.0"
 __all__ = ["SweepConfig", "compare", "metrics", "reproduce", "separation", "sweep"]

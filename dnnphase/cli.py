@@ -33,7 +33,7 @@ _PARSED = {
 def _sweep_options():
     """(flag, SweepConfig field, type, default, help): the ``dnnphase sweep`` options."""
     from dnnphase.knobs import KNOBS
-    from dnnphase.sweep import DEFAULT_MEASURES, MEASURE_NAMES
+    from dnnphase.phase import DEFAULT_MEASURES, MEASURE_NAMES
 
     return [
         ("--knob", "knob", str, "dropout", f"the noise knob: {', '.join(KNOBS)}"),
@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_sweep(args) -> None:
-    from dnnphase.sweep import SweepConfig, sweep
+    from dnnphase.phase import SweepConfig, sweep
 
     if args.seeds < 1 or args.first_seed < 0:
         raise ConfigError(f"seeds must be >= 1 and first-seed >= 0 (got {args.seeds}, "
@@ -256,7 +256,7 @@ def cmd_fit(args) -> None:
 
 
 def cmd_reproduce(args) -> None:
-    from dnnphase.reproduce import reproduce
+    from dnnphase.presets import reproduce
 
     reproduce(args.preset, args.output, overwrite=args.overwrite, scheduler=args.scheduler,
               workers=args.workers, quiet=args.quiet)

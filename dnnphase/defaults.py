@@ -1,6 +1,6 @@
 """Every default of the network side in one place (DESIGN §3: the paper's setup).
 
-The command line, :class:`dnnphase.sweep.SweepConfig`, the trainer and the
+The command line, :class:`dnnphase.phase.SweepConfig`, the trainer and the
 presets all read these, so changing the paper configuration is one edit.
 """
 

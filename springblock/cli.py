@@ -10,9 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from springblock import defaults
 from springblock.config import ALGORITHMS, DYNAMICS, NOISE_DISTS, RNGS, ChainConfig
 from springblock.shared.checks import ConfigError
-from springblock.shared.commandline import run
+from springblock.shared.commandline import add_options, output_options, run
 
 
 def steps_count(text: str):
@@ -28,57 +29,54 @@ def steps_count(text: str):
 steps_count.__name__ = "steps"  # argparse names the type in its error message
 
 
-# (flag, ChainConfig field, type, help) — the chain options both commands share.
+# (flag, ChainConfig field, type, default, help) — the chain options both commands share.
+# Defaults are shown, not applied here: an option left out keeps ChainConfig's default.
 CHAIN_OPTIONS = [
-    ("--blocks", "blocks", int, "number of blocks L (default 7)"),
-    ("--mu-right", "mu_right", float, "friction for rightward motion mu-> (default 0)"),
-    ("--mu-left", "mu_left", float, "friction for leftward motion mu<- (default: = mu-right)"),
-    ("--noise", "noise", float, "noise level s per step (Langevin: sigma_0) (default 0)"),
-    ("--noise-dist", "noise_dist", str, f"one of {', '.join(NOISE_DISTS)} (default gaussian)"),
-    ("--truncation", "truncation", float, "truncated-noise bound in standard deviations "
-                                          "(default 2)"),
-    ("--noise-decay", "noise_decay", float, "noise decay rate lambda, s(t) = s exp(-lambda t)"),
-    ("--dynamics", "dynamics", str, f"one of {', '.join(DYNAMICS)} (default overdamped)"),
-    ("--modulus", "modulus", float, "spring modulus k (default 1)"),
-    ("--target", "target", float, "target position y (default 1)"),
-    ("--step", "step", float, "time step eta (default 0.01)"),
-    ("--steps", "steps", steps_count, "number of steps, e.g. 1e10, or inf for the stationary "
-                                      "state (simulate: 10000; phase: 100000)"),
-    ("--damping", "damping", float, "damping gamma (default: critical for the stiffest mode)"),
-    ("--record-every", "record_every", int, "record the load curve every N steps (default 0)"),
-    ("--stop-tol", "stop_tol", float, "stop when the seed-mean load curve changes less than "
-                                      "this (relative to y) over --stop-window steps"),
-    ("--stop-window", "stop_window", int, "steps between stopping-rule checks (default 10000)"),
-    ("--rng", "rng", str, f"one of {', '.join(RNGS)} (default xoshiro)"),
-    ("--algorithm", "algorithm", str, f"one of {', '.join(ALGORITHMS)}: step by step, "
-                                      "event-driven (exact, overdamped; reaches any horizon), "
-                                      "or the cheaper per chain (default steps)"),
+    ("--blocks", "blocks", int, 7, "number of blocks L"),
+    ("--mu-right", "mu_right", float, 0.0, "friction for rightward motion mu->"),
+    ("--mu-left", "mu_left", float, "mu-right", "friction for leftward motion mu<-"),
+    ("--noise", "noise", float, 0.0, "noise level s per step (Langevin: sigma_0)"),
+    ("--noise-dist", "noise_dist", str, "gaussian", f"one of {', '.join(NOISE_DISTS)}"),
+    ("--truncation", "truncation", float, 2.0,
+     "truncated-noise bound in standard deviations"),
+    ("--noise-decay", "noise_decay", float, 0.0,
+     "noise decay rate lambda, s(t) = s exp(-lambda t)"),
+    ("--dynamics", "dynamics", str, "overdamped", f"one of {', '.join(DYNAMICS)}"),
+    ("--modulus", "modulus", float, 1.0, "spring modulus k"),
+    ("--target", "target", float, 1.0, "target position y (not 0)"),
+    ("--step", "step", float, 0.01, "time step eta"),
+    ("--steps", "steps", steps_count, f"simulate 10000, phase {defaults.STEPS}",
+     "number of steps, e.g. 1e10, or inf for the stationary state"),
+    ("--damping", "damping", float, "critical for the stiffest mode", "damping gamma"),
+    ("--record-every", "record_every", int, 0, "record the load curve every N steps"),
+    ("--stop-tol", "stop_tol", float, "off",
+     "stop when the seed-mean load curve changes less than this (relative to y) over "
+     "--stop-window steps"),
+    ("--stop-window", "stop_window", int, 10000, "steps between stopping-rule checks"),
+    ("--rng", "rng", str, "xoshiro", f"one of {', '.join(RNGS)}"),
+    ("--algorithm", "algorithm", str, "steps",
+     f"one of {', '.join(ALGORITHMS)}: step by step, event-driven (exact, overdamped; reaches "
+     "any horizon), or the cheaper per chain"),
 ]
 
 
 def _chain_parent() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("chain parameters")
-    for flag, dest, typ, text in CHAIN_OPTIONS:
-        group.add_argument(flag, dest=dest, type=typ, default=None, help=text)
+    add_options(group, [(flag, dest, typ, None, f"{text} (default {default})")
+                        for flag, dest, typ, default, text in CHAIN_OPTIONS])
     group.add_argument("--synchronous", action="store_true",
                        help="one noise draw per step shared by all blocks")
-    group.add_argument("--seeds", type=int, default=None, help="number of seeds (chains)")
+    group.add_argument("--seeds", type=int, default=None,
+                       help="number of seeds (chains) "
+                            f"(default: simulate 1, phase {defaults.SEEDS})")
     group.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
-    return parent
-
-
-def _output_parent() -> argparse.ArgumentParser:
-    parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("-o", "--output", required=True, help="output NetCDF file")
-    parent.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    parent.add_argument("--quiet", action="store_true", help="no progress output")
     return parent
 
 
 def _chain_config(args, **defaults) -> ChainConfig:
     params = dict(defaults)
-    for _, dest, _, _ in CHAIN_OPTIONS:
+    for _, dest, *_ in CHAIN_OPTIONS:
         value = getattr(args, dest)
         if value is not None:
             params[dest] = value
@@ -102,36 +100,39 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate noisy spring-block chains with asymmetric friction.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    chain, out = _chain_parent(), _output_parent()
+    chain = _chain_parent()
 
-    p = sub.add_parser("simulate", parents=[chain, out], help="one configuration, many seeds",
+    p = sub.add_parser("simulate", parents=[chain], help="one configuration, many seeds",
                        description="Simulate an ensemble of identical chains (one per seed).")
+    output_options(p, "output NetCDF file")
     p.set_defaults(func=cmd_simulate)
 
-    p = sub.add_parser("phase", parents=[chain, out], help="phase diagram over two parameters",
+    p = sub.add_parser("phase", parents=[chain], help="phase diagram over two parameters",
                        description="Sweep two chain parameters x seeds; write a labelled "
                                    "NetCDF phase diagram (resumable).")
-    p.add_argument("--rows", default="mu_right=0:0.03:6",
+    p.add_argument("--rows", default=defaults.ROWS,
                    help="row axis NAME=start:stop:count or NAME=v1,v2 (default %(default)s)")
-    p.add_argument("--cols", default="noise=0:0.028:8",
+    p.add_argument("--cols", default=defaults.COLS,
                    help="column axis, same form (default %(default)s)")
     p.add_argument("--mu-left-ratio", type=float, default=None,
-                   help="set mu_left = ratio x mu_right in every cell")
+                   help="set mu_left = ratio x mu_right in every cell (not with --mu-left)")
     p.add_argument("--scheduler", default="serial",
-                   help="serial (default), processes, or a Dask address tcp://host:port")
-    p.add_argument("--workers", type=int, default=None, help="process-pool size")
-    p.add_argument("--chains-per-chunk", type=int, default=256,
+                   help="serial (default: the kernels use every core), processes, or a Dask "
+                        "address tcp://host:port")
+    p.add_argument("--workers", type=int, default=None,
+                   help="process-pool size (default: one per core)")
+    p.add_argument("--chains-per-chunk", type=int, default=defaults.CHAINS_PER_CHUNK,
                    help="chains per resumable chunk (default %(default)s)")
     p.add_argument("--no-theory", action="store_true", help="skip the mean-drift prediction")
+    output_options(p, "output NetCDF file")
     p.set_defaults(func=cmd_phase)
 
     p = sub.add_parser("plot", help="figure from a saved result",
                        description="Phase diagram (Fig. 3 style) or trajectory (Fig. 4 style).")
     p.add_argument("input", help="a NetCDF file written by simulate or phase")
-    p.add_argument("-o", "--output", required=True, help="image file (.png, .pdf, .svg)")
     p.add_argument("--shade", default="curvature_scaled",
                    help="phase diagrams: variable shading the cells (default %(default)s)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing image")
+    output_options(p, "image file (.png, .pdf, .svg)", quiet=False)
     p.set_defaults(func=cmd_plot)
     return parser
 
@@ -154,11 +155,9 @@ def cmd_simulate(args) -> None:
 def cmd_phase(args) -> None:
     from springblock.phase import parse_grid, phase_diagram
 
-    config = _chain_config(args, steps=100_000)
+    config = _chain_config(args, steps=defaults.STEPS)
     rows, cols = parse_grid(args.rows), parse_grid(args.cols)
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"workers must be >= 1 (got {args.workers})")
-    ds = phase_diagram(rows, cols, seeds=_seeds(args, default=10),
+    ds = phase_diagram(rows, cols, seeds=_seeds(args, default=defaults.SEEDS),
                        mu_left_ratio=args.mu_left_ratio, config=config, output=args.output,
                        overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
                        quiet=args.quiet, chains_per_chunk=args.chains_per_chunk,

@@ -172,7 +172,9 @@ class ChainConfig:
             if value is None and name in ("mu_left", "damping"):
                 continue
             require(is_finite(value) and value >= 0, name, "a finite number >= 0", value)
-        require(is_finite(self.target), "target", "a finite number", self.target)
+        # y = 0 gives a load curve with no drop: every curvature would be NaN
+        require(is_finite(self.target) and self.target != 0, "target",
+                "a finite number other than 0", self.target)
         require(is_finite(self.truncation) and self.truncation > 0, "truncation",
                  "> 0 (standard deviations)", self.truncation)
         require(self.algorithm in ALGORITHMS, "algorithm", f"one of {', '.join(ALGORITHMS)}",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from springblock import theory
+from springblock import defaults, theory
 from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig
 from springblock.ensemble import (
     FINITE_HORIZON_NOTE,
@@ -24,24 +24,16 @@ from springblock.ensemble import (
     run_variables,
 )
 from springblock.shared import loadcurve
-from springblock.shared.checks import ConfigError, parse_values
-from springblock.shared.results import check_output, provenance, save
-from springblock.shared.sweeps import ChunkStore, run_sweep, validate_scheduler
-
-#: Chains per chunk the default chunking aims for: enough to keep the kernel's
-#: threads busy, few enough that an interruption loses little.
-CHAINS_PER_CHUNK = 256
+from springblock.shared.checks import ConfigError, parse_axis
+from springblock.shared.sweeps import finish, run_chunked, validate_scheduler, validate_workers
 
 
 def parse_grid(spec: str) -> tuple[str, np.ndarray]:
-    """``"mu_right=0:0.03:6"`` -> ("mu_right", array of 6 values)."""
-    if "=" not in str(spec):
-        raise ConfigError(f"grid spec must be NAME=start:stop:count or NAME=v1,v2,... "
-                          f"(got {spec!r})")
-    name, values = str(spec).split("=", 1)
-    name = name.strip().replace("-", "_")
+    """``"mu_right=0:0.03:6"`` -> ("mu_right", array of 6 values); the name must be a
+    chain parameter (:data:`springblock.config.CHAIN_PARAMS`)."""
+    name, values = parse_axis(spec)
     _check_axis(name)
-    return name, parse_values(values, name=f"grid values for {name}")
+    return name, values
 
 
 def _check_axis(name: str) -> None:
@@ -51,10 +43,10 @@ def _check_axis(name: str) -> None:
 
 
 def phase_diagram(
-    rows: tuple[str, Sequence[float]] | str = ("mu_right", np.linspace(0, 0.03, 6)),
-    cols: tuple[str, Sequence[float]] | str = ("noise", np.linspace(0, 0.028, 8)),
+    rows: tuple[str, Sequence[float]] | str = defaults.ROWS,
+    cols: tuple[str, Sequence[float]] | str = defaults.COLS,
     *,
-    seeds=10,
+    seeds=defaults.SEEDS,
     mu_left_ratio: float | None = None,
     config: ChainConfig | None = None,
     output=None,
@@ -62,7 +54,7 @@ def phase_diagram(
     scheduler: str = "serial",
     workers: int | None = None,
     quiet: bool = True,
-    chains_per_chunk: int = CHAINS_PER_CHUNK,
+    chains_per_chunk: int = defaults.CHAINS_PER_CHUNK,
     theory_prediction: bool = True,
     **params,
 ) -> xr.Dataset:
@@ -106,13 +98,17 @@ def phase_diagram(
             raise ConfigError(f"mu_left_ratio must be a finite number >= 0 (got {mu_left_ratio})")
         if "mu_left" in (row_name, col_name):
             raise ConfigError("mu_left_ratio cannot be combined with a mu_left axis")
+        if (config.mu_left if config is not None else params.get("mu_left")) is not None:
+            raise ConfigError("mu_left must be left unset when mu_left_ratio is given (the "
+                              "ratio sets mu_left in every cell)")
     if config is None:
-        params.setdefault("steps", 100_000)
+        params.setdefault("steps", defaults.STEPS)
         config = ChainConfig(**params)
     elif params:
         config = config.replace(**params)
     seed_values = _seed_list(seeds)
     validate_scheduler(scheduler)
+    validate_workers(workers)
     if chains_per_chunk < 1:
         raise ConfigError(f"chains_per_chunk must be >= 1 (got {chains_per_chunk})")
 
@@ -124,9 +120,6 @@ def phase_diagram(
             if mu_left_ratio is not None:
                 changes["mu_left"] = mu_left_ratio * changes.get("mu_right", config.mu_right)
             cells.append((i, j, config.replace(**changes).to_dict()))
-    if output is not None:
-        check_output(output, overwrite)
-
     per_chunk = max(1, chains_per_chunk // len(seed_values))
     payloads = [
         {"cells": cells[k:k + per_chunk], "seeds": seed_values.tolist(),
@@ -136,21 +129,12 @@ def phase_diagram(
     sweep_config = {"base": config.to_dict(), "rows": [row_name, row_values.tolist()],
                     "cols": [col_name, col_values.tolist()], "seeds": seed_values.tolist(),
                     "mu_left_ratio": mu_left_ratio, "theory": theory_prediction}
-    if output is not None:
-        store = ChunkStore(output)
-        store.open(sweep_config, len(payloads), overwrite)
-        chunks = run_sweep(compute_cells, payloads, store, scheduler=scheduler, workers=workers,
-                           quiet=quiet, label="phase diagram")
-    else:
-        chunks = [compute_cells(p) for p in payloads]
-
+    chunks, store = run_chunked(compute_cells, payloads, config=sweep_config, output=output,
+                                overwrite=overwrite, scheduler=scheduler, workers=workers,
+                                quiet=quiet, label="phase diagram")
     ds = _assemble(chunks, (row_name, row_values), (col_name, col_values), seed_values, config)
-    ds.attrs.update(provenance("springblock.phase_diagram", sweep_config))
     ds.attrs["note"] = FINITE_HORIZON_NOTE
-    if output is not None:
-        save(ds, output, overwrite=True)
-        store.clear()
-    return ds
+    return finish(ds, "springblock.phase_diagram", sweep_config, store)
 
 
 def compute_cells(payload: dict) -> xr.Dataset:

@@ -61,7 +61,7 @@ def test_too_short_curve_is_an_error():
 
 
 @pytest.mark.parametrize("module", ["springblock.shared.loadcurve", "springblock.shared.sweeps",
-                                    "dnnphase.sweep", "dnnphase.metrics", "dnnphase.cli",
+                                    "dnnphase.phase", "dnnphase.metrics", "dnnphase.cli",
                                     "dnnphase.compare", "dnnphase.plotting"])
 def test_shared_layer_and_dnnphase_do_not_import_numba(module):
     import subprocess

@@ -56,6 +56,9 @@ def test_phase_diagram_python_api_matches_cli_layout():
     (["phase", "--rows", "noise=0:1:3", "--cols", "noise=0:1:2"], "different parameters"),
     (["phase", "--scheduler", "mpi"], "scheduler must be one of"),
     (["phase", "--mu-left-ratio", "-1"], "mu_left_ratio must be"),
+    (["phase", "--mu-left", "0.1", "--mu-left-ratio", "2"], "mu_left must be left unset"),
+    (["simulate", "--target", "0"], "target must be a finite number other than 0"),
+    (["phase", "--workers", "0", "--scheduler", "processes"], "workers must be an integer >= 1"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, fragment):
     out = tmp_path / "x.nc"

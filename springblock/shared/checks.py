@@ -68,3 +68,13 @@ def parse_values(text: str, name: str = "values") -> np.ndarray:
     if values.size == 0 or not np.all(np.isfinite(values)):
         raise ConfigError(f"{name} must list at least one finite number (got {text!r})")
     return values
+
+
+def parse_axis(spec: str) -> tuple[str, np.ndarray]:
+    """``"mu_right=0:0.03:6"`` -> ("mu_right", array of 6 values); dashes read as underscores."""
+    if "=" not in str(spec):
+        raise ConfigError(f"grid spec must be NAME=start:stop:count or NAME=v1,v2,... "
+                          f"(got {spec!r})")
+    name, values = str(spec).split("=", 1)
+    name = name.strip().replace("-", "_")
+    return name, parse_values(values, name=f"grid values for {name}")

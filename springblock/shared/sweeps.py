@@ -317,63 +317,75 @@ def interrupt_once():
 def run_sweep(
     compute: Callable[[Any], xr.Dataset],
     payloads: Sequence[Any],
-    store: ChunkStore,
+    store: ChunkStore | None,
     *,
     scheduler: str = "serial",
     workers: int | None = None,
     quiet: bool = False,
     label: str = "sweep",
 ) -> list[xr.Dataset]:
-    """Compute the missing chunks, then return all chunk Datasets in order.
+    """Compute the chunks (with a store: only the missing ones), return all in order.
 
     ``compute`` must be a module-level function (it is pickled for process
-    and Dask workers) and deterministic given its payload. The store must
-    already be :meth:`ChunkStore.open`. Raises :class:`SweepInterrupted` on
-    Ctrl-C or SIGTERM after stopping every worker.
+    and Dask workers) and deterministic given its payload. A store must
+    already be :meth:`ChunkStore.open`; every chunk is written to it as it
+    finishes. Without one the chunks are only returned. Raises
+    :class:`SweepInterrupted` on Ctrl-C or SIGTERM after stopping every worker.
     """
     validate_scheduler(scheduler)
-    done = store.done()
+    done = store.done() if store is not None else set()
     pending = [i for i in range(len(payloads)) if i not in done]
+    if store is None:
+        tasks = {i: (compute, (payloads[i],)) for i in pending}
+    else:
+        tasks = {i: (_compute_and_write, (compute, payloads[i], str(store.output), i))
+                 for i in pending}
     progress = _progress_for(len(payloads), len(payloads) - len(pending), label, quiet)
     try:
         with interrupt_once():
-            if scheduler == "serial":
-                for i in pending:
-                    _compute_and_write(compute, payloads[i], store.output, i)
-                    progress.advance()
-            elif scheduler == "processes":
-                _run_pool(compute, payloads, pending, store, workers, progress)
-            else:
-                _run_dask(compute, payloads, pending, store, scheduler, progress)
+            computed = _EXECUTORS.get(scheduler, _run_dask)(tasks, scheduler, workers, progress)
     except KeyboardInterrupt:
         progress.close()
-        n_done = len(store.done())
-        raise SweepInterrupted(
-            f"interrupted: {n_done}/{len(payloads)} chunks are kept in {str(store.path)!r}; "
-            "rerun the same command to resume") from None
+        kept = (f"{len(store.done())}/{len(payloads)} chunks are kept in {str(store.path)!r}; "
+                "rerun the same command to resume") if store is not None else \
+            "nothing was stored (no output file)"
+        raise SweepInterrupted(f"interrupted: {kept}") from None
     progress.close()
+    if store is None:
+        return [computed[i] for i in range(len(payloads))]
     missing = set(range(len(payloads))) - store.done()
     if missing:
         raise RuntimeError(f"sweep incomplete: chunks {sorted(missing)} were not written")
     return [store.read(i) for i in range(len(payloads))]
 
 
-def _run_pool(compute, payloads, pending, store, workers, progress) -> None:
+def _run_serial(tasks: dict, scheduler, workers, progress) -> dict:
+    results = {}
+    for i, (fn, args) in tasks.items():
+        results[i] = fn(*args)
+        progress.advance()
+    return results
+
+
+def _run_pool(tasks: dict, scheduler, workers, progress) -> dict:
     """A local process pool that stops at once when interrupted."""
+    if not tasks:
+        return {}
     ctx = multiprocessing.get_context("spawn")  # fork is unsafe with numba/torch threads
-    n = min(workers or os.cpu_count() or 1, max(len(pending), 1))
+    n = min(workers or os.cpu_count() or 1, len(tasks))
     pool = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_pool_worker_init,
                                   initargs=(os.getpid(),))
     try:
-        futures = [pool.submit(_compute_and_write, compute, payloads[i], store.output, i)
-                   for i in pending]
+        futures = {pool.submit(fn, *args): i for i, (fn, args) in tasks.items()}
+        results = {}
         for fut in cf.as_completed(futures):
-            fut.result()
+            results[futures[fut]] = fut.result()
             progress.advance()
     except BaseException:
         _stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+    return results
 
 
 def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
@@ -388,6 +400,9 @@ def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
         if proc.is_alive():
             proc.kill()
             proc.join(1.0)
+    # Let the pool's manager thread see its dead workers and finish now; left running it
+    # writes to a closed pipe at interpreter exit and prints a traceback.
+    pool.shutdown(wait=True)
 
 
 def _pool_worker_init(parent_pid: int) -> None:
@@ -425,21 +440,26 @@ def limit_threads(n: int) -> None:
         torch.set_num_threads(n)
 
 
-def _run_dask(compute, payloads, pending, store, address, progress) -> None:
+def _run_dask(tasks: dict, address: str, workers, progress) -> dict:
     from dask.distributed import Client, as_completed
 
     with Client(address) as client:
-        futures = [client.submit(_compute_and_write, compute, payloads[i], str(store.output), i,
-                                 key=f"{store.path.name}-chunk-{i}-{time.time_ns()}", pure=False,
-                                 retries=3)
-                   for i in pending]
+        stamp = time.time_ns()
+        futures = {client.submit(fn, *args, key=f"sweep-{stamp}-chunk-{i}", pure=False,
+                                 retries=3): i
+                   for i, (fn, args) in tasks.items()}
+        results = {}
         try:
-            for fut in as_completed(futures):
-                fut.result()
+            for fut in as_completed(list(futures)):
+                results[futures[fut]] = fut.result()
                 progress.advance()
         except BaseException:
-            client.cancel(futures)
+            client.cancel(list(futures))
             raise
+    return results
+
+
+_EXECUTORS = {"serial": _run_serial, "processes": _run_pool}
 
 
 def run_chunked(
@@ -456,17 +476,20 @@ def run_chunked(
 ) -> tuple[list[xr.Dataset], ChunkStore | None]:
     """The sweep skeleton both packages share: chunks in memory, or resumable on disk.
 
-    Without ``output`` every chunk is computed here, in order. With it, the
-    store beside ``output`` is opened (resumed or refused, see :class:`ChunkStore`)
-    and only the missing chunks run on ``scheduler``. Returns the chunk
-    Datasets and the store, which :func:`finish` clears after saving.
+    The chunks run on ``scheduler`` (one chunk always runs here). With
+    ``output`` the store beside it is opened (resumed or refused, see
+    :class:`ChunkStore`) and only the missing chunks run; without it nothing
+    is stored. Returns the chunk Datasets and the store, which :func:`finish`
+    clears after saving.
     """
     validate_scheduler(scheduler)
     validate_workers(workers)
-    if output is None:
-        return [compute(p) for p in payloads], None
-    store = ChunkStore(output)
-    store.open(config, len(payloads), overwrite)
+    if len(payloads) == 1:
+        scheduler = "serial"  # a pool would only add its start-up
+    store = None
+    if output is not None:
+        store = ChunkStore(output)
+        store.open(config, len(payloads), overwrite)
     return run_sweep(compute, payloads, store, scheduler=scheduler, workers=workers,
                      quiet=quiet, label=label), store
 

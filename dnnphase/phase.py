@@ -1,4 +1,4 @@
-"""The empirical phase diagram: nonlinearity alpha x a noise knob x seeds.
+"""The networks' phase diagram: nonlinearity alpha x a noise knob x seeds (Fig. 1).
 
 :class:`SweepConfig` validates everything up front; :func:`sweep` splits the
 (alpha, knob value, seed) models into chunks, trains each chunk with one

@@ -30,15 +30,16 @@ import xarray as xr
 
 from dnnphase import defaults
 from dnnphase.knobs import larger_is_noisier
+from springblock import defaults as chain
 from springblock.shared import results
-from springblock.shared.checks import ConfigError
+from springblock.shared.checks import ConfigError, parse_axis
 from springblock.shared.sweeps import overall_progress, validate_scheduler, validate_workers
 
 ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
-#: DESIGN's recommended chain grid: 6 x 8 cells x 10 seeds, T = 1000, mu<- = 2 mu->.
-CHAIN_GRID = dict(rows=("mu_right", list(np.linspace(0, 0.03, 6))),
-                  cols=("noise", list(np.linspace(0, 0.028, 8))), seeds=10, steps=100_000,
-                  mu_left_ratio=2.0)
+#: The chain's default phase diagram (springblock.defaults): 6 x 8 cells x 10 seeds,
+#: T = 1000, mu<- = 2 mu->.
+CHAIN_GRID = dict(rows=parse_axis(chain.ROWS), cols=parse_axis(chain.COLS), seeds=chain.SEEDS,
+                  steps=chain.STEPS, mu_left_ratio=chain.MU_LEFT_RATIO)
 
 PRESETS = {
     "test": {
@@ -121,7 +122,7 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
     Progress is one bar over all stages (the chain, then per knob its sweep
     and its analysis).
     """
-    from dnnphase.sweep import SweepConfig, sweep
+    from dnnphase.phase import SweepConfig, sweep
 
     if preset not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")
@@ -160,13 +161,12 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
 def _chain(s: dict, path: Path, overwrite: bool, quiet: bool) -> xr.Dataset:
     """Stage 1: the chain's phase diagram (reused when the file holds the same grid)."""
     from springblock import phase_diagram
-    from springblock.phase import CHAINS_PER_CHUNK
 
     if path.exists() and not overwrite:
         return _reuse_spring(path, s, quiet)
     return phase_diagram(s["rows"], s["cols"], seeds=s["seeds"], steps=s["steps"],
                          mu_left_ratio=s["mu_left_ratio"], output=path, overwrite=True,
-                         quiet=quiet, chains_per_chunk=CHAINS_PER_CHUNK)
+                         quiet=quiet, chains_per_chunk=chain.CHAINS_PER_CHUNK)
 
 
 def _analyse(spring: xr.Dataset, network: xr.Dataset, spec: dict, out: Path,
