@@ -36,6 +36,31 @@ def parse_grid(spec: str) -> tuple[str, np.ndarray]:
     return name, values
 
 
+def _axes(rows, cols) -> tuple[tuple[str, np.ndarray], tuple[str, np.ndarray]]:
+    """Both axes as (name, float array), checked: chain parameters, distinct, non-empty."""
+    axes = []
+    for axis in (rows, cols):
+        name, values = parse_grid(axis) if isinstance(axis, str) else axis
+        _check_axis(name)
+        axes.append((name, np.asarray(values, dtype=np.float64)))
+    (row_name, row_values), (col_name, col_values) = axes
+    if row_name == col_name:
+        raise ConfigError(f"rows and cols must be different parameters (both {row_name!r})")
+    if row_values.size == 0 or col_values.size == 0:
+        raise ConfigError("rows and cols need at least one value each")
+    return axes[0], axes[1]
+
+
+def _check_ratio(ratio: float, axis_names: tuple[str, str], mu_left) -> None:
+    if not (math.isfinite(ratio) and ratio >= 0):
+        raise ConfigError(f"mu_left_ratio must be a finite number >= 0 (got {ratio})")
+    if "mu_left" in axis_names:
+        raise ConfigError("mu_left_ratio cannot be combined with a mu_left axis")
+    if mu_left is not None:
+        raise ConfigError("mu_left must be left unset when mu_left_ratio is given (the "
+                          "ratio sets mu_left in every cell)")
+
+
 def _check_axis(name: str) -> None:
     if name not in CHAIN_PARAMS:
         raise ConfigError(f"a phase-diagram axis must be one of {', '.join(CHAIN_PARAMS)} "
@@ -83,24 +108,10 @@ def phase_diagram(
     ``theory_curvature_scaled`` (mean-drift prediction at each cell's mean
     horizon, overdamped only), ``stationary_force`` F*, ``relaxation_time``.
     """
-    row_name, row_values = parse_grid(rows) if isinstance(rows, str) else rows
-    col_name, col_values = parse_grid(cols) if isinstance(cols, str) else cols
-    _check_axis(row_name)
-    _check_axis(col_name)
-    if row_name == col_name:
-        raise ConfigError(f"rows and cols must be different parameters (both {row_name!r})")
-    row_values = np.asarray(row_values, dtype=np.float64)
-    col_values = np.asarray(col_values, dtype=np.float64)
-    if row_values.size == 0 or col_values.size == 0:
-        raise ConfigError("rows and cols need at least one value each")
+    (row_name, row_values), (col_name, col_values) = _axes(rows, cols)
     if mu_left_ratio is not None:
-        if not (math.isfinite(mu_left_ratio) and mu_left_ratio >= 0):
-            raise ConfigError(f"mu_left_ratio must be a finite number >= 0 (got {mu_left_ratio})")
-        if "mu_left" in (row_name, col_name):
-            raise ConfigError("mu_left_ratio cannot be combined with a mu_left axis")
-        if (config.mu_left if config is not None else params.get("mu_left")) is not None:
-            raise ConfigError("mu_left must be left unset when mu_left_ratio is given (the "
-                              "ratio sets mu_left in every cell)")
+        _check_ratio(mu_left_ratio, (row_name, col_name),
+                     config.mu_left if config is not None else params.get("mu_left"))
     if config is None:
         params.setdefault("steps", defaults.STEPS)
         config = ChainConfig(**params)
