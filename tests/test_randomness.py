@@ -16,12 +16,7 @@ from dnnphase import randomness as rnd
 SEEDS = [0, 1, 2, 7, 123456789, 2**40 + 5]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _lowbias32(x: int) -> int:

@@ -35,13 +35,7 @@ N, D, C, DEPTH, WIDTH, EPOCHS = 128, 20, 4, 3, 16, 5
 TOL = 1e-8
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    # Short runs: threading overhead only adds noise on the shared 2-core machine.
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
