@@ -58,7 +58,7 @@ PRESETS = {
                           seeds=(0, 1), dataset="mnist5k", epochs=100, record_every=10,
                           measures=("trace_ratio", "fuzziness", "cdnv", "ncc"))],
         "fit_grid": (24, 24),
-        "seconds_per_model": 6.0,
+        "seconds_per_model": 4.0,
     },
     "paper": {
         "spring": CHAIN_GRID,
@@ -73,7 +73,7 @@ PRESETS = {
                  alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=100, record_every=10),
         ],
         "fit_grid": (24, 24),
-        "seconds_per_model": 6.0,
+        "seconds_per_model": 4.0,
     },
 }
 
@@ -95,7 +95,7 @@ def expected_seconds(preset: dict, cores: int | None = None) -> float:
         if net["knob"] == "batch_size":  # small batches: many more steps per epoch
             factor *= np.mean([max(1.0, 2560 / v / 20) for v in net["values"]])
         total += n * preset["seconds_per_model"] * factor / cores
-    return total + 30.0  # the chain, the fits and the figures
+    return total + 20.0  # the chain, the fits and the figures
 
 
 def _result(path: Path, kind: str, config: dict, make, overwrite: bool,
@@ -142,8 +142,8 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
     start = time.monotonic()
     reports = {}
     with overall_progress(1 + 2 * len(configs), f"reproduce {preset}", quiet) as progress:
-        spring = _chain(spec["spring"], out / "spring_phase.nc", overwrite, quiet)
-        progress.advance()
+        spring, computed = _chain(spec["spring"], out / "spring_phase.nc", overwrite, quiet)
+        progress.advance(0 if computed else 1)  # a computed diagram advanced it chunk by chunk
         for cfg in configs:
             path = out / f"dnn_{cfg.knob}.nc"
             network, computed = _result(
@@ -158,15 +158,15 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
     return reports
 
 
-def _chain(s: dict, path: Path, overwrite: bool, quiet: bool) -> xr.Dataset:
+def _chain(s: dict, path: Path, overwrite: bool, quiet: bool) -> tuple[xr.Dataset, bool]:
     """Stage 1: the chain's phase diagram (reused when the file holds the same grid)."""
     from springblock import phase_diagram
 
     if path.exists() and not overwrite:
-        return _reuse_spring(path, s, quiet)
+        return _reuse_spring(path, s, quiet), False
     return phase_diagram(s["rows"], s["cols"], seeds=s["seeds"], steps=s["steps"],
                          mu_left_ratio=s["mu_left_ratio"], output=path, overwrite=True,
-                         quiet=quiet, chains_per_chunk=chain.CHAINS_PER_CHUNK)
+                         quiet=quiet, chains_per_chunk=chain.CHAINS_PER_CHUNK), True
 
 
 def _analyse(spring: xr.Dataset, network: xr.Dataset, spec: dict, out: Path,

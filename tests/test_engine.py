@@ -124,3 +124,19 @@ def test_dask_phase_diagram_equals_serial(tmp_path):
                              scheduler=cluster.scheduler_address)
     _identical(serial, dask)
     _identical(serial, results.load(tmp_path / "d.nc"))
+
+
+def test_overall_progress_counts_each_stage_once(tmp_path, capsys):
+    """Sweeps inside a multi-stage job advance its one bar chunk by chunk, to exactly 1 stage."""
+    from springblock.shared.sweeps import overall_progress
+
+    payloads = [(i, 100 + i, None) for i in range(4)]
+    with overall_progress(2, "job") as progress:
+        store = ChunkStore(tmp_path / "a.nc")
+        store.open({"toy": 1}, 4)
+        run_sweep(noisy_cells, payloads, store)  # stage 1, in four chunks
+        progress.advance()  # stage 2
+        assert progress.done == pytest.approx(2.0)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("progress")]
+    assert lines[-1].startswith("progress job: 2/2 stages (100.0%)")
+    assert [line.split()[2] for line in lines] == ["0/2", "0.25/2", "0.5/2", "0.75/2", "1/2", "2/2"]

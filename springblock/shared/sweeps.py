@@ -222,6 +222,8 @@ class Progress:
             self._line()
 
     def advance(self, n: float = 1) -> None:
+        if not n:
+            return
         self.done += n
         if self.bar is not None:
             self.bar.update(n)
