@@ -73,7 +73,7 @@ def _sweep_options():
         ("--device", "device", str, "auto", "auto (CUDA if present), cpu, cuda or cuda:N"),
         ("--models-per-chunk", "models_per_chunk", int, None,
          f"models per resumable chunk (default: at most {defaults.MODELS_PER_CHUNK}, "
-         "at least 4 chunks)"),
+         "at least 8 chunks)"),
     ]
 
 

@@ -12,5 +12,6 @@ EPOCHS = 100  # full batch
 LOSS_THRESHOLD = 1e-4  # stop when the training loss is below this
 PATIENCE = 10  # epochs of the moving mean watched by the plateau rule
 REL_TOL = 1e-3  # ... which stops when it changes by less than this, relatively
-MODELS_PER_CHUNK = 16  # upper bound of the automatic chunk size
+MODELS_PER_CHUNK = 16  # the automatic chunk size is at most this ...
+MIN_CHUNKS = 8  # ... and gives at least this many chunks: both cores busy, a tick within ~10 s
 SCHEDULER = "processes"  # network sweeps: one single-threaded worker per core

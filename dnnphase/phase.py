@@ -53,8 +53,8 @@ class SweepConfig:
     dtype, device : float32 (default, fast) or float64; "auto" picks CUDA if present.
     models_per_chunk : models trained by one batched call and stored as one
         resumable chunk (does not change any result). None: at most
-        ``defaults.MODELS_PER_CHUNK``, and at least four chunks so that a
-        process pool's workers all get work and progress shows early.
+        ``defaults.MODELS_PER_CHUNK``, and at least ``defaults.MIN_CHUNKS`` chunks,
+        so that a pool's workers all get work and progress shows early.
     """
 
     knob: str = "dropout"
@@ -93,8 +93,9 @@ class SweepConfig:
         self.validate()
         if self.models_per_chunk is None:
             n_models = len(self.alphas) * len(self.values) * len(self.seeds)
+            per_chunk = math.ceil(n_models / defaults.MIN_CHUNKS)
             object.__setattr__(self, "models_per_chunk",
-                               max(1, min(defaults.MODELS_PER_CHUNK, math.ceil(n_models / 4))))
+                               max(1, min(defaults.MODELS_PER_CHUNK, per_chunk)))
 
     def validate(self) -> None:
         from dnnphase.data import DATASETS
