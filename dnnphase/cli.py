@@ -152,7 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="everything, end to end, from a preset",
                        description="Chain phase diagram, network sweeps, fits, comparison and "
                                    "figures in one folder (reruns reuse what is there).")
-    p.add_argument("--preset", default="quick", help="test, quick (default) or paper")
+    p.add_argument("--preset", default="quick",
+                   help="test, quick (default), knobs (all four knobs at the quick scale) "
+                        "or paper")
     p.add_argument("-o", "--output", required=True,
                    help="output folder (created if missing; figures/ holds the committed "
                         "reference of the quick preset)")
