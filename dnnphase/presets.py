@@ -116,23 +116,13 @@ def expected_seconds(preset: dict, cores: int | None = None) -> float:
     return total + 20.0  # the chain, the fits and the figures
 
 
-#: Settings that decide how a sweep runs, not what it computes (results are identical).
-EXECUTION_ONLY = ("models_per_chunk",)
-
-
-def _same_result(stored: dict, config: dict) -> bool:
-    """Whether a stored configuration computes the same result as ``config``."""
-    wanted = json.loads(json.dumps(config, default=str))
-    return all(stored.get(k) == v for k, v in wanted.items() if k not in EXECUTION_ONLY) \
-        and set(stored) == set(wanted)
-
-
 def _result(path: Path, kind: str, config: dict, make, overwrite: bool,
             quiet: bool) -> tuple[xr.Dataset, bool]:
     """Reuse ``path`` if it holds the same configuration, else compute it: (Dataset, computed)."""
     if path.exists() and not overwrite:
         ds = results.load(path)
-        if ds.attrs.get("kind") == kind and _same_result(json.loads(ds.attrs["config"]), config):
+        if ds.attrs.get("kind") == kind and json.loads(ds.attrs["config"]) == json.loads(
+                json.dumps(config, default=str)):
             _say(f"  reusing {path}", quiet)
             return ds, False
         raise ConfigError(f"{path} exists with a different configuration; pass --overwrite "

@@ -45,13 +45,25 @@ def test_small_sweep_has_every_variable_dimension_and_attribute(small_sweep):
                                ds["load_curve"].sel(measure="trace_ratio"), rtol=1e-6)
 
 
-def test_sweep_result_does_not_depend_on_chunking_or_scheduler(small_sweep, tmp_path):
-    """In memory and serial vs stored, in a process pool, with other chunks: identical."""
+def test_sweep_result_does_not_depend_on_scheduler_or_storage(small_sweep, tmp_path):
+    """In memory and serial vs stored in a process pool, same chunks: identical."""
     again = sweep(knob="dropout", values=[0.0, 0.2], alphas=[0.0, 1.0], record_every=2,
                   measures=["trace_ratio", "fuzziness", "cdnv", "ncc", "regression"],
-                  models_per_chunk=3, output=tmp_path / "s.nc", **SMALL)
+                  output=tmp_path / "s.nc", **SMALL)
     xr.testing.assert_identical(again.drop_attrs(), small_sweep.drop_attrs())
     xr.testing.assert_identical(results.load(tmp_path / "s.nc").drop_attrs(), again.drop_attrs())
+
+
+def test_other_chunk_sizes_change_float32_results_by_rounding_only():
+    """The native CPU BatchNorm picks its algorithm from the total channel count, so in
+    float32 a model's rounding depends on how many models share its stack (measured: up
+    to 6e-3 in load curves of the quick preset after 100 epochs); the chunk size is part
+    of the configuration for that reason. In float64 the same is far below any signal."""
+    kw = dict(knob="dropout", values=[0.0, 0.2], alphas=[0.0, 1.0], measures=["trace_ratio"],
+              scheduler="serial", **{**SMALL, "width": 15, "epochs": 12, "seeds": [0, 1, 2],
+                                     "dtype": "float64"})
+    whole, parts = sweep(models_per_chunk=12, **kw), sweep(models_per_chunk=5, **kw)
+    np.testing.assert_allclose(parts["load_curve"], whole["load_curve"], rtol=0, atol=1e-9)
 
 
 def test_diverging_learning_rate_is_recorded_not_fatal():
