@@ -12,8 +12,9 @@ from pathlib import Path
 
 from dnnphase import defaults
 from springblock.shared.checks import ConfigError, parse_values
-from springblock.shared.commandline import add_options, output_options, run
+from springblock.shared.commandline import Parser, add_options, output_options, run
 from springblock.shared.loadcurve import PHASE_TOLERANCE
+from springblock.shared.panels import check_figure_path
 from springblock.shared.results import OutputExistsError
 
 
@@ -87,7 +88,7 @@ def _scheduler_options(parser, default: str | None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dnnphase",
         description="Train families of deep networks and measure how each layer separates the "
                     "data.",
@@ -116,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="half-width of the linear band of scale-free curvature "
                             "(default %(default)s)")
 
-    p = sub.add_parser("plot", parents=[shape], help="Fig. 1 style figure of a sweep")
+    p = sub.add_parser("plot", parents=[shape], help="Fig. 1 style figure of a sweep",
+                       description="Draw a network sweep as the paper's Fig. 1: normalised load "
+                                   "curves over test accuracy and over curvature.")
     p.add_argument("input", help="a NetCDF file written by dnnphase sweep")
     output_options(p, "image file (.png, .pdf, .svg)", quiet=False)
     p.set_defaults(func=cmd_plot)
@@ -133,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit the chain to every cell of a network sweep: its final "
                                    "load curves (mu->, s at a fixed horizon and mu<-/mu->), or "
                                    "with --trajectory the curves recorded during training "
-                                   "(mu->, mu<-, s and a time scale, with 95%% intervals).")
+                                   "(mu->, mu<-, s and a time scale, with 95 % intervals).")
     p.add_argument("network", help="a NetCDF file written by dnnphase sweep")
     p.add_argument("--measure", default="trace_ratio",
                    help="separation measure (default %(default)s)")
@@ -188,10 +191,9 @@ def cmd_sweep(args) -> None:
 
 def cmd_plot(args) -> None:
     from dnnphase.plotting import plot_sweep, save_figure
-    from springblock.shared.results import check_output, load
+    from springblock.shared.results import load
 
-    out = Path(args.output)
-    check_output(out, args.overwrite)
+    out = check_figure_path(args.output, args.overwrite)
     ds = load(args.input, kind="dnnphase.sweep")
     if args.measure not in ds["measure"].values:
         raise ConfigError(f"measure must be one of {', '.join(map(str, ds['measure'].values))} "
@@ -237,7 +239,7 @@ def cmd_fit(args) -> None:
 
     check_output(args.output, args.overwrite)
     if args.figure:
-        check_output(args.figure, args.overwrite)
+        check_figure_path(args.figure, args.overwrite)
     network = load(args.network, kind="dnnphase.sweep")
     options = {} if args.trajectory else dict(horizon=args.horizon,
                                               mu_left_ratio=args.mu_left_ratio,

@@ -14,4 +14,7 @@ PATIENCE = 10  # epochs of the moving mean watched by the plateau rule
 REL_TOL = 1e-3  # ... which stops when it changes by less than this, relatively
 MODELS_PER_CHUNK = 16  # the automatic chunk size is at most this ...
 MIN_CHUNKS = 8  # ... and gives at least this many chunks: both cores busy, a tick within ~10 s
-SCHEDULER = "processes"  # network sweeps: one single-threaded worker per core
+SCHEDULER = "processes"  # command line: one single-threaded worker per core
+# From Python the default is this process: a process pool started from a script needs an
+# ``if __name__ == "__main__":`` guard, and a missing one ends in a crash, not a slow run.
+PYTHON_SCHEDULER = "serial"

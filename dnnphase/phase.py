@@ -122,8 +122,8 @@ class SweepConfig:
                 "in [0, 1]", self.label_noise)
         require(self.batch_size is None or (is_int(self.batch_size) and self.batch_size >= 1),
                 "batch_size", "an integer >= 1 or None (full batch)", self.batch_size)
-        require(is_int(self.record_every) and self.record_every >= 0, "record_every",
-                "an integer >= 0", self.record_every)
+        require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
+                "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
         require(is_finite(self.loss_threshold) and self.loss_threshold >= 0, "loss_threshold",
                 "a number >= 0", self.loss_threshold)
         require(is_finite(self.rel_tol) and self.rel_tol >= 0, "rel_tol", "a number >= 0",
@@ -197,15 +197,17 @@ def load_data(cfg: SweepConfig):
 
 
 def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = False,
-          scheduler: str = defaults.SCHEDULER, workers: int | None = None, quiet: bool = True,
+          scheduler: str = defaults.PYTHON_SCHEDULER, workers: int | None = None,
+          quiet: bool = True,
           **params) -> xr.Dataset:
     """Train every (alpha, knob value, seed) model and measure its layers.
 
     ``config`` or its fields as keywords, e.g.
     ``sweep(knob="dropout", values=[0, 0.3], alphas=[0], seeds=[0, 1, 2])``.
     With ``output`` (NetCDF path) the sweep is resumable (see
-    :mod:`springblock.shared.sweeps`); ``scheduler``: "serial", "processes" or
-    a Dask address.
+    :mod:`springblock.shared.sweeps`); ``scheduler``: "serial" (default: this
+    process, one thread), "processes" (one worker per core; from a script, call
+    it under ``if __name__ == "__main__":``) or a Dask address.
 
     Returns a Dataset with dims (alpha, <knob>, seed, measure, layer[, epoch]):
     ``load_curve``, ``curvature``, ``curvature_scaled`` (per measure),
@@ -214,7 +216,7 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ``record_every``.
     """
     cfg = config.replace(**params) if config is not None else SweepConfig(**params)
-    validate_workers(workers)
+    validate_workers(workers, scheduler)
     cfg.check_device()
     data = load_data(cfg)
     cfg.check_data(data.n_train)

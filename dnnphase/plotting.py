@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dnnphase import knobs
+from springblock.shared.checks import is_finite, require
 from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
 from springblock.shared.panels import (
     PhasePanel,
@@ -34,6 +35,8 @@ def sweep_panels(ds, measure: str = "trace_ratio", tolerance: float = PHASE_TOLE
     noisier to the right — the same way round as the chain beside it
     (:func:`plot_side_by_side`: most friction on top, most noise to the right).
     """
+    require(is_finite(tolerance) and tolerance >= 0, "tolerance", "a finite number >= 0",
+            tolerance)
     knob = ds.attrs["knob"]
     sub = ds.sortby("alpha").sel(measure=measure)
     curves = normalised(sub["load_curve"].mean("seed", skipna=True).values)

@@ -34,7 +34,12 @@ from dnnphase.knobs import larger_is_noisier
 from springblock import defaults as chain
 from springblock.shared import results
 from springblock.shared.checks import ConfigError, parse_axis
-from springblock.shared.sweeps import overall_progress, validate_scheduler, validate_workers
+from springblock.shared.sweeps import (
+    check_reachable,
+    overall_progress,
+    validate_scheduler,
+    validate_workers,
+)
 
 ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
 #: The chain's default phase diagram (springblock.defaults): 6 x 8 cells x 10 seeds,
@@ -151,7 +156,8 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
     net_scheduler = scheduler or ("serial" if preset == "test" else defaults.SCHEDULER)
     validate_scheduler(net_scheduler)
-    validate_workers(workers)
+    validate_workers(workers, net_scheduler)
+    check_reachable(net_scheduler)
     out.mkdir(parents=True, exist_ok=True)
     n_models = sum(len(c.values) * len(c.alphas) * len(c.seeds) for c in configs)
     _say(f"reproduce --preset {preset}: chain {len(spec['spring']['rows'][1])} x "

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from springblock import defaults
 from springblock.config import ALGORITHMS, DYNAMICS, NOISE_DISTS, RNGS, ChainConfig
 from springblock.shared.checks import ConfigError
-from springblock.shared.commandline import add_options, output_options, run
+from springblock.shared.commandline import Parser, add_options, output_options, run
+from springblock.shared.panels import check_figure_path
 
 
 def steps_count(text: str):
@@ -82,6 +82,13 @@ def _chain_config(args, **defaults) -> ChainConfig:
             params[dest] = value
     if args.synchronous:
         params["noise_sharing"] = "synchronous"
+    if args.truncation is not None and params.get("noise_dist") != "truncated":
+        dist = params.get("noise_dist", "gaussian")
+        raise ConfigError("truncation applies to --noise-dist truncated only (got "
+                          f"--truncation {args.truncation} with {dist} noise)")
+    if args.damping is not None and params.get("dynamics", "overdamped") == "overdamped":
+        raise ConfigError("damping applies to the second_order and langevin dynamics only (got "
+                          f"--damping {args.damping} with overdamped dynamics)")
     return ChainConfig(**params)
 
 
@@ -95,7 +102,7 @@ def _seeds(args, default: int):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="springblock",
         description="Simulate noisy spring-block chains with asymmetric friction.",
     )
@@ -157,6 +164,10 @@ def cmd_phase(args) -> None:
 
     config = _chain_config(args, steps=defaults.STEPS)
     rows, cols = parse_grid(args.rows), parse_grid(args.cols)
+    for axis, _ in (rows, cols):
+        if getattr(args, axis, None) is not None:
+            raise ConfigError(f"{axis} is an axis of the diagram (--rows / --cols); leave "
+                              f"--{axis.replace('_', '-')} unset (got {getattr(args, axis)})")
     ds = phase_diagram(rows, cols, seeds=_seeds(args, default=defaults.SEEDS),
                        mu_left_ratio=args.mu_left_ratio, config=config, output=args.output,
                        overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
@@ -169,11 +180,14 @@ def cmd_phase(args) -> None:
 
 def cmd_plot(args) -> None:
     from springblock import plotting
-    from springblock.shared.results import check_output, load
+    from springblock.shared.results import load
 
-    out = Path(args.output)
-    check_output(out, args.overwrite)
-    ds = load(args.input, kind="springblock.")
+    out = check_figure_path(args.output, args.overwrite)
+    ds = load(args.input)
+    kind = str(ds.attrs.get("kind", "no recognised result"))
+    if not kind.startswith("springblock."):
+        raise ConfigError(f"input must be a result of springblock simulate or phase (got "
+                          f"{kind!r} in {args.input})")
     if ds.attrs["kind"] == "springblock.phase_diagram":
         if args.shade not in ds:
             raise ConfigError(f"shade must be a variable of the file, e.g. curvature_scaled, "

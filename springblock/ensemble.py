@@ -20,7 +20,7 @@ from springblock import dynamics, events, theory
 from springblock.config import MAX_KERNEL_STEPS, ChainConfig
 from springblock.rng import seed_states
 from springblock.shared import loadcurve
-from springblock.shared.checks import ConfigError
+from springblock.shared.checks import ConfigError, check_result_size
 from springblock.shared.results import provenance
 
 FINITE_HORIZON_NOTE = (
@@ -297,6 +297,9 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     elif params:
         config = config.replace(**params)
     seed_values = _seed_list(seeds)
+    records = config.steps // config.record_every + 1 if config.record_every else 1
+    check_result_size("seeds x recorded times" if config.record_every else "seeds",
+                      len(seed_values) * records * (config.blocks + 1))
     result = run_ensemble([config] * len(seed_values), seed_values)
     return _label(config, seed_values, result, theory_prediction)
 

@@ -24,7 +24,7 @@ from springblock.ensemble import (
     run_variables,
 )
 from springblock.shared import loadcurve
-from springblock.shared.checks import ConfigError, parse_axis
+from springblock.shared.checks import ConfigError, check_result_size, parse_axis
 from springblock.shared.sweeps import finish, run_chunked, validate_scheduler, validate_workers
 
 
@@ -118,8 +118,11 @@ def phase_diagram(
     elif params:
         config = config.replace(**params)
     seed_values = _seed_list(seeds)
+    # load curves, curvatures and steps of every chain, twice while assembling
+    check_result_size("rows x cols x seeds", 2 * row_values.size * col_values.size
+                      * seed_values.size * (config.blocks + 4))
     validate_scheduler(scheduler)
-    validate_workers(workers)
+    validate_workers(workers, scheduler)
     if chains_per_chunk < 1:
         raise ConfigError(f"chains_per_chunk must be >= 1 (got {chains_per_chunk})")
 

@@ -49,21 +49,34 @@ def check_positive(name: str, value) -> float:
     return float(value)
 
 
+#: The largest result a sweep or simulation may build in memory (its arrays of float64).
+MAX_RESULT_BYTES = 4 * 2**30
+
+
+def check_result_size(what: str, n_values: float, limit: float = MAX_RESULT_BYTES) -> None:
+    """Refuse, before any work, a result of ``n_values`` float64 numbers above ``limit`` bytes."""
+    n_bytes = 8.0 * float(n_values)
+    if n_bytes > limit:
+        raise ConfigError(f"{what} would make a result of {n_bytes / 2**30:.3g} GiB; at most "
+                          f"{limit / 2**30:.3g} GiB are allowed in one call (fewer seeds, a "
+                          "coarser record_every, or a smaller grid)")
+
+
 def parse_values(text: str, name: str = "values") -> np.ndarray:
     """``"0:0.3:16"`` (start:stop:count, inclusive) or ``"0.1,0.2,0.5"`` -> array."""
     text = str(text).strip()
     try:
         if ":" in text:
             start, stop, count = text.split(":")
-            n = int(count)
-            if n < 1:
+            n, lo, hi = int(count), float(start), float(stop)
+            if n < 1 or (n == 1 and lo != hi):  # one point cannot span start..stop
                 raise ValueError
-            return np.linspace(float(start), float(stop), n)
+            return np.linspace(lo, hi, n)
         values = np.array([float(v) for v in text.split(",") if v.strip() != ""])
     except ValueError:
         raise ConfigError(
-            f"{name} must be start:stop:count (count >= 1) or a comma-separated list of numbers "
-            f"(got {text!r})"
+            f"{name} must be start:stop:count (count >= 2, or 1 with start = stop) or a "
+            f"comma-separated list of numbers (got {text!r})"
         ) from None
     if values.size == 0 or not np.all(np.isfinite(values)):
         raise ConfigError(f"{name} must list at least one finite number (got {text!r})")

@@ -17,6 +17,14 @@ from springblock.shared.results import OutputExistsError
 from springblock.shared.sweeps import interrupt_once
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``prog: error: ...``, exit code 2),
+    like every other bad input; ``--help`` still shows the usage."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog.split()[0]}: error: {message} (see {self.prog} --help)\n")
+
+
 def add_options(group, table) -> None:
     """Declare command-line options from a table of rows
     ``(flag, dest, type, default, help)``; the default is shown in the help."""

@@ -190,6 +190,20 @@ def plot_phase_grid(panels: PhasePanel | list[PhasePanel], *, title: str = "",
     return fig
 
 
+def check_figure_path(path, overwrite: bool = False):
+    """An image path matplotlib can write (by its suffix), checked before any work."""
+    from springblock.shared.checks import require
+    from springblock.shared.results import check_output
+
+    path = check_output(path, overwrite)
+    formats = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    require(path.suffix.lstrip(".").lower() in formats, "figure file",
+            "a .png, .pdf or .svg file (or another suffix matplotlib writes: "
+            f"{', '.join(sorted(formats))})", str(path))
+    return path
+
+
 def save_figure(fig, path, dpi: int = 130) -> None:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)

@@ -49,6 +49,8 @@ def provenance(kind: str, config: dict) -> dict:
 def check_output(path, overwrite: bool = False) -> Path:
     """Refuse an existing output unless ``overwrite``; return it as a Path."""
     path = Path(path)
+    if path.is_dir():
+        raise OutputExistsError(f"output {str(path)!r} is a folder; give a file name")
     if path.exists() and not overwrite:
         raise OutputExistsError(
             f"output {str(path)!r} exists; choose another path or pass overwrite=True "

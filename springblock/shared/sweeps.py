@@ -100,10 +100,27 @@ def validate_scheduler(scheduler: str) -> str:
     )
 
 
-def validate_workers(workers: int | None) -> int | None:
+def check_reachable(scheduler: str, timeout: float = 10.0) -> None:
+    """A Dask scheduler address must answer (within ``timeout`` s) before any work starts."""
+    if not str(scheduler).startswith(DASK_PREFIXES):
+        return
+    from dask.distributed import Client
+
+    try:
+        Client(scheduler, timeout=f"{timeout}s").close()
+    except (OSError, TimeoutError) as err:
+        raise ConfigError(f"scheduler {scheduler!r} does not answer ({type(err).__name__} after "
+                          f"{timeout:g} s); start the Dask scheduler or choose serial or "
+                          "processes") from None
+
+
+def validate_workers(workers: int | None, scheduler: str = "processes") -> int | None:
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise ConfigError(f"workers must be an integer >= 1 or None (got {workers!r})")
+    if workers is not None and scheduler != "processes":
+        raise ConfigError(f"workers must be left unset with the {scheduler!r} scheduler (it "
+                          f"sizes the process pool only; got {workers})")
     return workers
 
 
@@ -485,7 +502,8 @@ def run_chunked(
     clears after saving.
     """
     validate_scheduler(scheduler)
-    validate_workers(workers)
+    validate_workers(workers, scheduler)
+    check_reachable(scheduler)
     if len(payloads) == 1:
         scheduler = "serial"  # a pool would only add its start-up
     store = None
