@@ -59,10 +59,24 @@ def test_phase_diagram_python_api_matches_cli_layout():
     (["phase", "--mu-left", "0.1", "--mu-left-ratio", "2"], "mu_left must be left unset"),
     (["simulate", "--target", "0"], "target must be a finite number other than 0"),
     (["phase", "--workers", "0", "--scheduler", "processes"], "workers must be an integer >= 1"),
+    (["phase", "--workers", "2"], "workers must be left unset with the 'serial' scheduler"),
+    (["simulate", "--truncation", "3"], "truncation applies to --noise-dist truncated only"),
+    (["simulate", "--damping", "5"], "damping applies to the second_order and langevin"),
+    (["phase", "--rows", "mu_right=0,0.1", "--mu-right", "0.3"], "mu_right is an axis"),
+    (["phase", "--rows", "mu_right=0:0.3:1"], "count >= 2, or 1 with start = stop"),
+    (["simulate", "--blocks", "2.5"], "argument --blocks: invalid int value"),
+    (["simulate", "--seeds", "100000000"], "seeds would make a result of 5.96 GiB"),
+    (["simulate", "--algorithm", "events", "--steps", "1e9", "--record-every", "10"],
+     "seeds x recorded times would make a result"),
+    (["phase", "--rows", "mu_right=0:1:3000", "--cols", "noise=0:1:3000"],
+     "rows x cols x seeds would make a result"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, fragment):
     out = tmp_path / "x.nc"
-    assert main(args + ["-o", str(out)]) == 2
+    try:
+        assert main(args + ["-o", str(out)]) == 2
+    except SystemExit as exit_:  # argparse's own checks (types) exit from the parser
+        assert exit_.code == 2
     err = capsys.readouterr().err.strip()
     assert fragment in err and err.startswith("springblock: error:") and "\n" not in err
     assert not out.exists()
@@ -90,3 +104,15 @@ def test_config_round_trips_through_json():
     assert cfg.mu_left_value == 0.1 and cfg.gamma > 0
     with pytest.raises(ConfigError, match="stop_tol"):
         ChainConfig(stop_tol=-1.0)
+
+
+def test_output_folder_and_figure_suffix_are_refused(tmp_path, capsys):
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    assert main(["simulate", "--steps", "10", "-o", str(folder), "--overwrite"]) == 2
+    assert "is a folder; give a file name" in capsys.readouterr().err
+    result = tmp_path / "c.nc"
+    assert main(["simulate", "--steps", "10", "-o", str(result), "--quiet"]) == 0
+    assert main(["plot", str(result), "-o", str(tmp_path / "c.xyz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "figure file must be a .png, .pdf or .svg file" in err and "\n" not in err

@@ -146,10 +146,17 @@ def test_cli_sweep_and_plot(tmp_path, capsys):
     (["--workers", "0"], "workers must be an integer >= 1"),
     (["--models-per-chunk", "0"], "models_per_chunk must be an integer >= 1"),
     (["--measures", "trace_ratio,trace_ratio"], "measures must be distinct"),
+    (["--record-every", "5"], "record_every must be an integer in 0..epochs (1)"),
+    (["--scheduler", "serial", "--workers", "2"], "workers must be left unset"),
+    (["--epochs", "x"], "argument --epochs: invalid int value"),
 ])
 def test_cli_bad_input_exits_2_before_training(tmp_path, capsys, args, fragment):
     out = tmp_path / "x.nc"
-    assert main(["sweep", *args, "--epochs", "1", "-o", str(out)]) == 2
+    epochs = [] if "--epochs" in args else ["--epochs", "1"]
+    try:
+        assert main(["sweep", *args, *epochs, "-o", str(out)]) == 2
+    except SystemExit as exit_:  # argparse's own checks (types) exit from the parser
+        assert exit_.code == 2
     err = capsys.readouterr().err.strip()
     assert fragment in err and err.startswith("dnnphase: error:") and "\n" not in err
     assert not out.exists()
