@@ -148,7 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="final-curve fit: mu_left / mu_right (default %(default)s)")
     p.add_argument("--refine", default="theory",
                    help="final-curve fit: theory (default) or simulation")
-    p.add_argument("--figure", default=None, help="also draw the parameter maps here")
+    p.add_argument("--figure", default=None,
+                   help="also draw the parameter maps here (with --trajectory also the worst "
+                        "fit, as <name>_worst.<suffix>)")
     output_options(p, "output NetCDF file", quiet=False)
     p.set_defaults(func=cmd_fit)
 
@@ -253,6 +255,12 @@ def cmd_fit(args) -> None:
         knob = network.attrs["knob"]
         if args.trajectory:
             from springblock.fit.figures import plot_trajectory_fit_maps as plot
+            from springblock.fit.figures import plot_worst_fit
+
+            figure = Path(args.figure)
+            worst = figure.with_name(f"{figure.stem}_worst{figure.suffix}")
+            plotting.save_figure(plot_worst_fit(fit), worst)
+            print(f"wrote {worst}: the worst-fitted cell beside its best chain")
         else:
             plot = plotting.plot_fit_maps
         plotting.save_figure(plot(fit, knob, larger_is_noisier(network)), args.figure)

@@ -208,6 +208,7 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
     for name in ("mu_right", "mu_left", "noise", "chi2_per_dof", "mu_right_unbounded"):
         assert traj[name].dims == ("alpha", "dropout"), name
     assert_picture(tmp_path / "t.png")
+    assert_picture(tmp_path / "t_worst.png", min_width=300)
     # a rerun reuses the stored results instead of recomputing or refusing
     assert main(["reproduce", "--preset", "test", "-o", str(out)]) == 0
     assert "reusing" in capsys.readouterr().out
