@@ -39,7 +39,8 @@ def _job(args) -> None:
                 for i in range(args.chunks)]
     config = {"chunks": args.chunks}
     chunks, store = run_chunked(slow_chunk, payloads, config=config, output=out,
-                                scheduler=args.scheduler, workers=2, quiet=False, label="toy")
+                                scheduler=args.scheduler, quiet=False, label="toy",
+                                workers=2 if args.scheduler == "processes" else None)
     finish(xr.concat(chunks, "cell"), "tests.toy", config, store)
 
 
