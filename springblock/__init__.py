@@ -30,8 +30,8 @@ _LAZY = {
     "load": ("springblock.shared.results", "load"),
     "save": ("springblock.shared.results", "save"),
 }
-_SUBMODULES = {"ensemble", "theory", "dynamics", "rng", "config", "phase", "plotting", "cli",
-               "shared", "fit"}
+_SUBMODULES = {"ensemble", "theory", "dynamics", "events", "rng", "config", "defaults", "phase",
+               "plotting", "cli", "shared", "fit"}
 
 __all__ = sorted(_LAZY) + sorted(_SUBMODULES)
 
