@@ -307,6 +307,19 @@ def _fill_records(traj, m, xm, q, every, before, n_records):
     return q
 
 
+@numba.njit(cache=True)
+def _store(m, t, horizon, code, n_events, xm, q, every, state, x, traj, steps_run, events,
+           status, states):
+    """Write chain m's outputs: a chain that reached its horizon (or froze before a finite
+    one) is reported at the horizon; records up to then hold its last state."""
+    if code == REACHED or (code == FROZEN and horizon < _INF):
+        t = horizon
+    _fill_records(traj, m, xm, q, every, t + 0.5, traj.shape[1])
+    x[m] = xm
+    steps_run[m], events[m], status[m] = t, n_events, code
+    states[m, 0], states[m, 1], states[m, 2], states[m, 3] = state
+
+
 # --- the kernels --------------------------------------------------------------
 
 
@@ -389,12 +402,8 @@ def independent(x, states, params, horizon, max_events, every, traj, steps_run, 
                         touched[j + 1] = True
             t = t_next
             n_events += 1
-        if code == REACHED or (code == FROZEN and horizon[m] < _INF):
-            t = horizon[m]
-        _fill_records(traj, m, xm, q, every, t + 0.5, n_records)
-        x[m] = xm
-        steps_run[m], events[m], status[m] = t, n_events, code
-        states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
+        _store(m, t, horizon[m], code, n_events, xm, q, every, (s0, s1, s2, s3), x, traj,
+               steps_run, events, status, states)
 
 
 @numba.njit(cache=True)
@@ -485,9 +494,5 @@ def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, 
                     xm[j] += eta * dead_zone(force[j] + s * xi, mu_r, mu_l)
             t = t_next
             n_events += 1
-        if code == REACHED or (code == FROZEN and horizon[m] < _INF):
-            t = horizon[m]
-        _fill_records(traj, m, xm, q, every, t + 0.5, n_records)
-        x[m] = xm
-        steps_run[m], events[m], status[m] = t, n_events, code
-        states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
+        _store(m, t, horizon[m], code, n_events, xm, q, every, (s0, s1, s2, s3), x, traj,
+               steps_run, events, status, states)
