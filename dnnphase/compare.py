@@ -358,7 +358,7 @@ def fit_chain(network: xr.Dataset, *, measure: str = "trace_ratio", trajectory: 
         fit = fit_sweep_final(network, measure=measure, **fit_options)
     config = {"measure": measure, "trajectory": trajectory, "source": source,
               "network_config": network.attrs.get("config"),
-              "options": {k: v for k, v in fit_options.items()}}
+              "options": dict(fit_options)}
     fit.attrs.update(provenance("dnnphase.fit", config))
     fit.attrs["knob"] = network.attrs["knob"]
     return fit

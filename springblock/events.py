@@ -308,6 +308,13 @@ def _fill_records(traj, m, xm, q, every, before, n_records):
 
 
 @numba.njit(cache=True)
+def _chain_params(p):
+    """(mu->, mu<-, s, k, y, eta, truncation) from a row of the parameter table."""
+    return (p[P_MU_RIGHT], p[P_MU_LEFT], p[P_NOISE], p[P_MODULUS], p[P_TARGET], p[P_STEP],
+            p[P_TRUNCATION])
+
+
+@numba.njit(cache=True)
 def _store(m, t, horizon, code, n_events, xm, q, every, state, x, traj, steps_run, events,
            status, states):
     """Write chain m's outputs: a chain that reached its horizon (or froze before a finite
@@ -337,9 +344,7 @@ def independent(x, states, params, horizon, max_events, every, traj, steps_run, 
     n_chains, n_blocks = x.shape
     n_records = traj.shape[1]
     for m in numba.prange(n_chains):
-        p = params[m]
-        mu_r, mu_l, s, k, y, eta, c = (p[P_MU_RIGHT], p[P_MU_LEFT], p[P_NOISE], p[P_MODULUS],
-                                       p[P_TARGET], p[P_STEP], p[P_TRUNCATION])
+        mu_r, mu_l, s, k, y, eta, c = _chain_params(params[m])
         s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
         q_c = 0.5 * math.erfc(c * _SQRT_HALF)  # P(xi > c): 0 for Gaussian noise
         xm = x[m].copy()
@@ -441,9 +446,7 @@ def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, 
     n_chains, n_blocks = x.shape
     n_records = traj.shape[1]
     for m in numba.prange(n_chains):
-        p = params[m]
-        mu_r, mu_l, s, k, y, eta, c = (p[P_MU_RIGHT], p[P_MU_LEFT], p[P_NOISE], p[P_MODULUS],
-                                       p[P_TARGET], p[P_STEP], p[P_TRUNCATION])
+        mu_r, mu_l, s, k, y, eta, c = _chain_params(params[m])
         s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
         log_z = log_interval_mass(-c, c) if s > 0.0 else 0.0
         xm = x[m].copy()

@@ -43,12 +43,6 @@ def check_int(name: str, value, *, minimum: int = 0) -> int:
     return int(value)
 
 
-def check_positive(name: str, value) -> float:
-    """``value`` as a float > 0, or a ConfigError."""
-    require(is_finite(value) and float(value) > 0, name, "a finite number > 0", value)
-    return float(value)
-
-
 #: The largest result a sweep or simulation may build in memory (its arrays of float64).
 MAX_RESULT_BYTES = 4 * 2**30
 

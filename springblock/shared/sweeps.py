@@ -58,7 +58,7 @@ from typing import Any
 
 import xarray as xr
 
-from springblock.shared.checks import ConfigError
+from springblock.shared.checks import ConfigError, is_int
 from springblock.shared.results import (
     ENGINE,
     OutputExistsError,
@@ -115,8 +115,7 @@ def check_reachable(scheduler: str, timeout: float = 10.0) -> None:
 
 
 def validate_workers(workers: int | None, scheduler: str = "processes") -> int | None:
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
+    if workers is not None and not (is_int(workers) and workers >= 1):
         raise ConfigError(f"workers must be an integer >= 1 or None (got {workers!r})")
     if workers is not None and scheduler != "processes":
         raise ConfigError(f"workers must be left unset with the {scheduler!r} scheduler (it "
