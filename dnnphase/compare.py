@@ -203,6 +203,54 @@ def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 
                 np.abs(c)) > 0 else np.nan}
 
 
+def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray,
+                       values: np.ndarray) -> dict[str, np.ndarray]:
+    """Per nonlinearity row: where test accuracy peaks along the noise axis, and the boundary.
+
+    ``curvature``, ``accuracy``: (R, C, S) per seed, cells on the oriented
+    axes (noise increasing along C); ``values``: (C,) the knob value of each
+    column. Returns arrays of shape (R,):
+
+    * ``peak_value``, ``peak_accuracy``, ``peak_accuracy_se``: the column with
+      the highest seed-mean accuracy, and its standard error over seeds;
+    * ``tied_low`` / ``tied_high``: the smallest / largest knob value whose
+      accuracy is within two standard errors of the difference from the peak
+      (cells the seeds cannot tell from it), ``tied_curvature_low`` /
+      ``tied_curvature_high`` their seed-mean curvature range;
+    * ``boundary_value``: the knob value where seed-mean curvature first turns
+      from < 0 to >= 0 along the noise axis, linear between the two columns
+      (NaN if the row never crosses).
+    """
+    with warnings.catch_warnings():  # a cell whose seeds all diverged is NaN, as it should be
+        warnings.simplefilter("ignore", RuntimeWarning)
+        curv = np.nanmean(curvature, axis=2)  # (R, C)
+        acc = np.nanmean(accuracy, axis=2)  # (R, C)
+        n = np.sum(np.isfinite(accuracy), axis=2)
+        se = np.nanstd(accuracy, axis=2, ddof=1) / np.sqrt(np.maximum(n, 1))  # (R, C)
+    se = np.where(np.isfinite(se), se, 0.0)  # one seed: no error bar to widen the ties
+    values = np.asarray(values, dtype=float)
+    rows = curv.shape[0]
+    out = {k: np.full(rows, np.nan) for k in (
+        "peak_value", "peak_accuracy", "peak_accuracy_se", "tied_low", "tied_high",
+        "tied_curvature_low", "tied_curvature_high", "boundary_value")}
+    for i in range(rows):
+        if np.isfinite(acc[i]).any():
+            j = int(np.nanargmax(acc[i]))
+            tied = acc[i] >= acc[i, j] - 2 * np.sqrt(se[i, j] ** 2 + se[i] ** 2)  # (C,)
+            out["peak_value"][i], out["peak_accuracy"][i] = values[j], acc[i, j]
+            out["peak_accuracy_se"][i] = se[i, j]
+            out["tied_low"][i], out["tied_high"][i] = values[tied].min(), values[tied].max()
+            if np.isfinite(curv[i, tied]).any():
+                out["tied_curvature_low"][i] = np.nanmin(curv[i, tied])
+                out["tied_curvature_high"][i] = np.nanmax(curv[i, tied])
+        crossing = np.flatnonzero((curv[i, :-1] < 0) & (curv[i, 1:] >= 0))
+        if crossing.size:
+            j = crossing[0]
+            share = -curv[i, j] / (curv[i, j + 1] - curv[i, j])
+            out["boundary_value"][i] = values[j] + share * (values[j + 1] - values[j])
+    return out
+
+
 # --- the comparison -------------------------------------------------------------------
 
 
@@ -240,8 +288,10 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
                     "bin_curvature": np.full(8, np.nan), "bin_accuracy": np.full(8, np.nan),
                     "spearman_abs": np.nan}
         acc_missing = str(err)
+    rows = _row_peaks(network, measure)
     report = xr.Dataset(
         {
+            **{f"row_{name}": ("nonlinearity", value) for name, value in rows.items()},
             "network_curvature": (("nonlinearity", "noisiness"), net["curvature"].values,
                                   {"long_name": "seed-mean scale-free curvature"}),
             "network_label": (("nonlinearity", "noisiness"), net_labels,
@@ -293,6 +343,17 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
     return report
 
 
+def _row_peaks(network: xr.Dataset, measure: str) -> dict[str, np.ndarray]:
+    """:func:`row_accuracy_peaks` on the network's cells, rows as in :func:`oriented_network`."""
+    knob = network.attrs["knob"]
+    cells = xr.Dataset({"curvature": network["curvature_scaled"].sel(measure=measure),
+                        "accuracy": network["test_accuracy"]})
+    cells = cells.sortby("alpha", ascending=False).sortby(
+        knob, ascending=larger_is_noisier(network)).transpose("alpha", knob, "seed")
+    return row_accuracy_peaks(cells["curvature"].values, cells["accuracy"].values,
+                              cells[knob].values)
+
+
 def _num(value, why: str = "", signed: bool = True) -> str:
     """A number (signed), or ``n/a (why)`` for a part that could not be computed."""
     value = float(value)
@@ -327,7 +388,29 @@ def summary(report: xr.Dataset) -> str:
             f"(95% bootstrap {a['accuracy_peak_low']:+.3f} .. {a['accuracy_peak_high']:+.3f}); "
             f"Spearman(|curvature|, accuracy) = "
             f"{_num(a['accuracy_spearman_abs_curvature'])}")
-    return "\n".join(lines)
+    return "\n".join(lines + row_summary(report))
+
+
+def row_summary(report: xr.Dataset) -> list[str]:
+    """One line per alpha row: the test-accuracy peak, its ties, and the phase boundary."""
+    if "row_peak_value" not in report:  # a report written before these were kept
+        return []
+    knob = report.attrs["knob"]
+    lines = [f"test accuracy per alpha row (ties: within 2 standard errors of the peak; "
+             f"boundary: where curvature turns >= 0 along {knob})"]
+    for i in reversed(range(report.sizes["nonlinearity"])):  # ReLU first, as in the figures
+        r = report.isel(nonlinearity=i)
+        if not np.isfinite(r["row_peak_accuracy"]):
+            lines.append(f"  alpha {float(r['alpha']):g}: n/a (no finite accuracy)")
+            continue
+        boundary = float(r["row_boundary_value"])
+        lines.append(
+            f"  alpha {float(r['alpha']):g}: {float(r['row_peak_accuracy']):.3f} "
+            f"± {float(r['row_peak_accuracy_se']):.3f} at {knob} {float(r['row_peak_value']):g} "
+            f"(ties {float(r['row_tied_low']):g}..{float(r['row_tied_high']):g}, curvature "
+            f"{_num(r['row_tied_curvature_low'])}..{_num(r['row_tied_curvature_high'])}); "
+            f"boundary {f'{boundary:.3g}' if np.isfinite(boundary) else 'none in range'}")
+    return lines
 
 
 # --- the chain fitted to every network cell -------------------------------------------

@@ -213,3 +213,38 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
     assert main(["reproduce", "--preset", "test", "-o", str(out)]) == 0
     assert "reusing" in capsys.readouterr().out
     assert main(["reproduce", "--preset", "huge", "-o", str(out)]) == 2
+
+
+def test_row_accuracy_peaks_find_the_peak_its_ties_and_the_boundary():
+    values = np.array([0.0, 0.1, 0.2, 0.3])
+    curv = np.array([[-0.6, -0.2, 0.2, 0.6],  # crosses 0 halfway between 0.1 and 0.2
+                     [-0.6, -0.5, -0.4, -0.3]])  # never crosses
+    acc = np.array([[0.80, 0.90, 0.899, 0.70],
+                    [0.85, 0.80, 0.75, 0.70]])
+    noise = np.array([-1.0, 1.0]) * 0.001  # two seeds: standard error 0.001 per cell
+    rows = cmp.row_accuracy_peaks(curv[..., None] + 0 * noise, acc[..., None] + noise, values)
+    assert rows["peak_value"].tolist() == [0.1, 0.0]
+    np.testing.assert_allclose(rows["peak_accuracy"], [0.90, 0.85])
+    np.testing.assert_allclose(rows["peak_accuracy_se"], [0.001, 0.001])
+    assert rows["tied_low"].tolist() == [0.1, 0.0] and rows["tied_high"].tolist() == [0.2, 0.0]
+    np.testing.assert_allclose(rows["tied_curvature_low"], [-0.2, -0.6])
+    np.testing.assert_allclose(rows["tied_curvature_high"], [0.2, -0.6])
+    np.testing.assert_allclose(rows["boundary_value"][0], 0.15)
+    assert np.isnan(rows["boundary_value"][1])
+
+
+def test_row_peaks_follow_the_noisier_direction_and_reach_the_summary():
+    # batch size: smaller is noisier, so the oriented rows run from 2560 down to 40
+    curv = np.array([[0.4, 0.1, -0.2, -0.5]])  # (alpha, batch size 40..2560)
+    acc = np.array([[0.7, 0.9, 0.8, 0.6]])
+    network = fake_network(curv, alphas=[0.0], knob="batch_size", values=[40, 160, 640, 2560],
+                           accuracy=acc)
+    network["batch_size"].attrs["noisier"] = "smaller"
+    spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    report = cmp.compare(spring, network)
+    assert float(report["row_peak_value"][0]) == 160
+    # curvature turns >= 0 between 640 (-0.2) and 160 (+0.1): two thirds of the way
+    assert float(report["row_boundary_value"][0]) == pytest.approx(640 + 2 / 3 * (160 - 640))
+    text = cmp.summary(report)
+    assert "alpha 0: 0.900 ± 0.000 at batch_size 160" in text
+    assert "boundary 320" in text
