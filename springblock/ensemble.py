@@ -321,6 +321,7 @@ def _label(cfg: ChainConfig, seeds, result: EnsembleResult, with_theory: bool) -
             "horizon": (("seed",), result.steps_run * cfg.step,
                         {"long_name": "horizon T", "units": "time"}),
             **run_variables(("seed",), result),
+            **diverged_variable(("seed",), curves),
         },
         coords={"seed": seeds, "layer": ("layer", layer, {"long_name": "layer (0 = wall)"})},
     )
@@ -357,6 +358,20 @@ def run_variables(dims: tuple, result: EnsembleResult, shape=None) -> dict:
         "frozen": (dims, arr(result.frozen),
                    {"long_name": "frozen for ever: an exact stationary state"}),
     }
+
+
+def diverged_variable(dims: tuple, curves: np.ndarray, stacklevel: int = 4) -> dict:
+    """``diverged``: a chain whose positions overflowed (any load-curve entry not finite).
+
+    Warns with the count: such a chain is recorded, never silently averaged in
+    (noise or step so large that a position passed 1e308).
+    """
+    diverged = ~np.isfinite(curves).all(axis=-1)  # (..., L+1) -> (...)
+    if diverged.any():
+        warnings.warn(f"{int(diverged.sum())} of {diverged.size} chain(s) diverged (positions "
+                      "overflowed: noise or step too large); they are marked in 'diverged'",
+                      stacklevel=stacklevel)  # the caller of simulate / phase_diagram
+    return {"diverged": (dims, diverged, {"long_name": "positions overflowed (not finite)"})}
 
 
 def stationary_positions(cfg: ChainConfig) -> np.ndarray:

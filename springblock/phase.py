@@ -19,6 +19,7 @@ from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig
 from springblock.ensemble import (
     FINITE_HORIZON_NOTE,
     _seed_list,
+    diverged_variable,
     predict,
     run_ensemble,
     run_variables,
@@ -225,6 +226,7 @@ def _assemble(chunks, rows, cols, seeds, base: ChainConfig) -> xr.Dataset:
                                      "kernel)", "units": "steps"}),
             "frozen": (dims + ("seed",), runs["frozen"],
                        {"long_name": "frozen for ever: an exact stationary state"}),
+            **diverged_variable(dims + ("seed",), curves),
             "theory_load_curve": (dims + ("layer",), predicted,
                                   {"long_name": "mean-drift prediction at the mean horizon "
                                                 "(steps=inf: the stationary state)",

@@ -4,6 +4,7 @@ import numba
 import numpy as np
 import pytest
 
+import springblock as sb
 from springblock import simulate, theory
 from springblock.config import ChainConfig
 from springblock.ensemble import run_ensemble
@@ -252,3 +253,16 @@ def test_noiseless_curvature_range_matches_design():
     assert loadcurve.curvature(d0) == pytest.approx(-6 * mu)
     d_inf = theory.load_curve(theory.stationary_state(7, mu, 2 * mu, noise=0.01))
     assert loadcurve.curvature(d_inf) == pytest.approx(3 * mu)
+
+
+def test_overflowing_chains_are_recorded_as_diverged_with_a_warning():
+    with pytest.warns(UserWarning, match="3 of 3 chain.s. diverged"):
+        ds = sb.simulate(mu_right=0.1, mu_left=0.2, noise=1e308, steps=100, seeds=3)
+    assert ds["diverged"].values.all()
+    with pytest.warns(UserWarning, match="4 of 8 chain.s. diverged") as caught:
+        pd = sb.phase_diagram(("mu_right", [0.0, 0.01]), ("noise", [0.0, 1e308]), seeds=2,
+                              steps=100)
+    assert caught[0].filename == __file__
+    assert pd["diverged"].sel(noise=1e308).values.all()
+    assert not pd["diverged"].sel(noise=0.0).values.any()
+    assert np.isfinite(pd["load_curve"].sel(noise=0.0)).all()
