@@ -163,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True,
                    help="output folder (created if missing; figures/ holds the committed "
                         "reference of the quick preset)")
+    p.add_argument("--knobs", default=None,
+                   help="only these of the preset's knobs, comma-separated (e.g. dropout,lr; "
+                        "default: all of them), e.g. one knob per machine")
     _scheduler_options(p, None)
     p.add_argument("--overwrite", action="store_true", help="recompute existing results")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -270,8 +273,9 @@ def cmd_fit(args) -> None:
 def cmd_reproduce(args) -> None:
     from dnnphase.presets import reproduce
 
-    reproduce(args.preset, args.output, overwrite=args.overwrite, scheduler=args.scheduler,
-              workers=args.workers, quiet=args.quiet)
+    knobs = None if args.knobs is None else [k.strip() for k in args.knobs.split(",")]
+    reproduce(args.preset, args.output, knobs=knobs, overwrite=args.overwrite,
+              scheduler=args.scheduler, workers=args.workers, quiet=args.quiet)
 
 
 def main(argv=None) -> int:

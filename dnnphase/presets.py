@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 from dnnphase import defaults
-from dnnphase.knobs import larger_is_noisier
+from dnnphase.knobs import RENAMED, canonical, larger_is_noisier
 from springblock import defaults as chain
 from springblock.shared import results
 from springblock.shared.checks import ConfigError, parse_axis
@@ -135,10 +135,13 @@ def _result(path: Path, kind: str, config: dict, make, overwrite: bool,
     return make(), True
 
 
-def reproduce(preset: str = "quick", output="results", *, overwrite: bool = False,
+def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite: bool = False,
               scheduler: str | None = None, workers: int | None = None,
               quiet: bool = False) -> dict[str, xr.Dataset]:
     """Run the whole pipeline of a preset; returns the report Dataset of each knob.
+
+    ``knobs``: only these of the preset's knobs (default: all), e.g. one knob
+    per machine into one shared folder.
 
     ``scheduler`` runs the network sweeps (default: a process pool; serial for
     the ``test`` preset, whose chunks are too small to pay for workers).
@@ -153,6 +156,8 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output must be a folder (got the file {str(out)!r})")
+    chosen = _chosen_knobs(spec, knobs)
+    spec = {**spec, "networks": [net for net in spec["networks"] if net["knob"] in chosen]}
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
     net_scheduler = scheduler or ("serial" if preset == "test" else defaults.SCHEDULER)
     validate_scheduler(net_scheduler)
@@ -180,6 +185,21 @@ def reproduce(preset: str = "quick", output="results", *, overwrite: bool = Fals
             progress.advance()
     _say(f"done in {time.monotonic() - start:.0f} s; results and figures in {out}/", quiet)
     return reports
+
+
+def _chosen_knobs(spec: dict, knobs) -> list[str]:
+    """The preset's knobs to run: all, or the ones asked for (each one of the preset's)."""
+    available = [net["knob"] for net in spec["networks"]]
+    if knobs is None:
+        return available
+    if isinstance(knobs, str):
+        knobs = [knobs]
+    chosen = [canonical(str(k)) if str(k) in RENAMED else str(k) for k in knobs]
+    bad = [k for k in chosen if k not in available]
+    if not chosen or bad:
+        raise ConfigError(f"knobs must be one or more of this preset's {', '.join(available)} "
+                          f"(got {', '.join(map(str, knobs)) or 'none'})")
+    return chosen
 
 
 def _chain(s: dict, path: Path, overwrite: bool, quiet: bool) -> tuple[xr.Dataset, bool]:

@@ -209,10 +209,17 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
         assert traj[name].dims == ("alpha", "dropout"), name
     assert_picture(tmp_path / "t.png")
     assert_picture(tmp_path / "t_worst.png", min_width=300)
+    assert report["row_peak_value"].dims == ("nonlinearity",)
     # a rerun reuses the stored results instead of recomputing or refusing
-    assert main(["reproduce", "--preset", "test", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["reproduce", "--preset", "test", "--knobs", "dropout", "-o", str(out)]) == 0
     assert "reusing" in capsys.readouterr().out
     assert main(["reproduce", "--preset", "huge", "-o", str(out)]) == 2
+    before = sorted(p.name for p in out.iterdir())
+    assert main(["reproduce", "--preset", "test", "--knobs", "dropout,lr", "-o", str(out)]) == 2
+    assert "knobs must be one or more of this preset's dropout (got dropout, lr)" in \
+        capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == before
 
 
 def test_row_accuracy_peaks_find_the_peak_its_ties_and_the_boundary():
