@@ -73,8 +73,9 @@ def _sweep_options():
         ("--dtype", "dtype", str, "float32", "float32 or float64"),
         ("--device", "device", str, "auto", "auto (CUDA if present), cpu, cuda or cuda:N"),
         ("--models-per-chunk", "models_per_chunk", int, None,
-         f"models per resumable chunk (default: at most {defaults.MODELS_PER_CHUNK}, "
-         "at least 8 chunks)"),
+         f"models per resumable chunk (default on the CPU: at most "
+         f"{defaults.MODELS_PER_CHUNK}, at least {defaults.MIN_CHUNKS} chunks; on CUDA at most "
+         f"{defaults.MODELS_PER_CHUNK_CUDA})"),
     ]
 
 

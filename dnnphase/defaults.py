@@ -14,6 +14,9 @@ PATIENCE = 10  # epochs of the moving mean watched by the plateau rule
 REL_TOL = 1e-3  # ... which stops when it changes by less than this, relatively
 MODELS_PER_CHUNK = 16  # the automatic chunk size is at most this ...
 MIN_CHUNKS = 8  # ... and gives at least this many chunks: both cores busy, a tick within ~10 s
+# On a GPU one chunk is one stack (the whole device): hundreds of models keep it busy, and
+# a paper diagram is still a few resumable chunks (Fig. 1c: 960 models, 3 chunks).
+MODELS_PER_CHUNK_CUDA = 320
 SCHEDULER = "processes"  # command line: one single-threaded worker per core
 # From Python the default is this process: a process pool started from a script needs an
 # ``if __name__ == "__main__":`` guard, and a missing one ends in a crash, not a slow run.

@@ -52,9 +52,12 @@ class SweepConfig:
     loss_threshold, patience, rel_tol : early stopping (dnnphase.train.TrainConfig).
     dtype, device : float32 (default, fast) or float64; "auto" picks CUDA if present.
     models_per_chunk : models trained by one batched call and stored as one
-        resumable chunk (does not change any result). None: at most
-        ``defaults.MODELS_PER_CHUNK``, and at least ``defaults.MIN_CHUNKS`` chunks,
-        so that a pool's workers all get work and progress shows early.
+        resumable chunk (float64 results do not depend on it; float32 results
+        only at the rounding level, so it is part of the configuration). None:
+        on the CPU at most ``defaults.MODELS_PER_CHUNK`` and at least
+        ``defaults.MIN_CHUNKS`` chunks, so that a pool's workers all get work and
+        progress shows early; on CUDA (``device`` cuda, or auto with CUDA present)
+        at most ``defaults.MODELS_PER_CHUNK_CUDA``, a stack that fills the GPU.
     """
 
     knob: str = "dropout"
@@ -92,10 +95,14 @@ class SweepConfig:
             object.__setattr__(self, name, tuple(np.atleast_1d(getattr(self, name)).tolist()))
         self.validate()
         if self.models_per_chunk is None:
-            n_models = len(self.alphas) * len(self.values) * len(self.seeds)
-            per_chunk = math.ceil(n_models / defaults.MIN_CHUNKS)
-            object.__setattr__(self, "models_per_chunk",
-                               max(1, min(defaults.MODELS_PER_CHUNK, per_chunk)))
+            object.__setattr__(self, "models_per_chunk", self._default_chunk())
+
+    def _default_chunk(self) -> int:
+        n_models = len(self.alphas) * len(self.values) * len(self.seeds)
+        if _runs_on_cuda(self.device):
+            return min(defaults.MODELS_PER_CHUNK_CUDA, n_models)
+        per_chunk = math.ceil(n_models / defaults.MIN_CHUNKS)
+        return max(1, min(defaults.MODELS_PER_CHUNK, per_chunk))
 
     def validate(self) -> None:
         from dnnphase.data import DATASETS
@@ -182,6 +189,17 @@ class SweepConfig:
 
 
 _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
+
+
+def _runs_on_cuda(device: str) -> bool:
+    """Whether a sweep on ``device`` trains on CUDA (torch is imported only to resolve auto)."""
+    if str(device).startswith("cuda"):
+        return True
+    if device != "auto":
+        return False
+    import torch
+
+    return torch.cuda.is_available()
 
 
 @functools.lru_cache(maxsize=4)

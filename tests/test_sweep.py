@@ -206,3 +206,22 @@ def test_old_knob_name_still_works_with_a_warning():
     with pytest.warns(FutureWarning, match="label_noise"):
         cfg = SweepConfig(knob="noise", values=[0.0, 0.5], **SMALL)
     assert cfg.knob == "label_noise"
+
+
+def test_default_chunk_fills_the_cpu_pool_or_the_gpu(monkeypatch):
+    import torch
+
+    from dnnphase import defaults
+
+    paper = dict(knob="dropout", values=tuple(np.linspace(0, 0.3, 16)), alphas=(0, 0.2, 0.4, 0.6,
+                 0.8, 1.0), seeds=tuple(range(10)))  # Fig. 1c: 960 models
+    assert SweepConfig(**paper, device="cpu").models_per_chunk == defaults.MODELS_PER_CHUNK
+    small = dict(knob="dropout", values=(0.0, 0.1), alphas=(0.0,), seeds=(0, 1))
+    assert SweepConfig(**small, device="cpu").models_per_chunk == 1  # 4 models: one per chunk
+    assert SweepConfig(**paper, device="cuda").models_per_chunk == defaults.MODELS_PER_CHUNK_CUDA
+    assert SweepConfig(**small, device="cuda:0").models_per_chunk == 4
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert SweepConfig(**paper).models_per_chunk == defaults.MODELS_PER_CHUNK_CUDA
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert SweepConfig(**paper).models_per_chunk == defaults.MODELS_PER_CHUNK
+    assert SweepConfig(**paper, models_per_chunk=7).models_per_chunk == 7
