@@ -126,13 +126,22 @@ def _result(path: Path, kind: str, config: dict, make, overwrite: bool,
     """Reuse ``path`` if it holds the same configuration, else compute it: (Dataset, computed)."""
     if path.exists() and not overwrite:
         ds = results.load(path)
-        if ds.attrs.get("kind") == kind and json.loads(ds.attrs["config"]) == json.loads(
-                json.dumps(config, default=str)):
+        if ds.attrs.get("kind") == kind and _experiment(json.loads(ds.attrs["config"])) == \
+                _experiment(json.loads(json.dumps(config, default=str))):
             _say(f"  reusing {path}", quiet)
             return ds, False
         raise ConfigError(f"{path} exists with a different configuration; pass --overwrite "
                           "or choose another output folder")
     return make(), True
+
+
+#: How a sweep was computed, not what: a result made on a GPU (larger default chunks) is
+#: reused on a CPU and the other way round (float32 numbers differ only by rounding).
+HOW_NOT_WHAT = ("models_per_chunk", "device")
+
+
+def _experiment(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in HOW_NOT_WHAT}
 
 
 def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite: bool = False,

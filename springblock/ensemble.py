@@ -201,6 +201,11 @@ def run_ensemble(
     for n in np.unique(horizon[slow]):  # one step-kernel run per step count
         idx = slow[horizon[slow] == n]
         _run_steps(out, idx, seeds[idx], states[idx], params[idx], groups[idx], int(n), base)
+    overflowed = ~np.isfinite(out.positions).all(axis=1)  # (M,)
+    # inf - inf inside a kernel leaves a mix of +-inf, NaN and huge numbers: one NaN state
+    # says "diverged" the same way for every kernel, and such a chain is not frozen
+    out.positions[overflowed] = np.nan
+    out.frozen[overflowed] = False
     if not every:
         out.trajectory = None
     return out

@@ -1,5 +1,7 @@
 """The comparator on constructed inputs, its bad-input errors, and reproduce end to end."""
 
+import json
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -210,7 +212,12 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
     assert_picture(tmp_path / "t.png")
     assert_picture(tmp_path / "t_worst.png", min_width=300)
     assert report["row_peak_value"].dims == ("nonlinearity",)
-    # a rerun reuses the stored results instead of recomputing or refusing
+    # a rerun reuses the stored results instead of recomputing or refusing, also a sweep
+    # computed with another chunk size on another device (how, not what)
+    stored = results.load(out / "dnn_dropout.nc")
+    config = json.loads(stored.attrs["config"])
+    stored.attrs["config"] = json.dumps({**config, "models_per_chunk": 320, "device": "cuda"})
+    results.save(stored, out / "dnn_dropout.nc", overwrite=True)
     capsys.readouterr()
     assert main(["reproduce", "--preset", "test", "--knobs", "dropout", "-o", str(out)]) == 0
     assert "reusing" in capsys.readouterr().out

@@ -266,3 +266,12 @@ def test_overflowing_chains_are_recorded_as_diverged_with_a_warning():
     assert pd["diverged"].sel(noise=1e308).values.all()
     assert not pd["diverged"].sel(noise=0.0).values.any()
     assert np.isfinite(pd["load_curve"].sel(noise=0.0)).all()
+
+
+def test_overflow_reads_the_same_from_both_kernels():
+    for algorithm in ("steps", "events"):
+        with pytest.warns(UserWarning, match="2 of 2 chain.s. diverged"):
+            ds = sb.simulate(mu_right=0.1, mu_left=0.2, noise=1e308, steps=10**4, seeds=2,
+                             algorithm=algorithm)
+        assert np.isnan(ds["load_curve"].isel(layer=slice(1, None))).all(), algorithm
+        assert not ds["frozen"].any() and ds["diverged"].all(), algorithm
