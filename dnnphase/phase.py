@@ -112,7 +112,9 @@ class SweepConfig:
                 "alpha", "a non-empty list of slopes in [0, 1]", self.alphas)
         require(len(self.seeds) > 0 and all(is_int(s) and s >= 0 for s in self.seeds),
                 "seeds", "a non-empty list of integers >= 0", self.seeds)
-        require(len(set(self.seeds)) == len(self.seeds), "seeds", "distinct", self.seeds)
+        for name in ("seeds", "values", "alphas"):  # a repeated cell would be trained twice
+            listed = getattr(self, name)
+            require(len(set(listed)) == len(listed), name, "distinct", listed)
         name = str(self.dataset).lower().replace("_", "-")
         require(name in DATASETS, "dataset", f"one of {', '.join(DATASETS)}", self.dataset)
         for field_name in ("depth", "width", "epochs", "patience"):

@@ -43,12 +43,17 @@ def _axes(rows, cols) -> tuple[tuple[str, np.ndarray], tuple[str, np.ndarray]]:
     for axis in (rows, cols):
         name, values = parse_grid(axis) if isinstance(axis, str) else axis
         _check_axis(name)
-        axes.append((name, np.asarray(values, dtype=np.float64)))
-    (row_name, row_values), (col_name, col_values) = axes
+        values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        if values.ndim != 1 or values.size == 0:
+            raise ConfigError(f"the {name} axis needs a flat list of at least one value "
+                              f"(got {values.tolist()!r})")
+        if np.unique(values).size != values.size:
+            raise ConfigError(f"the {name} axis values must be distinct (got "
+                              f"{values.tolist()!r})")
+        axes.append((name, values))
+    (row_name, _), (col_name, _) = axes
     if row_name == col_name:
         raise ConfigError(f"rows and cols must be different parameters (both {row_name!r})")
-    if row_values.size == 0 or col_values.size == 0:
-        raise ConfigError("rows and cols need at least one value each")
     return axes[0], axes[1]
 
 
@@ -60,6 +65,16 @@ def _check_ratio(ratio: float, axis_names: tuple[str, str], mu_left) -> None:
     if mu_left is not None:
         raise ConfigError("mu_left must be left unset when mu_left_ratio is given (the "
                           "ratio sets mu_left in every cell)")
+
+
+def _check_axis_matters(names: tuple[str, str], config: ChainConfig) -> None:
+    """Refuse an axis the dynamics ignore (every row or column would be the same)."""
+    if "truncation" in names and config.noise_dist != "truncated":
+        raise ConfigError("a truncation axis needs noise_dist truncated (--noise-dist truncated); "
+                          "with Gaussian noise it changes nothing")
+    if "damping" in names and config.dynamics == "overdamped":
+        raise ConfigError("a damping axis needs the second_order or langevin dynamics "
+                          "(--dynamics); the overdamped chain has no damping")
 
 
 def _check_axis(name: str) -> None:
@@ -118,6 +133,7 @@ def phase_diagram(
         config = ChainConfig(**params)
     elif params:
         config = config.replace(**params)
+    _check_axis_matters((row_name, col_name), config)
     seed_values = _seed_list(seeds)
     # load curves, curvatures and steps of every chain, twice while assembling
     check_result_size("rows x cols x seeds", 2 * row_values.size * col_values.size

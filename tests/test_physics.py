@@ -275,3 +275,12 @@ def test_overflow_reads_the_same_from_both_kernels():
                              algorithm=algorithm)
         assert np.isnan(ds["load_curve"].isel(layer=slice(1, None))).all(), algorithm
         assert not ds["frozen"].any() and ds["diverged"].all(), algorithm
+
+
+def test_repeated_seeds_and_axis_values_are_refused():
+    from springblock.shared.checks import ConfigError
+
+    with pytest.raises(ConfigError, match=r"seeds must be distinct \(got \[1, 1\]\)"):
+        sb.simulate(seeds=[1, 1])
+    with pytest.raises(ConfigError, match="the noise axis values must be distinct"):
+        sb.phase_diagram(("mu_right", [0.0]), ("noise", [0.01, 0.01]))

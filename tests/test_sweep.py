@@ -146,6 +146,8 @@ def test_cli_sweep_and_plot(tmp_path, capsys):
     (["--workers", "0"], "workers must be an integer >= 1"),
     (["--models-per-chunk", "0"], "models_per_chunk must be an integer >= 1"),
     (["--measures", "trace_ratio,trace_ratio"], "measures must be distinct"),
+    (["--values", "0.1:0.1:3"], "values must be distinct"),
+    (["--alpha", "0,0"], "alphas must be distinct"),
     (["--record-every", "5"], "record_every must be an integer in 0..epochs (1)"),
     (["--scheduler", "serial", "--workers", "2"], "workers must be left unset"),
     (["--epochs", "x"], "argument --epochs: invalid int value"),
