@@ -31,7 +31,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from dnnphase.knobs import larger_is_noisier
+from dnnphase.knobs import KNOBS, larger_is_noisier
 from springblock.shared.checks import ConfigError
 from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
 
@@ -203,13 +203,14 @@ def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 
                 np.abs(c)) > 0 else np.nan}
 
 
-def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray,
-                       values: np.ndarray) -> dict[str, np.ndarray]:
+def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray, values: np.ndarray,
+                       log_scale: bool = False) -> dict[str, np.ndarray]:
     """Per nonlinearity row: where test accuracy peaks along the noise axis, and the boundary.
 
     ``curvature``, ``accuracy``: (R, C, S) per seed, cells on the oriented
     axes (noise increasing along C); ``values``: (C,) the knob value of each
-    column. Returns arrays of shape (R,):
+    column; ``log_scale``: interpolate the boundary in log(value) (knobs whose
+    values span decades). Returns arrays of shape (R,):
 
     * ``peak_value``, ``peak_accuracy``, ``peak_accuracy_se``: the column with
       the highest seed-mean accuracy, and its standard error over seeds;
@@ -217,9 +218,11 @@ def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray,
       accuracy is within two standard errors of the difference from the peak
       (cells the seeds cannot tell from it), ``tied_curvature_low`` /
       ``tied_curvature_high`` their seed-mean curvature range;
-    * ``boundary_value``: the knob value where seed-mean curvature first turns
-      from < 0 to >= 0 along the noise axis, linear between the two columns
-      (NaN if the row never crosses).
+    * ``boundary_value``: the knob value where seed-mean curvature first
+      changes sign along the noise axis, interpolated between the two columns
+      (NaN if the row never crosses), and ``boundary_direction``: +1 where it
+      turns from concave (< 0) to convex (>= 0), as the theory predicts, -1
+      the other way.
     """
     with warnings.catch_warnings():  # a cell whose seeds all diverged is NaN, as it should be
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -232,7 +235,7 @@ def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray,
     rows = curv.shape[0]
     out = {k: np.full(rows, np.nan) for k in (
         "peak_value", "peak_accuracy", "peak_accuracy_se", "tied_low", "tied_high",
-        "tied_curvature_low", "tied_curvature_high", "boundary_value")}
+        "tied_curvature_low", "tied_curvature_high", "boundary_value", "boundary_direction")}
     for i in range(rows):
         if np.isfinite(acc[i]).any():
             j = int(np.nanargmax(acc[i]))
@@ -243,11 +246,16 @@ def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray,
             if np.isfinite(curv[i, tied]).any():
                 out["tied_curvature_low"][i] = np.nanmin(curv[i, tied])
                 out["tied_curvature_high"][i] = np.nanmax(curv[i, tied])
-        crossing = np.flatnonzero((curv[i, :-1] < 0) & (curv[i, 1:] >= 0))
+        convex = curv[i] >= 0  # (C,); NaN compares False but is excluded below
+        finite = np.isfinite(curv[i])
+        crossing = np.flatnonzero(finite[:-1] & finite[1:] & (convex[:-1] != convex[1:]))
         if crossing.size:
             j = crossing[0]
             share = -curv[i, j] / (curv[i, j + 1] - curv[i, j])
-            out["boundary_value"][i] = values[j] + share * (values[j + 1] - values[j])
+            ends = np.log(values[j:j + 2]) if log_scale else values[j:j + 2]
+            at = ends[0] + share * (ends[1] - ends[0])
+            out["boundary_value"][i] = np.exp(at) if log_scale else at
+            out["boundary_direction"][i] = 1.0 if convex[j + 1] else -1.0
     return out
 
 
@@ -351,7 +359,8 @@ def _row_peaks(network: xr.Dataset, measure: str) -> dict[str, np.ndarray]:
     cells = cells.sortby("alpha", ascending=False).sortby(
         knob, ascending=larger_is_noisier(network)).transpose("alpha", knob, "seed")
     return row_accuracy_peaks(cells["curvature"].values, cells["accuracy"].values,
-                              cells[knob].values)
+                              cells[knob].values,
+                              log_scale=knob in KNOBS and KNOBS[knob].scale == "log")
 
 
 def _num(value, why: str = "", signed: bool = True) -> str:
@@ -396,20 +405,33 @@ def row_summary(report: xr.Dataset) -> list[str]:
     if "row_peak_value" not in report:  # a report written before these were kept
         return []
     knob = report.attrs["knob"]
-    lines = [f"test accuracy per alpha row (ties: within 2 standard errors of the peak; "
-             f"boundary: where curvature turns >= 0 along {knob})"]
+    values = report[knob].values
+    noisier = "larger" if values[-1] >= values[0] else "smaller"
+    lines = [f"test accuracy per alpha row (ties: within 2 standard errors of the difference "
+             f"from the peak; boundary: where curvature changes sign as {knob} gets noisier, "
+             f"i.e. {noisier})"]
     for i in reversed(range(report.sizes["nonlinearity"])):  # ReLU first, as in the figures
         r = report.isel(nonlinearity=i)
         if not np.isfinite(r["row_peak_accuracy"]):
             lines.append(f"  alpha {float(r['alpha']):g}: n/a (no finite accuracy)")
             continue
         boundary = float(r["row_boundary_value"])
+        curv = r["network_curvature"].values  # (noisiness,)
+        if np.isfinite(boundary):
+            turn = "concave -> convex" if r["row_boundary_direction"] > 0 else "convex -> concave"
+            where = f"{turn} at {boundary:.3g}"
+        elif not np.isfinite(curv).any():
+            where = "none (no finite curvature)"
+        elif np.nanmin(curv) >= 0 or np.nanmax(curv) < 0:
+            where = f"none ({'convex' if np.nanmin(curv) >= 0 else 'concave'} throughout)"
+        else:
+            where = "none between neighbouring finite cells"
         lines.append(
             f"  alpha {float(r['alpha']):g}: {float(r['row_peak_accuracy']):.3f} "
             f"± {float(r['row_peak_accuracy_se']):.3f} at {knob} {float(r['row_peak_value']):g} "
             f"(ties {float(r['row_tied_low']):g}..{float(r['row_tied_high']):g}, curvature "
             f"{_num(r['row_tied_curvature_low'])}..{_num(r['row_tied_curvature_high'])}); "
-            f"boundary {f'{boundary:.3g}' if np.isfinite(boundary) else 'none in range'}")
+            f"boundary {where}")
     return lines
 
 

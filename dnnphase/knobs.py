@@ -28,14 +28,15 @@ class Knob(NamedTuple):
     label: str  # axis title
     allowed: str  # the range of its values, in words
     default_values: tuple  # a small grid over the paper's range (DESIGN §3)
+    scale: str = "linear"  # "log": values span decades (interpolate between them in log)
 
 
 KNOBS = {
     "dropout": Knob("larger", "probability", "dropout probability p", "in [0, 1)",
                     (0.0, 0.1, 0.2, 0.3)),
-    "lr": Knob("larger", "1", "learning rate", "> 0", (1e-4, 1e-3, 1e-2, 1e-1)),
+    "lr": Knob("larger", "1", "learning rate", "> 0", (1e-4, 1e-3, 1e-2, 1e-1), "log"),
     "batch_size": Knob("smaller", "samples", "batch size", "integers >= 1",
-                       (20, 80, 320, 1280)),
+                       (20, 80, 320, 1280), "log"),
     "label_noise": Knob("larger", "fraction of labels / data std", "label + data noise q",
                         "in [0, 1]", (0.0, 0.2, 0.4, 0.8)),
 }

@@ -244,7 +244,13 @@ def test_row_accuracy_peaks_find_the_peak_its_ties_and_the_boundary():
     np.testing.assert_allclose(rows["tied_curvature_low"], [-0.2, -0.6])
     np.testing.assert_allclose(rows["tied_curvature_high"], [0.2, -0.6])
     np.testing.assert_allclose(rows["boundary_value"][0], 0.15)
-    assert np.isnan(rows["boundary_value"][1])
+    assert rows["boundary_direction"][0] == 1
+    assert np.isnan(rows["boundary_value"][1]) and np.isnan(rows["boundary_direction"][1])
+    # the other way round, and in log for knobs whose values span decades
+    back = cmp.row_accuracy_peaks(np.array([[[0.5], [-0.5]]]), np.ones((1, 2, 1)),
+                                  np.array([1e-3, 1e-1]), log_scale=True)
+    assert back["boundary_direction"][0] == -1
+    np.testing.assert_allclose(back["boundary_value"][0], 1e-2)
 
 
 def test_row_peaks_follow_the_noisier_direction_and_reach_the_summary():
@@ -258,7 +264,11 @@ def test_row_peaks_follow_the_noisier_direction_and_reach_the_summary():
     report = cmp.compare(spring, network)
     assert float(report["row_peak_value"][0]) == 160
     # curvature turns >= 0 between 640 (-0.2) and 160 (+0.1): two thirds of the way
-    assert float(report["row_boundary_value"][0]) == pytest.approx(640 + 2 / 3 * (160 - 640))
     text = cmp.summary(report)
     assert "alpha 0: 0.900 ± 0.000 at batch_size 160" in text
-    assert "boundary 320" in text
+    assert "as batch_size gets noisier, i.e. smaller" in text
+    # batch size is interpolated in log: 640 * (160 / 640) ** (2 / 3)
+    assert float(report["row_boundary_value"][0]) == pytest.approx(640 * 0.25 ** (2 / 3))
+    assert "boundary concave -> convex at 254" in text
+    convex = fake_network(np.array([[0.4, 0.6]]), alphas=[0.0])
+    assert "boundary none (convex throughout)" in cmp.summary(cmp.compare(spring, convex))
