@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
+
 from springblock import defaults
 from springblock.config import ALGORITHMS, DYNAMICS, NOISE_DISTS, RNGS, ChainConfig
 from springblock.shared.checks import ConfigError
@@ -98,7 +100,7 @@ def _seeds(args, default: int):
         raise ConfigError(f"seeds must be >= 1 (got {n})")
     if args.first_seed < 0:
         raise ConfigError(f"first-seed must be >= 0 (got {args.first_seed})")
-    return list(range(args.first_seed, args.first_seed + n))
+    return np.arange(args.first_seed, args.first_seed + n, dtype=np.int64)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -66,7 +66,7 @@ def _seed_list(seeds) -> np.ndarray:
     valid = arr.ndim == 1 and arr.size > 0 and np.issubdtype(arr.dtype, np.integer)
     if not valid or (arr < 0).any():
         raise ConfigError(f"seeds must be a count >= 1 or a list of integers >= 0 (got {seeds!r})")
-    if np.unique(arr).size != arr.size:
+    if not (np.diff(arr) > 0).all() and np.unique(arr).size != arr.size:  # sorted: distinct
         raise ConfigError(f"seeds must be distinct (got {arr.tolist()!r})")
     return arr.astype(np.int64)
 

@@ -119,3 +119,13 @@ def test_output_folder_and_figure_suffix_are_refused(tmp_path, capsys):
     assert main(["plot", str(result), "-o", str(tmp_path / "c.xyz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "figure file must be a .png, .pdf or .svg file" in err and "\n" not in err
+
+
+def test_warnings_reach_the_user_as_one_line(tmp_path, capsys):
+    out = tmp_path / "x.nc"
+    assert main(["simulate", "--noise", "1e308", "--steps", "100", "--seeds", "2",
+                 "-o", str(out)]) == 0
+    err = capsys.readouterr().err.strip()
+    assert err == ("springblock: warning: 2 of 2 chain(s) diverged (positions overflowed: noise "
+                   "or step too large); they are marked in 'diverged'")
+    assert results.load(out)["diverged"].all()

@@ -3,7 +3,7 @@
 It turns expected failures into one line and an exit code: bad input
 (:class:`~springblock.shared.checks.ConfigError`, an existing output, a
 missing file) -> ``<prog>: error: ...`` and 2; Ctrl-C -> 130 with a hint that
-rerunning the same command resumes a sweep.
+rerunning the same command resumes a sweep; warnings -> ``<prog>: warning: ...``.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import warnings
 
 from springblock.shared.checks import ConfigError
 from springblock.shared.results import OutputExistsError
@@ -42,6 +43,13 @@ def output_options(parser, what: str, quiet: bool = True) -> None:
         parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
+def _one_line_warning(prog: str):
+    """Warnings as ``<prog>: warning: ...``: a user of the command reads no file or line."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{prog}: warning: {message}", file=sys.stderr)
+    return show
+
+
 def run(parser: argparse.ArgumentParser, argv=None) -> int:
     """Parse, run the chosen command, and turn expected failures into exit codes.
 
@@ -51,7 +59,8 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
     further signals while it exits, so a second Ctrl-C cannot cut it short.
     """
     args = parser.parse_args(argv)
-    with interrupt_once():
+    with interrupt_once(), warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning(parser.prog)
         try:
             args.func(args)
             return 0
