@@ -143,12 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="separation measure (default %(default)s)")
     p.add_argument("--trajectory", action="store_true",
                    help="fit the recorded training trajectories (sweep with --record-every)")
-    p.add_argument("--horizon", type=float, default=1000.0,
-                   help="final-curve fit: chain horizon T (default %(default)s)")
-    p.add_argument("--mu-left-ratio", type=float, default=2.0,
-                   help="final-curve fit: mu_left / mu_right (default %(default)s)")
-    p.add_argument("--refine", default="theory",
-                   help="final-curve fit: theory (default) or simulation")
+    for flag, typ, default, text in FINAL_FIT_OPTIONS:
+        p.add_argument(flag, type=typ, default=None,
+                       help=f"final-curve fit only: {text} (default {default})")
     p.add_argument("--figure", default=None,
                    help="also draw the parameter maps here (with --trajectory also the worst "
                         "fit, as <name>_worst.<suffix>)")
@@ -238,6 +235,14 @@ def cmd_compare(args) -> None:
     print(f"wrote {', '.join(map(str, written))}")
 
 
+#: Options of the final-curve fit: (flag, type, default, help).
+FINAL_FIT_OPTIONS = (
+    ("--horizon", float, 1000.0, "chain horizon T"),
+    ("--mu-left-ratio", float, 2.0, "mu_left / mu_right"),
+    ("--refine", str, "theory", "theory or simulation"),
+)
+
+
 def cmd_fit(args) -> None:
     from dnnphase.compare import fit_chain
     from dnnphase.knobs import larger_is_noisier
@@ -246,10 +251,16 @@ def cmd_fit(args) -> None:
     check_output(args.output, args.overwrite)
     if args.figure:
         check_figure_path(args.figure, args.overwrite)
+    given = {flag: getattr(args, flag[2:].replace("-", "_"))
+             for flag, _, _, _ in FINAL_FIT_OPTIONS}
+    if args.trajectory and any(v is not None for v in given.values()):
+        raise ConfigError(f"{', '.join(f for f, v in given.items() if v is not None)} apply to "
+                          "the final-curve fit only (--trajectory fits the chain's parameters "
+                          "and time scale itself)")
     network = load(args.network, kind="dnnphase.sweep")
-    options = {} if args.trajectory else dict(horizon=args.horizon,
-                                              mu_left_ratio=args.mu_left_ratio,
-                                              refine=args.refine)
+    options = {} if args.trajectory else {
+        flag[2:].replace("-", "_"): default if given[flag] is None else given[flag]
+        for flag, _, default, _ in FINAL_FIT_OPTIONS}
     fit = fit_chain(network, measure=args.measure, trajectory=args.trajectory,
                     source=str(args.network), **options)
     save(fit, args.output, overwrite=args.overwrite)
@@ -268,14 +279,14 @@ def cmd_fit(args) -> None:
         else:
             plot = plotting.plot_fit_maps
         plotting.save_figure(plot(fit, knob, larger_is_noisier(network)), args.figure)
+        print(f"wrote {args.figure}: the fitted parameters over the grid")
     print(f"wrote {args.output}: median residual {float(fit['residual'].median()):.4f}")
 
 
 def cmd_reproduce(args) -> None:
     from dnnphase.presets import reproduce
 
-    knobs = None if args.knobs is None else [k.strip() for k in args.knobs.split(",")]
-    reproduce(args.preset, args.output, knobs=knobs, overwrite=args.overwrite,
+    reproduce(args.preset, args.output, knobs=args.knobs, overwrite=args.overwrite,
               scheduler=args.scheduler, workers=args.workers, quiet=args.quiet)
 
 

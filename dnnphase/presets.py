@@ -162,6 +162,8 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     if preset not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")
     spec = PRESETS[preset]
+    if not str(output).strip():
+        raise ConfigError("output must name a folder (got an empty name)")
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output must be a folder (got the file {str(out)!r})")
@@ -201,13 +203,16 @@ def _chosen_knobs(spec: dict, knobs) -> list[str]:
     available = [net["knob"] for net in spec["networks"]]
     if knobs is None:
         return available
+    allowed = f"one or more of this preset's {', '.join(available)}"
     if isinstance(knobs, str):
-        knobs = [knobs]
-    chosen = [canonical(str(k)) if str(k) in RENAMED else str(k) for k in knobs]
-    bad = [k for k in chosen if k not in available]
+        knobs = knobs.split(",")
+    if not isinstance(knobs, (list, tuple)):
+        raise ConfigError(f"knobs must be {allowed}, as a list or comma-separated (got {knobs!r})")
+    names = [str(k).strip() for k in knobs]
+    chosen = [canonical(k) if k in RENAMED else k for k in names]
+    bad = [repr(k) for k in chosen if k not in available]
     if not chosen or bad:
-        raise ConfigError(f"knobs must be one or more of this preset's {', '.join(available)} "
-                          f"(got {', '.join(map(str, knobs)) or 'none'})")
+        raise ConfigError(f"knobs must be {allowed} (not {', '.join(bad) or 'none'})")
     return chosen
 
 

@@ -184,6 +184,10 @@ def test_cli_compare_errors_exit_2(tmp_path, capsys):
     assert "output must be a folder" in err and "\n" not in err
     assert main(["fit", str(tmp_path / "spring.nc"), "-o", str(tmp_path / "f.nc")]) == 2
     assert "expected 'dnnphase.sweep'" in capsys.readouterr().err
+    assert main(["fit", str(tmp_path / "net.nc"), "--trajectory", "--horizon", "5",
+                 "--refine", "simulation", "-o", str(tmp_path / "f.nc")]) == 2
+    assert "--horizon, --refine apply to the final-curve fit only" in capsys.readouterr().err
+    assert not (tmp_path / "f.nc").exists()
 
 
 def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
@@ -224,8 +228,10 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
     assert main(["reproduce", "--preset", "huge", "-o", str(out)]) == 2
     before = sorted(p.name for p in out.iterdir())
     assert main(["reproduce", "--preset", "test", "--knobs", "dropout,lr", "-o", str(out)]) == 2
-    assert "knobs must be one or more of this preset's dropout (got dropout, lr)" in \
+    assert "knobs must be one or more of this preset's dropout (not 'lr')" in \
         capsys.readouterr().err
+    assert main(["reproduce", "--preset", "test", "--knobs", "dropout,,", "-o", str(out)]) == 2
+    assert "(not '', '')" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == before
 
 
