@@ -276,10 +276,11 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
         raise ConfigError(f"tolerance must be a finite number >= 0 (got {tolerance})")
     net = oriented_network(network, measure)
     chain = oriented_spring(spring)
-    n_nan = int(np.isnan(net["curvature"]).sum())
-    if n_nan:
-        warnings.warn(f"{n_nan} network cell(s) have no finite curvature (diverged or no drop) "
-                      "and are masked", stacklevel=2)
+    for what, cells in (("network", net), ("chain", chain)):
+        n_nan = int(np.isnan(cells["curvature"]).sum())
+        if n_nan:
+            warnings.warn(f"{n_nan} {what} cell(s) have no finite curvature (diverged or no "
+                          "drop) and are masked", stacklevel=2)
     net_labels = phase_label(net["curvature"].values, tolerance)
     chain_labels = phase_label(chain["curvature"].values, tolerance)
     chain_on_net = aligned_labels(chain_labels, net_labels.shape)
@@ -333,6 +334,7 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
         "tolerance": tolerance,
         "knob": knob,
         "label_agreement": agreement,
+        "label_cells_compared": int(ok.sum()),
         "label_kappa": cohen_kappa(net_labels, chain_on_net),
         "network_mean_rho_along_noise": float(np.nanmean(net_rows)) if np.isfinite(
             net_rows).any() else np.nan,
@@ -371,23 +373,37 @@ def _num(value, why: str = "", signed: bool = True) -> str:
     return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 
+def _rho_reason(curvature: xr.DataArray, dim: str, what: str) -> str:
+    """Why a rank correlation along ``dim`` could not be computed (shown after n/a)."""
+    if curvature.sizes[dim] < 3:
+        return f"needs >= 3 {what}"
+    return f"needs >= 3 finite cells along the {what}"
+
+
 def summary(report: xr.Dataset) -> str:
     """A few lines a person reads: the agreement table (``n/a`` says what is missing)."""
     a = report.attrs
-    net_rows, net_cols = report.sizes["noisiness"], report.sizes["nonlinearity"]
-    along = {"noise": f"needs >= 3 {a['knob']} values" if net_rows < 3 else "",
-             "nonlinearity": "needs >= 3 alpha values" if net_cols < 3 else ""}
+    along = {"noise": _rho_reason(report["network_curvature"], "noisiness", f"{a['knob']} values"),
+             "nonlinearity": _rho_reason(report["network_curvature"], "nonlinearity",
+                                         "alpha values")}
+    chain_along = {
+        "noise": _rho_reason(report["spring_curvature"], "spring_noisiness", "noise values"),
+        "nonlinearity": _rho_reason(report["spring_curvature"], "spring_nonlinearity",
+                                    "friction values")}
     kappa = _num(a["label_kappa"], "one phase only")
+    ok_cells = report["network_label"].size
     lines = [
         f"measure {a['measure']}, linear band |curvature| <= {a['tolerance']:g}, knob {a['knob']}",
         f"phase-label agreement after orientation: {_num(a['label_agreement'], signed=False)} "
+        f"over {a.get('label_cells_compared', ok_cells)} of {ok_cells} network cells "
         f"(Cohen's kappa {kappa})",
         "mean Spearman rho of curvature   along noise   along nonlinearity",
         "  networks                        "
         f"{_num(a['network_mean_rho_along_noise'], along['noise'])}        "
         f"{_num(a['network_mean_rho_along_nonlinearity'], along['nonlinearity'])}",
-        f"  spring-block chain              {_num(a['spring_mean_rho_along_noise'])}        "
-        f"{_num(a['spring_mean_rho_along_nonlinearity'])}",
+        "  spring-block chain              "
+        f"{_num(a['spring_mean_rho_along_noise'], chain_along['noise'])}        "
+        f"{_num(a['spring_mean_rho_along_nonlinearity'], chain_along['nonlinearity'])}",
     ]
     if a.get("accuracy_missing"):
         lines.append(f"test accuracy vs curvature: n/a ({a['accuracy_missing']})")

@@ -278,3 +278,14 @@ def test_row_peaks_follow_the_noisier_direction_and_reach_the_summary():
     assert "boundary concave -> convex at 254" in text
     convex = fake_network(np.array([[0.4, 0.6]]), alphas=[0.0])
     assert "boundary none (convex throughout)" in cmp.summary(cmp.compare(spring, convex))
+
+
+def test_diverged_chain_cells_warn_and_the_summary_says_why_a_correlation_is_missing():
+    network = fake_network(SPRING_CURV[::-1], alphas=[0.0, 0.5, 1.0])
+    curv = SPRING_CURV.copy()
+    curv[:, 1:] = np.nan  # every noisy chain cell diverged
+    spring = fake_spring(curv, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
+    with pytest.warns(UserWarning, match="9 chain cell.s. have no finite curvature"):
+        report = cmp.compare(spring, network)
+    text = cmp.summary(report)
+    assert "n/a (needs >= 3 finite cells along the noise values)" in text
