@@ -191,9 +191,12 @@ def cmd_plot(args) -> None:
         raise ConfigError(f"input must be a result of springblock simulate or phase (got "
                           f"{kind!r} in {args.input})")
     if ds.attrs["kind"] == "springblock.phase_diagram":
-        if args.shade not in ds:
-            raise ConfigError(f"shade must be a variable of the file, e.g. curvature_scaled, "
-                              f"curvature, theory_curvature_scaled (got {args.shade!r})")
+        grid = set(ds["curvature_scaled"].dims) - {"seed"}
+        shades = [name for name, v in ds.data_vars.items() if v.dtype.kind in "fiub"
+                  and set(v.dims) - {"seed"} == grid]
+        if args.shade not in shades:
+            raise ConfigError(f"shade must be a numeric per-cell variable of the file: "
+                              f"{', '.join(shades)} (got {args.shade!r})")
         fig = plotting.plot_phase(ds, shade=args.shade)
     else:
         fig = plotting.plot_trajectory(ds)

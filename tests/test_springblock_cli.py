@@ -1,5 +1,7 @@
 """The springblock command line: end to end, and every bad input -> exit code 2."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -99,6 +101,13 @@ def test_plot_rejects_files_that_are_not_results(tmp_path, capsys):
     bogus.write_text("not netcdf")
     assert main(["plot", str(bogus), "-o", str(tmp_path / "x.png")]) == 2
     assert "not a NetCDF result" in capsys.readouterr().err
+    phase = Path(__file__).parents[1] / "figures" / "spring_phase.nc"
+    for shade in ("algorithm", "load_curve"):  # text, and more than one value per cell
+        assert main(["plot", str(phase), "--shade", shade, "-o", str(tmp_path / "s.png")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "shade must be a numeric per-cell variable of the file: curvature," in err
+        assert f"(got '{shade}')" in err and "\n" not in err
+    assert not (tmp_path / "s.png").exists()
 
 
 def test_config_round_trips_through_json():
