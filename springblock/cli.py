@@ -156,9 +156,10 @@ def cmd_simulate(args) -> None:
     ds = simulate(config, seeds=seeds)
     save(ds, args.output, overwrite=args.overwrite)
     if not args.quiet:
-        c = ds["curvature_scaled"].mean().item()
-        print(f"wrote {args.output}: {len(seeds)} chain(s), T = {config.horizon:g}, "
-              f"mean scale-free curvature {c:+.3f}")
+        healthy = ds["curvature_scaled"].where(~ds["diverged"])
+        shape = (f"mean scale-free curvature {healthy.mean().item():+.3f}"
+                 if np.isfinite(healthy).any() else "no finite load curve (all diverged)")
+        print(f"wrote {args.output}: {len(seeds)} chain(s), T = {config.horizon:g}, {shape}")
 
 
 def cmd_phase(args) -> None:
