@@ -1,0 +1,54 @@
+"""Print the README's table of the paper preset from the committed reports.
+
+    python docs/paper_table.py [figures/paper]
+
+One row per alpha, one column per knob: where seed-mean test accuracy peaks
+along the knob (the values the seeds cannot tell from the peak in brackets)
+and where the load curve turns from concave to convex (the boundary).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from springblock.shared import results
+
+KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
+TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",
+          "label_noise": "label + data noise"}
+
+
+def cell(report, i: int) -> str:
+    r = report.isel(nonlinearity=i)
+    low, high = float(r["row_tied_low"]), float(r["row_tied_high"])
+    ties = f"{low:g}" if low == high else f"{low:g}–{high:g}"
+    text = f"{float(r['row_peak_accuracy']):.3f} at {float(r['row_peak_value']):g} ({ties})"
+    boundary = float(r["row_boundary_value"])
+    if np.isfinite(boundary):
+        arrow = "↗" if r["row_boundary_direction"] > 0 else "↘"
+        return f"{text}; {arrow} {boundary:.2g}"
+    curv = r["network_curvature"].values
+    return f"{text}; {'convex' if np.nanmin(curv) >= 0 else 'concave'}"
+
+
+def main(folder: str = "figures/paper") -> None:
+    reports = {k: results.load(p) for k in KNOB_ORDER
+               if (p := Path(folder) / f"report_{k}.nc").exists()}
+    if not reports:
+        raise SystemExit(f"no report_<knob>.nc in {folder}")
+    alphas = next(iter(reports.values()))["alpha"].values
+    print("| α | " + " | ".join(TITLES[k] for k in reports) + " |")
+    print("|---|" + "---|" * len(reports))
+    for alpha in sorted(alphas):
+        cells = [cell(rep, int(np.flatnonzero(rep["alpha"].values == alpha)[0]))
+                 for rep in reports.values()]
+        print(f"| {alpha:g} | " + " | ".join(cells) + " |")
+    print("| κ (phase labels vs chain) | " + " | ".join(
+        f"{rep.attrs['label_kappa']:+.2f}" for rep in reports.values()) + " |")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
