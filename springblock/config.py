@@ -183,6 +183,9 @@ class ChainConfig:
                 "an integer >= 1 or inf", self.steps)
         require(is_int(self.record_every) and self.record_every >= 0, "record_every",
                  "an integer >= 0", self.record_every)
+        if self.steps != math.inf:  # (steps = inf refuses recording below)
+            require(self.record_every <= self.steps, "record_every",
+                    f"an integer in 0..steps ({self.steps})", self.record_every)
         require(is_int(self.stop_window) and self.stop_window >= 1, "stop_window",
                  "an integer >= 1", self.stop_window)
         if self.stop_tol is not None:

@@ -67,6 +67,8 @@ def test_phase_diagram_python_api_matches_cli_layout():
     (["phase", "--rows", "mu_right=0,0.1", "--mu-right", "0.3"], "mu_right is an axis"),
     (["phase", "--rows", "mu_right=0:0.3:1"], "count >= 2, or 1 with start = stop"),
     (["simulate", "--blocks", "2.5"], "argument --blocks: invalid int value"),
+    (["simulate", "--record-every", "2000", "--steps", "1000"],
+     "record_every must be an integer in 0..steps (1000)"),
     (["phase", "--rows", "truncation=1,2"], "a truncation axis needs noise_dist truncated"),
     (["phase", "--cols", "damping=0.5,1"], "a damping axis needs the second_order or langevin"),
     (["phase", "--rows", "mu_right=0,0"], "the mu_right axis values must be distinct"),
