@@ -159,7 +159,9 @@ def cmd_simulate(args) -> None:
         healthy = ds["curvature_scaled"].where(~ds["diverged"])
         shape = (f"mean scale-free curvature {healthy.mean().item():+.3f}"
                  if np.isfinite(healthy).any() else "no finite load curve (all diverged)")
-        print(f"wrote {args.output}: {len(seeds)} chain(s), T = {config.horizon:g}, {shape}")
+        horizon = (f"T = {config.horizon:g}" if config.steps != float("inf") else
+                   f"T = inf (the stationary state, reached at T = {ds['horizon'].max().item():g})")
+        print(f"wrote {args.output}: {len(seeds)} chain(s), {horizon}, {shape}")
 
 
 def cmd_phase(args) -> None:
