@@ -20,15 +20,16 @@ from springblock.shared.panels import check_figure_path
 
 def steps_count(text: str):
     """``--steps``: an integer (``1e10`` allowed) or ``inf`` (the stationary state)."""
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
     if value == float("inf"):
         return value
     if not (value.is_integer() and value >= 1):
-        raise ValueError(text)
+        raise argparse.ArgumentTypeError(
+            f"steps must be an integer >= 1 (1e10 allowed) or inf (got {text!r})")
     return int(value)
-
-
-steps_count.__name__ = "steps"  # argparse names the type in its error message
 
 
 # (flag, ChainConfig field, type, default, help) — the chain options both commands share.

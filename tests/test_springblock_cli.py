@@ -69,6 +69,7 @@ def test_phase_diagram_python_api_matches_cli_layout():
     (["simulate", "--blocks", "2.5"], "argument --blocks: invalid int value"),
     (["simulate", "--record-every", "2000", "--steps", "1000"],
      "record_every must be an integer in 0..steps (1000)"),
+    (["simulate", "--steps", "0"], "steps must be an integer >= 1 (1e10 allowed) or inf (got '0')"),
     (["phase", "--rows", "truncation=1,2"], "a truncation axis needs noise_dist truncated"),
     (["phase", "--cols", "damping=0.5,1"], "a damping axis needs the second_order or langevin"),
     (["phase", "--rows", "mu_right=0,0"], "the mu_right axis values must be distinct"),

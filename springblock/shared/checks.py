@@ -73,7 +73,7 @@ def parse_values(text: str, name: str = "values") -> np.ndarray:
             f"comma-separated list of numbers (got {text!r})"
         ) from None
     if values.size == 0 or not np.all(np.isfinite(values)):
-        raise ConfigError(f"{name} must list at least one finite number (got {text!r})")
+        raise ConfigError(f"{name} must list one or more numbers, all finite (got {text!r})")
     return values
 
 
