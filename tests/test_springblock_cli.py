@@ -141,3 +141,9 @@ def test_warnings_reach_the_user_as_one_line(tmp_path, capsys):
     assert err == ("springblock: warning: 2 of 2 chain(s) diverged (positions overflowed: noise "
                    "or step too large); they are marked in 'diverged'")
     assert results.load(out)["diverged"].all()
+
+
+def test_a_result_under_a_picture_name_is_refused(tmp_path, capsys):
+    assert main(["simulate", "--steps", "10", "-o", str(tmp_path / "chain.png")]) == 2
+    assert "names a picture, but results are NetCDF: give a .nc file" in capsys.readouterr().err
+    assert not (tmp_path / "chain.png").exists()

@@ -195,7 +195,7 @@ def check_figure_path(path, overwrite: bool = False):
     from springblock.shared.checks import require
     from springblock.shared.results import check_output
 
-    path = check_output(path, overwrite)
+    path = check_output(path, overwrite, figure=True)
     formats = plt.figure().canvas.get_supported_filetypes()
     plt.close("all")
     require(path.suffix.lstrip(".").lower() in formats, "figure file",

@@ -21,6 +21,10 @@ import xarray as xr
 ENGINE = "netcdf4"  # the fastest NetCDF4 writer for many small chunk files
 
 
+#: Suffixes of pictures: a NetCDF result written under one is a mistake.
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps")
+
+
 class OutputExistsError(FileExistsError):
     """The output path exists and overwriting was not asked for."""
 
@@ -46,11 +50,15 @@ def provenance(kind: str, config: dict) -> dict:
     }
 
 
-def check_output(path, overwrite: bool = False) -> Path:
-    """Refuse an existing output unless ``overwrite``; return it as a Path."""
+def check_output(path, overwrite: bool = False, figure: bool = False) -> Path:
+    """Refuse an existing output unless ``overwrite`` (and, unless ``figure``, a picture's
+    name for a NetCDF result); return it as a Path."""
     path = Path(path)
     if path.is_dir():
         raise OutputExistsError(f"output {str(path)!r} is a folder; give a file name")
+    if not figure and path.suffix.lower() in FIGURE_SUFFIXES:
+        raise ValueError(f"output {str(path)!r} names a picture, but results are NetCDF: give "
+                         "a .nc file (figures have their own option)")
     if path.exists() and not overwrite:
         raise OutputExistsError(
             f"output {str(path)!r} exists; choose another path or pass overwrite=True "
