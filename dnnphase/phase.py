@@ -122,7 +122,7 @@ class SweepConfig:
             require(is_int(value) and value >= 1, field_name, "an integer >= 1", value)
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
                                                   and self.models_per_chunk >= 1),
-                "models_per_chunk", "an integer >= 1 or None (automatic)", self.models_per_chunk)
+                "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)
         require(self.optimizer in ("adam", "sgd"), "optimizer", "adam or sgd", self.optimizer)
         require(is_finite(self.lr) and self.lr > 0, "lr", "> 0", self.lr)
         require(is_finite(self.dropout) and 0 <= self.dropout < 1, "dropout", "in [0, 1)",
@@ -130,7 +130,7 @@ class SweepConfig:
         require(is_finite(self.label_noise) and 0 <= self.label_noise <= 1, "label_noise",
                 "in [0, 1]", self.label_noise)
         require(self.batch_size is None or (is_int(self.batch_size) and self.batch_size >= 1),
-                "batch_size", "an integer >= 1 or None (full batch)", self.batch_size)
+                "batch_size", "an integer >= 1, or unset (full batch)", self.batch_size)
         require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
                 "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
         require(is_finite(self.loss_threshold) and self.loss_threshold >= 0, "loss_threshold",

@@ -116,7 +116,7 @@ def check_reachable(scheduler: str, timeout: float = 10.0) -> None:
 
 def validate_workers(workers: int | None, scheduler: str = "processes") -> int | None:
     if workers is not None and not (is_int(workers) and workers >= 1):
-        raise ConfigError(f"workers must be an integer >= 1 or None (got {workers!r})")
+        raise ConfigError(f"workers must be an integer >= 1, or unset (got {workers!r})")
     if workers is not None and scheduler != "processes":
         raise ConfigError(f"workers must be left unset with the {scheduler!r} scheduler (it "
                           f"sizes the process pool only; got {workers})")
