@@ -154,10 +154,14 @@ def plot_fit_maps(fit, knob: str, larger_is_noisier: bool = True):
     fig, axes = plt.subplots(1, 4, figsize=(4.0 * 4, 0.7 * fit.sizes["alpha"] + 2.8))
     for ax, (name, label, cmap) in zip(axes, panels, strict=True):
         values = fit[name].transpose("alpha", knob).values
+        finite = values[np.isfinite(values)]
         kwargs = {}
         if name == "effective_force":
-            m = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
-            kwargs = dict(vmin=-m, vmax=m)
+            m = float(np.abs(finite).max()) if finite.size else 0.0
+            kwargs = dict(vmin=-(m or 1.0), vmax=m or 1.0)
+        elif finite.size and np.ptp(finite) == 0:  # one value everywhere: a colour, no scale
+            half = max(abs(float(finite[0])), 1e-3)
+            kwargs = dict(vmin=finite[0] - half, vmax=finite[0] + half)
         image = ax.imshow(values, cmap=cmap, aspect="auto", **kwargs)
         for (i, j), text in np.ndenumerate(_cell_texts(fit, name, knob)):
             if text:
