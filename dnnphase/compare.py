@@ -169,7 +169,12 @@ def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 
     ``curvature``, ``accuracy``: matching arrays over all cells and seeds.
     Fits accuracy ~ a + b c + q c^2 and reports the vertex -b / (2q) (if
     q < 0, else the best end of the range) with a percentile bootstrap 95 %
-    interval over samples, and a binned mean curve.
+    interval over samples, and a binned mean curve. Far-out curvatures (beyond
+    Tukey's fences, 3 interquartile ranges outside the quartiles) are left out
+    of the fit and counted in ``excluded``: a network that barely separates the
+    classes has a tiny drop, so its scale-free curvature can reach -90 and
+    would alone decide where a quadratic peaks. ``low`` / ``high``: the range
+    kept.
     """
     c = np.asarray(curvature, dtype=float).ravel()
     a = np.asarray(accuracy, dtype=float).ravel()
@@ -177,6 +182,11 @@ def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 
     c, a = c[ok], a[ok]
     if c.size < 4:
         raise ValueError("accuracy vs curvature needs at least 4 finite samples")
+    q1, q3 = np.quantile(c, [0.25, 0.75])
+    low, high = q1 - 3 * (q3 - q1), q3 + 3 * (q3 - q1)
+    inside = (c >= low) & (c <= high)
+    excluded = int(c.size - inside.sum())
+    c, a = c[inside], a[inside]
 
     def vertex(cc, aa):
         with warnings.catch_warnings():  # few distinct resampled points: ill-conditioned
@@ -196,7 +206,8 @@ def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 
                         for k in range(bins)])
     means = np.array([a[which == k].mean() if np.any(which == k) else np.nan
                       for k in range(bins)])
-    return {"peak": vertex(c, a), "peak_low": float(np.quantile(boot, 0.025)),
+    return {"excluded": excluded, "low": float(low), "high": float(high),
+            "peak": vertex(c, a), "peak_low": float(np.quantile(boot, 0.025)),
             "peak_high": float(np.quantile(boot, 0.975)), "bin_curvature": centres,
             "bin_accuracy": means, "spearman_abs": float(
                 stats.spearmanr(np.abs(c), a).statistic) if np.ptp(a) > 0 and np.ptp(
@@ -293,7 +304,8 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
             network["curvature_scaled"].sel(measure=measure).values,
             network["test_accuracy"].values), ""
     except ValueError as err:  # too few models: report the rest and say why
-        acc_curv = {"peak": np.nan, "peak_low": np.nan, "peak_high": np.nan,
+        acc_curv = {"excluded": 0, "low": np.nan, "high": np.nan,
+                    "peak": np.nan, "peak_low": np.nan, "peak_high": np.nan,
                     "bin_curvature": np.full(8, np.nan), "bin_accuracy": np.full(8, np.nan),
                     "spearman_abs": np.nan}
         acc_missing = str(err)
@@ -348,6 +360,9 @@ def compare(spring: xr.Dataset, network: xr.Dataset, *, measure: str = "trace_ra
         "accuracy_peak_low": acc_curv["peak_low"],
         "accuracy_peak_high": acc_curv["peak_high"],
         "accuracy_spearman_abs_curvature": acc_curv["spearman_abs"],
+        "accuracy_fit_excluded": acc_curv["excluded"],
+        "accuracy_fit_low": acc_curv["low"],
+        "accuracy_fit_high": acc_curv["high"],
         "accuracy_missing": acc_missing,
     })
     return report
@@ -412,7 +427,10 @@ def summary(report: xr.Dataset) -> str:
             f"test accuracy peaks at scale-free curvature {a['accuracy_peak_curvature']:+.3f} "
             f"(95% bootstrap {a['accuracy_peak_low']:+.3f} .. {a['accuracy_peak_high']:+.3f}); "
             f"Spearman(|curvature|, accuracy) = "
-            f"{_num(a['accuracy_spearman_abs_curvature'])}")
+            f"{_num(a['accuracy_spearman_abs_curvature'])}"
+            + (f"; {a['accuracy_fit_excluded']} far-out curvature(s) outside "
+               f"{a['accuracy_fit_low']:+.2f} .. {a['accuracy_fit_high']:+.2f} left out"
+               if a.get("accuracy_fit_excluded") else ""))
     return "\n".join(lines + row_summary(report))
 
 

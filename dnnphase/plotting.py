@@ -126,6 +126,13 @@ def plot_accuracy_vs_curvature(network, report, measure: str = "trace_ratio"):
                label="peak, 95% bootstrap")
     ax.axvline(a["accuracy_peak_curvature"], color="0.3", lw=1)
     ax.axvline(0.0, color="k", lw=0.6, ls=":")
+    left_out = a.get("accuracy_fit_excluded", 0)
+    if left_out:  # far-out curvatures would squeeze every other model into a sliver
+        low, high = a["accuracy_fit_low"], a["accuracy_fit_high"]
+        ax.set_xlim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+        ax.text(0.99, 0.01, f"{left_out} model(s) with curvature outside "
+                f"{low:+.1f} .. {high:+.1f} not shown, not fitted",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
     ax.set_xlabel(f"scale-free curvature of the {measure} load curve (< 0 concave, > 0 convex)")
     ax.set_ylabel("test accuracy")
     ax.set_title("Do linear load curves generalise best?", fontsize=10)

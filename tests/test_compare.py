@@ -109,6 +109,17 @@ def test_accuracy_peak_finds_a_known_maximum():
     assert peak["peak_high"] - peak["peak_low"] < 0.1
 
 
+def test_far_out_curvatures_do_not_decide_the_accuracy_peak():
+    rng = np.random.default_rng(0)
+    c = rng.uniform(-1, 1, 400)
+    acc = 0.9 - 0.3 * (c - 0.1) ** 2 + 0.01 * rng.standard_normal(400)
+    c_out, acc_out = np.append(c, [-90.0, -60.0]), np.append(acc, [0.7, 0.6])  # tiny drops
+    peak = cmp.accuracy_peak(c_out, acc_out, n_boot=300)
+    assert peak["excluded"] == 2 and peak["low"] > -60
+    assert peak["peak"] == pytest.approx(cmp.accuracy_peak(c, acc, n_boot=300)["peak"])
+    assert cmp.accuracy_peak(c, acc, n_boot=10)["excluded"] == 0
+
+
 def test_partial_nan_cells_warn_and_are_masked():
     curv = SPRING_CURV[::-1].copy()
     curv[0, 0] = np.nan
