@@ -13,6 +13,7 @@ from springblock.shared.panels import (
     fmt_value,
     plot_phase_grid,
     save_figure,
+    symmetric_limit,
 )
 
 __all__ = ["normalised", "sweep_panels", "plot_sweep", "save_figure"]
@@ -96,10 +97,8 @@ def plot_side_by_side(spring, network, measure: str = "trace_ratio",
         title=f"spring-block chain (T = {fmt_value(float(spring['horizon'].mean()))})",
         flip_rows=True,
     )
-    finite = np.concatenate([np.abs(net.shade[np.isfinite(net.shade)]),
-                             np.abs(chain_curv[np.isfinite(chain_curv)])])
-    m = float(finite.max()) if finite.size else 1.0
-    net.vlim = chain.vlim = (-m, m)
+    m = max(symmetric_limit(net.shade), symmetric_limit(chain_curv))  # each panel's own fence
+    net.vlim = chain.vlim = (-m, m)  # cells beyond it saturate (the colour bar's arrows)
     n_seeds = network.sizes["seed"]
     net.title = f"networks ({network.attrs['knob']}, {n_seeds} seed{'s' if n_seeds != 1 else ''})"
     title = ("Networks vs spring-block chain: normalised load curves over scale-free curvature "

@@ -300,3 +300,13 @@ def test_diverged_chain_cells_warn_and_the_summary_says_why_a_correlation_is_mis
         report = cmp.compare(spring, network)
     text = cmp.summary(report)
     assert "n/a (needs >= 3 finite cells along the noise values)" in text
+
+
+def test_a_far_out_cell_saturates_instead_of_washing_out_the_colour_scale():
+    from springblock.shared.panels import symmetric_limit
+
+    rng = np.random.default_rng(1)
+    cells = rng.uniform(-2, 2, 50)
+    assert symmetric_limit(cells) == pytest.approx(np.abs(cells).max())
+    assert symmetric_limit(np.append(cells, -90.0)) == pytest.approx(np.abs(cells).max())
+    assert symmetric_limit([np.nan]) == 1.0 and symmetric_limit([0.0, 0.0]) == 1.0

@@ -68,13 +68,29 @@ class PhasePanel:
     boundary: np.ndarray | None = None
 
 
+def symmetric_limit(values) -> float:
+    """Half-width of a symmetric colour scale: the largest |value| inside Tukey's far-out fence.
+
+    A cell far beyond the others (a network that barely separates its classes has a
+    scale-free curvature of -8 where the rest lie within +-2) is drawn saturated
+    instead of washing every other cell out. 1.0 when nothing is finite.
+    """
+    size = np.abs(np.asarray(values, dtype=float))
+    size = size[np.isfinite(size)]
+    if not size.size:
+        return 1.0
+    q1, q3 = np.quantile(size, [0.25, 0.75])
+    inside = size[size <= q3 + 3 * (q3 - q1)]
+    return float(inside.max()) or 1.0
+
+
 def _norm(panel: PhasePanel):
     finite = panel.shade[np.isfinite(panel.shade)]
     vlim = panel.vlim
     if vlim is None:
         if panel.diverging:
-            m = float(np.max(np.abs(finite))) if finite.size else 1.0
-            vlim = (-m or -1.0, m or 1.0)
+            m = symmetric_limit(finite)
+            vlim = (-m, m)
         else:
             vlim = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
             if vlim[0] == vlim[1]:
@@ -132,7 +148,11 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
                  va="bottom", fontsize=9)
     cax = fig.add_axes([(x0 + width + 0.15) / fw, y0 / fh, 0.16 / fw, (height - gap) / fh])
     sm = plt.cm.ScalarMappable(norm=norm, cmap=colormap)
-    fig.colorbar(sm, cax=cax).set_label(panel.shade_label, fontsize=8)
+    finite = shade[np.isfinite(shade)]
+    beyond = (finite.min() < norm.vmin, finite.max() > norm.vmax) if finite.size else (0, 0)
+    extend = {(1, 1): "both", (1, 0): "min", (0, 1): "max"}.get(tuple(map(int, beyond)),
+                                                              "neither")
+    fig.colorbar(sm, cax=cax, extend=extend).set_label(panel.shade_label, fontsize=8)
 
 
 def _draw_boundaries(fig, box, labels: np.ndarray, ax_size: float) -> None:
