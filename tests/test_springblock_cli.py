@@ -147,3 +147,11 @@ def test_a_result_under_a_picture_name_is_refused(tmp_path, capsys):
     assert main(["simulate", "--steps", "10", "-o", str(tmp_path / "chain.png")]) == 2
     assert "names a picture, but results are NetCDF: give a .nc file" in capsys.readouterr().err
     assert not (tmp_path / "chain.png").exists()
+
+
+def test_an_unknown_option_points_to_its_command_help(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["phase", "--xyz", "3", "-o", "p.nc"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "springblock: error: unrecognized arguments: --xyz 3 (see springblock phase --help)")

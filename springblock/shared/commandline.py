@@ -22,6 +22,11 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (``prog: error: ...``, exit code 2),
     like every other bad input; ``--help`` still shows the usage."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # the (sub)command that parsed the line, so an unknown option's error names its --help
+        self.set_defaults(command_parser=self)
+
     def error(self, message):
         self.exit(2, f"{self.prog.split()[0]}: error: {message} (see {self.prog} --help)\n")
 
@@ -58,7 +63,10 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
     rerun). Run as a program (``argv`` None), an interrupted command ignores
     further signals while it exits, so a second Ctrl-C cannot cut it short.
     """
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        getattr(args, "command_parser", parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}")
     with interrupt_once(), warnings.catch_warnings():
         warnings.showwarning = _one_line_warning(parser.prog)
         try:
