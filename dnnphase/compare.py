@@ -33,7 +33,7 @@ from scipy import stats
 
 from dnnphase.knobs import KNOBS, larger_is_noisier
 from springblock.shared.checks import ConfigError
-from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
+from springblock.shared.loadcurve import PHASE_TOLERANCE, far_out_fences, phase_label
 
 PHASES = {-1: "concave", 0: "linear", 1: "convex"}
 
@@ -182,8 +182,7 @@ def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 
     c, a = c[ok], a[ok]
     if c.size < 4:
         raise ValueError("accuracy vs curvature needs at least 4 finite samples")
-    q1, q3 = np.quantile(c, [0.25, 0.75])
-    low, high = q1 - 3 * (q3 - q1), q3 + 3 * (q3 - q1)
+    low, high = far_out_fences(c)
     inside = (c >= low) & (c <= high)
     excluded = int(c.size - inside.sum())
     c, a = c[inside], a[inside]
@@ -434,6 +433,17 @@ def summary(report: xr.Dataset) -> str:
     return "\n".join(lines + row_summary(report))
 
 
+def row_shape(curvature: np.ndarray) -> str:
+    """What a row without a boundary is, from its seed-mean curvatures (C,)."""
+    if not np.isfinite(curvature).any():
+        return "no finite curvature"
+    if np.nanmin(curvature) >= 0:
+        return "convex throughout"
+    if np.nanmax(curvature) < 0:
+        return "concave throughout"
+    return "no sign change between neighbouring finite cells"
+
+
 def row_summary(report: xr.Dataset) -> list[str]:
     """One line per alpha row: the test-accuracy peak, its ties, and the phase boundary."""
     if "row_peak_value" not in report:  # a report written before these were kept
@@ -450,16 +460,11 @@ def row_summary(report: xr.Dataset) -> list[str]:
             lines.append(f"  alpha {float(r['alpha']):g}: n/a (no finite accuracy)")
             continue
         boundary = float(r["row_boundary_value"])
-        curv = r["network_curvature"].values  # (noisiness,)
         if np.isfinite(boundary):
             turn = "concave -> convex" if r["row_boundary_direction"] > 0 else "convex -> concave"
             where = f"{turn} at {boundary:.3g}"
-        elif not np.isfinite(curv).any():
-            where = "none (no finite curvature)"
-        elif np.nanmin(curv) >= 0 or np.nanmax(curv) < 0:
-            where = f"none ({'convex' if np.nanmin(curv) >= 0 else 'concave'} throughout)"
         else:
-            where = "none between neighbouring finite cells"
+            where = f"none ({row_shape(r['network_curvature'].values)})"
         lines.append(
             f"  alpha {float(r['alpha']):g}: {float(r['row_peak_accuracy']):.3f} "
             f"± {float(r['row_peak_accuracy_se']):.3f} at {knob} {float(r['row_peak_value']):g} "

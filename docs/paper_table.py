@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dnnphase.compare import row_shape
 from springblock.shared import results
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
@@ -30,8 +31,7 @@ def cell(report, i: int) -> str:
     if np.isfinite(boundary):
         arrow = "↗" if r["row_boundary_direction"] > 0 else "↘"
         return f"{text}; {arrow} {boundary:.2g}"
-    curv = r["network_curvature"].values
-    return f"{text}; {'convex' if np.nanmin(curv) >= 0 else 'concave'}"
+    return f"{text}; {row_shape(r['network_curvature'].values).removesuffix(' throughout')}"
 
 
 def main(folder: str = "figures/paper") -> None:

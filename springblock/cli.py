@@ -157,9 +157,9 @@ def cmd_simulate(args) -> None:
     ds = simulate(config, seeds=seeds)
     save(ds, args.output, overwrite=args.overwrite)
     if not args.quiet:
-        healthy = ds["curvature_scaled"].where(~ds["diverged"])
-        shape = (f"mean scale-free curvature {healthy.mean().item():+.3f}"
-                 if np.isfinite(healthy).any() else "no finite load curve (all diverged)")
+        curv = ds["curvature_scaled"]  # NaN for a diverged chain
+        shape = (f"mean scale-free curvature {curv.mean().item():+.3f}"
+                 if np.isfinite(curv).any() else "no finite load curve (all diverged)")
         horizon = (f"T = {config.horizon:g}" if config.steps != float("inf") else
                    f"T = inf (the stationary state, reached at T = {ds['horizon'].max().item():g})")
         print(f"wrote {args.output}: {len(seeds)} chain(s), {horizon}, {shape}")

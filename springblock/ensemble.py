@@ -367,7 +367,7 @@ def run_variables(dims: tuple, result: EnsembleResult, shape=None) -> dict:
     }
 
 
-def diverged_variable(dims: tuple, curves: np.ndarray, stacklevel: int = 4) -> dict:
+def diverged_variable(dims: tuple, curves: np.ndarray) -> dict:
     """``diverged``: a chain whose positions overflowed (any load-curve entry not finite).
 
     Warns with the count: such a chain is recorded, never silently averaged in
@@ -377,7 +377,7 @@ def diverged_variable(dims: tuple, curves: np.ndarray, stacklevel: int = 4) -> d
     if diverged.any():
         warnings.warn(f"{int(diverged.sum())} of {diverged.size} chain(s) diverged (positions "
                       "overflowed: noise or step too large); they are marked in 'diverged'",
-                      stacklevel=stacklevel)  # the caller of simulate / phase_diagram
+                      stacklevel=4)  # the caller of simulate / phase_diagram
     return {"diverged": (dims, diverged, {"long_name": "positions overflowed (not finite)"})}
 
 

@@ -103,3 +103,18 @@ def phase_label(curv_scaled, tolerance: float = PHASE_TOLERANCE) -> np.ndarray:
     c = np.asarray(curv_scaled, dtype=np.float64)
     label = np.sign(c) * (np.abs(c) > tolerance)
     return np.where(np.isnan(c), np.nan, label)
+
+
+def far_out_fences(values) -> tuple[float, float]:
+    """Tukey's far-out fences (q1 - 3 IQR, q3 + 3 IQR) of the finite ``values``.
+
+    Scale-free curvatures beyond them belong to networks that barely separate
+    their classes (a tiny drop makes the curvature reach -90 where the rest lie
+    within +-2): fits and colour scales leave them out. (nan, nan) if none is finite.
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return np.nan, np.nan
+    q1, q3 = np.quantile(v, [0.25, 0.75])
+    return float(q1 - 3 * (q3 - q1)), float(q3 + 3 * (q3 - q1))

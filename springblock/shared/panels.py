@@ -75,13 +75,13 @@ def symmetric_limit(values) -> float:
     scale-free curvature of -8 where the rest lie within +-2) is drawn saturated
     instead of washing every other cell out. 1.0 when nothing is finite.
     """
+    from springblock.shared.loadcurve import far_out_fences
+
     size = np.abs(np.asarray(values, dtype=float))
     size = size[np.isfinite(size)]
     if not size.size:
         return 1.0
-    q1, q3 = np.quantile(size, [0.25, 0.75])
-    inside = size[size <= q3 + 3 * (q3 - q1)]
-    return float(inside.max()) or 1.0
+    return float(size[size <= far_out_fences(size)[1]].max()) or 1.0
 
 
 def _norm(panel: PhasePanel):
