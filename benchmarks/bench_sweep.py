@@ -33,7 +33,7 @@ def compare_schedulers(run, workdir: Path, tag: str, same) -> dict[str, float]:
     """
     from dask.distributed import LocalCluster
 
-    from springblock.shared.results import save
+    from phasecore.results import save
 
     def in_memory():
         ds = run()

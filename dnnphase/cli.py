@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 from dnnphase import defaults
-from springblock.shared.checks import ConfigError, parse_values
-from springblock.shared.commandline import Parser, add_options, output_options, run
-from springblock.shared.loadcurve import PHASE_TOLERANCE
-from springblock.shared.panels import check_figure_path
-from springblock.shared.results import OutputExistsError
+from phasecore.checks import ConfigError, parse_values
+from phasecore.commandline import Parser, add_options, output_options, run
+from phasecore.loadcurve import PHASE_TOLERANCE
+from phasecore.panels import check_figure_path
+from phasecore.results import OutputExistsError
 
 
 def _floats(text: str, name: str) -> list[float]:
@@ -194,7 +194,7 @@ def cmd_sweep(args) -> None:
 
 def cmd_plot(args) -> None:
     from dnnphase.plotting import plot_sweep, save_figure
-    from springblock.shared.results import load
+    from phasecore.results import load
 
     out = check_figure_path(args.output, args.overwrite)
     ds = load(args.input, kind="dnnphase.sweep")
@@ -206,9 +206,9 @@ def cmd_plot(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from dnnphase import compare as cmp
     from dnnphase import plotting
-    from springblock.shared.results import load, save
+    from dnnphase.compare import report as cmp
+    from phasecore.results import load, save
 
     out = Path(args.output)
     if out.exists() and not out.is_dir():
@@ -244,9 +244,9 @@ FINAL_FIT_OPTIONS = (
 
 
 def cmd_fit(args) -> None:
-    from dnnphase.compare import fit_chain
+    from dnnphase.compare.report import fit_chain
     from dnnphase.knobs import larger_is_noisier
-    from springblock.shared.results import check_output, load, save
+    from phasecore.results import check_output, load, save
 
     check_output(args.output, args.overwrite)
     if args.figure:
@@ -269,8 +269,8 @@ def cmd_fit(args) -> None:
 
         knob = network.attrs["knob"]
         if args.trajectory:
-            from springblock.fit.figures import plot_trajectory_fit_maps as plot
-            from springblock.fit.figures import plot_worst_fit
+            from dnnphase.compare.figures import plot_trajectory_fit_maps as plot
+            from dnnphase.compare.figures import plot_worst_fit
 
             figure = Path(args.figure)
             worst = figure.with_name(f"{figure.stem}_worst{figure.suffix}")
@@ -284,7 +284,7 @@ def cmd_fit(args) -> None:
 
 
 def cmd_reproduce(args) -> None:
-    from dnnphase.presets import reproduce
+    from dnnphase.compare.presets import reproduce
 
     reproduce(args.preset, args.output, knobs=args.knobs, overwrite=args.overwrite,
               scheduler=args.scheduler, workers=args.workers, quiet=args.quiet)

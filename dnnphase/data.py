@@ -8,7 +8,7 @@ converts them to torch tensors.
 The data sets (``mnist5k`` the default, ``digits``, ``mnist1d``, ``gmm``, and
 ``mnist`` / ``fashion-mnist`` / ``cifar10`` from local files), how they are
 split and resized, and their errors are described in ``docs/data.md``. A bad
-name, option or value is a :class:`~springblock.shared.checks.ConfigError`;
+name, option or value is a :class:`~phasecore.checks.ConfigError`;
 the same arguments always give identical arrays.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from springblock.shared.checks import ConfigError, check_int
+from phasecore.checks import ConfigError, check_int
 
 DEFAULT_DATASET = "mnist5k"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
-from springblock.shared.checks import ConfigError
+from phasecore.checks import ConfigError
 
 
 class Knob(NamedTuple):

@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from springblock.shared.loadcurve import curvature, curvature_scaled, linearity, phase_label
+from phasecore.loadcurve import curvature, curvature_scaled, linearity, phase_label
 
 __all__ = [
     "ClassStatistics",

@@ -14,7 +14,7 @@ import torch
 from torch.optim.adam import adam as _functional_adam
 from torch.optim.sgd import sgd as _functional_sgd
 
-from springblock.shared.checks import require
+from phasecore.checks import require
 
 __all__ = ["OptimizerSettings", "StackedOptimizer"]
 

@@ -4,7 +4,7 @@
 (alpha, knob value, seed) models into chunks, trains each chunk with one
 batched call (:func:`dnnphase.train.train_ensemble`), measures every layer
 (:mod:`dnnphase.metrics`) and assembles one labelled ``xarray.Dataset``.
-Chunks run through :mod:`springblock.shared.sweeps`, so a sweep written to disk
+Chunks run through :mod:`phasecore.sweeps`, so a sweep written to disk
 resumes after an interruption and can run on a Dask cluster. Every model's
 randomness (initialisation, data order, dropout masks, label/data noise)
 comes from its own seed, so results do not depend on the chunking.
@@ -25,10 +25,11 @@ import xarray as xr
 
 from dnnphase import defaults
 from dnnphase.knobs import KNOBS, canonical
-from springblock.shared import loadcurve
-from springblock.shared.checks import is_finite, is_int, require
-from springblock.shared.results import check_output
-from springblock.shared.sweeps import finish, run_chunked, validate_workers
+from phasecore import loadcurve
+from phasecore.checks import is_finite, is_int, require
+from phasecore.executors import validate_workers
+from phasecore.results import check_output
+from phasecore.sweeps import finish, run_chunked
 
 MEASURE_NAMES = ("trace_ratio", "fuzziness", "cdnv", "ncc", "regression")
 DEFAULT_MEASURES = ("trace_ratio", "fuzziness", "cdnv", "ncc")
@@ -225,7 +226,7 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ``config`` or its fields as keywords, e.g.
     ``sweep(knob="dropout", values=[0, 0.3], alphas=[0], seeds=[0, 1, 2])``.
     With ``output`` (NetCDF path) the sweep is resumable (see
-    :mod:`springblock.shared.sweeps`); ``scheduler``: "serial" (default: this
+    :mod:`phasecore.sweeps`); ``scheduler``: "serial" (default: this
     process, one thread), "processes" (one worker per core; from a script, call
     it under ``if __name__ == "__main__":``) or a Dask address.
 

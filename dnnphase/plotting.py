@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from dnnphase import knobs
-from springblock.shared.checks import is_finite, require
-from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
-from springblock.shared.panels import (
+from phasecore.checks import is_finite, require
+from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
+from phasecore.panels import (
     PhasePanel,
     axis_label,
     fmt_value,
@@ -83,7 +83,7 @@ def plot_side_by_side(spring, network, measure: str = "trace_ratio",
     Both panels are shaded by the seed-mean scale-free curvature on one
     symmetric scale, with their concave / linear / convex boundaries drawn.
     """
-    from dnnphase.compare import chain_axes
+    from dnnphase.compare.report import chain_axes
 
     net = sweep_panels(network, measure, tolerance)[1]
     row, col = chain_axes(spring)  # friction, noise

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import torch
 
-from springblock.shared.checks import require
+from phasecore.checks import require
 
 __all__ = [
     "MEASURE_NAMES",

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from springblock.shared.checks import ConfigError, require
+from phasecore.checks import ConfigError, require
 
 from .defaults import DEPTH, WIDTH
 from .model import MLP

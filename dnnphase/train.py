@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from springblock.shared.checks import require
+from phasecore.checks import require
 
 from .defaults import DEPTH, EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL, WIDTH
 from .loop import Retired, StackData, TrainingStack

@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from phasecore.loadcurve import curvature_scaled, phase_label
+from phasecore.panels import PhasePanel, plot_phase_grid, save_figure
+from phasecore.results import load, provenance, save
 from springblock.config import ChainConfig
 from springblock.ensemble import infinite_horizon_steps, run_ensemble
-from springblock.shared.loadcurve import curvature_scaled, phase_label
-from springblock.shared.panels import PhasePanel, plot_phase_grid, save_figure
-from springblock.shared.results import load, provenance, save
 from springblock.theory import load_curve
 
 MU_RIGHT = np.linspace(0.0, 0.03, 6)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dnnphase.compare import row_shape
-from springblock.shared import results
+from dnnphase.compare.report import row_shape
+from phasecore import results
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",

@@ -11,11 +11,11 @@ import sys
 
 import numpy as np
 
+from phasecore.checks import ConfigError
+from phasecore.commandline import Parser, add_options, output_options, run
+from phasecore.panels import check_figure_path
 from springblock import defaults
 from springblock.config import ALGORITHMS, DYNAMICS, NOISE_DISTS, RNGS, ChainConfig
-from springblock.shared.checks import ConfigError
-from springblock.shared.commandline import Parser, add_options, output_options, run
-from springblock.shared.panels import check_figure_path
 
 
 def steps_count(text: str):
@@ -148,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_simulate(args) -> None:
+    from phasecore.results import check_output, save
     from springblock.ensemble import simulate
-    from springblock.shared.results import check_output, save
 
     config = _chain_config(args)
     seeds = _seeds(args, default=1)
@@ -185,8 +185,8 @@ def cmd_phase(args) -> None:
 
 
 def cmd_plot(args) -> None:
+    from phasecore.results import load
     from springblock import plotting
-    from springblock.shared.results import load
 
     out = check_figure_path(args.output, args.overwrite)
     ds = load(args.input)

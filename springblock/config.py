@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from phasecore.checks import ConfigError, is_finite, is_int, require
 from springblock import dynamics as _dyn
-from springblock.shared.checks import ConfigError, is_finite, is_int, require
 from springblock.theory import laplacian_eigenvalues, max_stable_step
 
 DYNAMICS = ("overdamped", "second_order", "langevin")

@@ -16,12 +16,12 @@ import numpy as np
 import xarray as xr
 from scipy.special import log_ndtr, ndtr
 
+from phasecore import loadcurve
+from phasecore.checks import ConfigError, check_result_size
+from phasecore.results import provenance
 from springblock import dynamics, events, theory
 from springblock.config import MAX_KERNEL_STEPS, ChainConfig
 from springblock.rng import seed_states
-from springblock.shared import loadcurve
-from springblock.shared.checks import ConfigError, check_result_size
-from springblock.shared.results import provenance
 
 FINITE_HORIZON_NOTE = (
     "Gaussian-noise load curves are finite-horizon objects: with unbounded noise "
@@ -289,7 +289,7 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     Returns an ``xarray.Dataset`` with
 
     * ``load_curve (seed, layer)``: d_l = y - x_l, layer 0 (the wall) .. L;
-    * ``curvature``, ``curvature_scaled (seed)`` (:mod:`springblock.shared.loadcurve`);
+    * ``curvature``, ``curvature_scaled (seed)`` (:mod:`phasecore.loadcurve`);
     * ``steps_run``, ``horizon (seed)`` (T = steps_run * step);
     * ``trajectory (seed, time, layer)`` if ``record_every`` > 0;
     * ``algorithm (seed)`` ("steps" or "events"), ``events (seed)`` (moves,

@@ -2,7 +2,7 @@
 
 Each cell of the grid is a :class:`~springblock.config.ChainConfig`; all its
 seeds run in the same chunk so the stopping rule can watch the seed-mean load
-curve. Chunks of cells are computed by :mod:`springblock.shared.sweeps` (resumable,
+curve. Chunks of cells are computed by :mod:`phasecore.sweeps` (resumable,
 optionally distributed) and assembled into one labelled Dataset.
 """
 
@@ -14,6 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from phasecore import loadcurve
+from phasecore.checks import ConfigError, check_result_size, parse_axis
+from phasecore.executors import validate_scheduler, validate_workers
+from phasecore.sweeps import finish, run_chunked
 from springblock import defaults, theory
 from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig
 from springblock.ensemble import (
@@ -24,9 +28,6 @@ from springblock.ensemble import (
     run_ensemble,
     run_variables,
 )
-from springblock.shared import loadcurve
-from springblock.shared.checks import ConfigError, check_result_size, parse_axis
-from springblock.shared.sweeps import finish, run_chunked, validate_scheduler, validate_workers
 
 
 def parse_grid(spec: str) -> tuple[str, np.ndarray]:
@@ -115,7 +116,7 @@ def phase_diagram(
     output : NetCDF path; chunks are stored beside it while the sweep runs, so
         an interrupted call resumes when repeated. Existing output is refused
         unless ``overwrite``.
-    scheduler, workers : see :mod:`springblock.shared.sweeps`.
+    scheduler, workers : see :mod:`phasecore.sweeps`.
 
     Returns a Dataset with dims (<row>, <col>, seed, layer): ``load_curve``,
     ``curvature``, ``curvature_scaled``, ``steps_run``, ``horizon``,

@@ -1,7 +1,7 @@
 """Figures of chain results (matplotlib, headless).
 
 * :func:`plot_phase` — a phase diagram in the paper's Fig. 3 style (drawn by
-  :func:`springblock.shared.panels.plot_phase_grid`);
+  :func:`phasecore.panels.plot_phase_grid`);
 * :func:`plot_trajectory` — load curve of each block over time (paper Fig. 4,
   right column).
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from springblock.shared.loadcurve import PHASE_TOLERANCE, phase_label
-from springblock.shared.panels import (
+from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
+from phasecore.panels import (
     PhasePanel,
     axis_label,
     fmt_value,

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy.special import ndtr
 
-from springblock.shared.checks import is_finite, is_int, require
+from phasecore.checks import is_finite, is_int, require
 
 __all__ = [
     "laplacian_eigenvalues",

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from springblock.shared.commandline import run
-from springblock.shared.sweeps import finish, run_chunked
+from phasecore.commandline import run
+from phasecore.sweeps import finish, run_chunked
 
 
 def slow_chunk(payload: dict) -> xr.Dataset:

@@ -8,7 +8,7 @@ import xarray as xr
 
 from dnnphase import compare as cmp
 from dnnphase.cli import main
-from springblock.shared import results
+from phasecore import results
 from tests.images import assert_picture
 
 
@@ -24,7 +24,7 @@ def fake_network(curv, alphas, knob="dropout", values=None, accuracy=None, seeds
     curv = np.asarray(curv, dtype=float)
     values = np.linspace(0, 0.3, curv.shape[1]) if values is None else values
     curves = np.repeat(parabola(curv)[:, :, None, None, :], seeds, axis=2)  # (a, v, s, 1, L+1)
-    from springblock.shared import loadcurve
+    from phasecore import loadcurve
 
     acc = np.zeros(curv.shape + (seeds,)) + (0.5 if accuracy is None else accuracy[..., None])
     ds = xr.Dataset(
@@ -43,7 +43,7 @@ def fake_network(curv, alphas, knob="dropout", values=None, accuracy=None, seeds
 def fake_spring(curv, friction, noise, seeds=2):
     curv = np.asarray(curv, dtype=float)
     curves = np.repeat(parabola(curv)[:, :, None, :], seeds, axis=2)
-    from springblock.shared import loadcurve
+    from phasecore import loadcurve
 
     return xr.Dataset(
         {"load_curve": (("mu_right", "noise", "seed", "layer"), curves),
@@ -303,7 +303,7 @@ def test_diverged_chain_cells_warn_and_the_summary_says_why_a_correlation_is_mis
 
 
 def test_a_far_out_cell_saturates_instead_of_washing_out_the_colour_scale():
-    from springblock.shared.panels import symmetric_limit
+    from phasecore.panels import symmetric_limit
 
     rng = np.random.default_rng(1)
     cells = rng.uniform(-2, 2, 50)

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from phasecore import results
+from phasecore.progress import Progress
+from phasecore.results import OutputExistsError
+from phasecore.store import ChunkStore
+from phasecore.sweeps import run_sweep
 from springblock import phase_diagram
-from springblock.shared import results
-from springblock.shared.results import OutputExistsError
-from springblock.shared.sweeps import ChunkStore, Progress, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASE_ARGS = ["phase", "--rows", "mu_right=0:0.03:4", "--cols", "noise=0:0.03:4",
@@ -128,7 +130,7 @@ def test_dask_phase_diagram_equals_serial(tmp_path):
 
 def test_overall_progress_counts_each_stage_once(tmp_path, capsys):
     """Sweeps inside a multi-stage job advance its one bar chunk by chunk, to exactly 1 stage."""
-    from springblock.shared.sweeps import overall_progress
+    from phasecore.progress import overall_progress
 
     payloads = [(i, 100 + i, None) for i in range(4)]
     with overall_progress(2, "job") as progress:

@@ -8,11 +8,11 @@ import pytest
 from scipy import special, stats
 
 import springblock as sb
+from phasecore.checks import ConfigError
 from springblock import events, rng, theory
 from springblock.cli import main
 from springblock.config import ChainConfig
 from springblock.ensemble import choose_algorithm, infinite_horizon_steps, run_ensemble
-from springblock.shared.checks import ConfigError
 
 CHAIN = dict(blocks=7, mu_right=0.02, mu_left=0.04, theory_prediction=False)
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from dnnphase import compare as cmp
 from springblock import fit, simulate, theory
 from springblock.fit.refine import simulated_shapes
 
@@ -308,7 +309,7 @@ def test_dictionary_table_reads_monotone_and_unidentified_fits():
     knob = np.array([0.0, 0.1, 0.2, 0.3])[None, :]
     noise = 0.01 * (1 + 2 * knob) * (1 + alpha)  # rises along every row
     friction = 0.02 * (2 - alpha) + 0 * knob  # falls with alpha in every column
-    tab = fit.dictionary_table(_fake_fit(noise, friction), "dropout", n_boot=500)
+    tab = cmp.dictionary_table(_fake_fit(noise, friction), "dropout", n_boot=500)
     np.testing.assert_allclose(tab["rho_noise_along_knob"], 1.0)
     np.testing.assert_allclose(tab["rho_friction_along_alpha"], -1.0)
     assert tab.attrs["share_rows_noise_rising"] == 1.0
@@ -316,16 +317,16 @@ def test_dictionary_table_reads_monotone_and_unidentified_fits():
     assert tab.attrs["share_rows_noise_rising_significant"] == 1.0
     assert np.all(tab["rho_noise_along_knob_low"] > 0)
     # the knob oriented the other way (noisier when smaller) flips the rows
-    flipped = fit.dictionary_table(_fake_fit(noise, friction), "dropout",
+    flipped = cmp.dictionary_table(_fake_fit(noise, friction), "dropout",
                                    larger_is_noisier=False, n_boot=500)
     np.testing.assert_allclose(flipped["rho_noise_along_knob"], -1.0)
     # unidentified cells: the same point estimates, intervals spanning 0
-    vague = fit.dictionary_table(_fake_fit(noise, friction, unbounded=True), "dropout",
+    vague = cmp.dictionary_table(_fake_fit(noise, friction, unbounded=True), "dropout",
                                  n_boot=500)
     assert vague.attrs["share_rows_noise_rising_significant"] == 0.0
     assert np.all(vague["rho_noise_along_knob_low"] < 0)
     with pytest.raises(ValueError, match="fit"):
-        fit.dictionary_table(_fake_fit(noise, friction).drop_vars("noise_log_se"), "dropout")
+        cmp.dictionary_table(_fake_fit(noise, friction).drop_vars("noise_log_se"), "dropout")
 
 
 def test_bad_trajectory_arguments():
@@ -356,10 +357,10 @@ def test_fit_sweep_labels_both_fits_of_a_network_like_sweep():
         coords={"alpha": [0.0, 1.0], "dropout": [0.0, 0.2], "seed": [0, 1, 2], "epoch": epochs,
                 "layer": np.arange(8)},
         attrs={"kind": "dnnphase.sweep"})
-    final = fit.fit_sweep_final(network, horizon=100.0, grid=(6, 6))
+    final = cmp.fit_sweep_final(network, horizon=100.0, grid=(6, 6))
     assert final["mu_right"].dims == ("alpha", "dropout")
     assert final.attrs["kind"] == "springblock.fit.fit_spring" and "config" in final.attrs
-    traj_fit = fit.fit_sweep_trajectory(network, bounds={"horizon": (20.0, 600.0)},
+    traj_fit = cmp.fit_sweep_trajectory(network, bounds={"horizon": (20.0, 600.0)},
                                         max_iter=15, profile_values=0)
     assert traj_fit["frame_residual"].dims == ("alpha", "dropout", "epoch")
     assert traj_fit.sizes["epoch"] == 3 and traj_fit.attrs["weighted_by_seed_variance"] == 1
@@ -368,9 +369,9 @@ def test_fit_sweep_labels_both_fits_of_a_network_like_sweep():
     for name, truth in (("time_scale", 5.0), ("mu_right", mus)):
         assert np.all((traj_fit[f"{name}_low"] <= truth) & (truth <= traj_fit[f"{name}_high"]))
     with pytest.raises(ValueError, match="load_curve_epochs"):
-        fit.fit_sweep_trajectory(network.drop_vars("load_curve_epochs"))
+        cmp.fit_sweep_trajectory(network.drop_vars("load_curve_epochs"))
 
-    from springblock.fit import figures
+    from dnnphase.compare import figures
 
     maps = figures.plot_trajectory_fit_maps(traj_fit, "dropout")
     titles = [ax.get_title() for ax in maps.axes if ax.get_title()]
@@ -392,23 +393,30 @@ def test_effective_force_table_bootstraps_over_seeds():
     seeds = 5.0 * clean[:, :, None] + 0.005 * rng.standard_normal((3, 4, 6, 8))
     network = xr.Dataset({"load_curve": (("alpha", "dropout", "seed", "layer"), seeds)},
                          coords={"alpha": alpha, "dropout": dropout})
-    tab = fit.effective_force_table(network, "dropout", n_boot=200)
+    tab = cmp.effective_force_table(network, "dropout", n_boot=200)
     np.testing.assert_allclose(tab["effective_force"], force, atol=2e-3)
     np.testing.assert_allclose(tab["rho_effective_force_along_knob"], -1.0)
     np.testing.assert_allclose(tab["rho_effective_force_along_alpha"], -1.0)
     assert tab.attrs["share_rows_falling_with_noise_significant"] == 1.0
     # pure seed noise with no trend: no row is significant
     flat = 5.0 * clean[1:2, 1:2, None] + 0.05 * rng.standard_normal((3, 4, 6, 8))
-    tab = fit.effective_force_table(network.copy(data={"load_curve": flat}), "dropout",
+    tab = cmp.effective_force_table(network.copy(data={"load_curve": flat}), "dropout",
                                     n_boot=200)
     assert tab.attrs["share_rows_falling_with_noise_significant"] < 1.0
     assert np.all(tab["rho_effective_force_along_knob_low"] < 0.5)
 
 
-def test_importing_the_fit_compiles_no_numba_kernel():
+def test_importing_the_chain_compiles_no_kernel():
+    """numba compiles on first use: importing springblock (fit included) leaves every kernel
+    without a compiled signature, so a user who only fits curves never waits for a compile."""
     import subprocess
     import sys
 
-    code = ("import sys, springblock.fit, springblock.fit.figures; "
-            "assert 'numba' not in sys.modules and 'torch' not in sys.modules")
+    code = ("import sys, numba, springblock, springblock.fit, springblock.events, "
+            "springblock.dynamics as d\n"
+            "kernels = [v for m in (d, springblock.events) for v in vars(m).values()\n"
+            "           if isinstance(v, numba.core.registry.CPUDispatcher)]\n"
+            "assert len(kernels) >= 5, kernels\n"
+            "assert not any(k.signatures for k in kernels), [k for k in kernels if k.signatures]\n"
+            "assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from springblock.shared import results
+from phasecore import results
 
 ROOT = Path(__file__).resolve().parents[1]
 CHUNKS, SECONDS = 10, 0.8

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-import springblock.shared.loadcurve as slc
+import phasecore.loadcurve as slc
 from dnnphase import metrics as m
 
 # (N, d, K): d < K, d > N, d between, two classes, full-rank Σ_b (d <= K - 1)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import springblock as sb
+from phasecore import loadcurve
 from springblock import simulate, theory
 from springblock.config import ChainConfig
 from springblock.ensemble import run_ensemble
-from springblock.shared import loadcurve
 from tests import chain_oracle
 
 CASES = [  # (blocks, modulus, mu_right, mu_left)
@@ -278,7 +278,7 @@ def test_overflow_reads_the_same_from_both_kernels():
 
 
 def test_repeated_seeds_and_axis_values_are_refused():
-    from springblock.shared.checks import ConfigError
+    from phasecore.checks import ConfigError
 
     with pytest.raises(ConfigError, match=r"seeds must be distinct \(got \[1, 1\]\)"):
         sb.simulate(seeds=[1, 1])

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from dnnphase import metrics, separation
-from springblock.shared.checks import ConfigError
+from phasecore.checks import ConfigError
 
 ALL = separation.MEASURE_NAMES
 TOL = 1e-10

@@ -5,11 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from phasecore import results
+from phasecore.checks import ConfigError
 from springblock import phase_diagram
 from springblock.cli import main
 from springblock.config import ChainConfig
-from springblock.shared import results
-from springblock.shared.checks import ConfigError
 from tests.images import assert_picture
 
 

@@ -9,8 +9,8 @@ import xarray as xr
 
 from dnnphase.cli import main
 from dnnphase.phase import SweepConfig, sweep
-from springblock.shared import results
-from springblock.shared.checks import ConfigError
+from phasecore import results
+from phasecore.checks import ConfigError
 from tests.images import assert_picture
 
 SMALL = dict(dataset="digits", n_train=300, depth=3, width=16, epochs=4, seeds=[0, 1])

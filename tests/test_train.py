@@ -29,7 +29,7 @@ from dnnphase.randomness import (
     dropout_span,
 )
 from dnnphase.train import EnsembleMLP, TrainConfig, resolve_device, train_ensemble
-from springblock.shared.checks import ConfigError
+from phasecore.checks import ConfigError
 
 N, D, C, DEPTH, WIDTH, EPOCHS = 128, 20, 4, 3, 16, 5
 TOL = 1e-8

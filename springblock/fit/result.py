@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from springblock.shared.checks import require
-from springblock.shared.results import provenance
+from phasecore.checks import require
+from phasecore.results import provenance
 
 
 @dataclass

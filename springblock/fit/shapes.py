@@ -12,9 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from phasecore.checks import ConfigError, is_finite, require
+from phasecore.loadcurve import MIN_RELATIVE_DROP
 from springblock import theory
-from springblock.shared.checks import ConfigError, is_finite, require
-from springblock.shared.loadcurve import MIN_RELATIVE_DROP
 
 #: Horizon T (time units, = steps * step) at which fitted chains are observed.
 DEFAULT_HORIZON = 1000.0
@@ -41,7 +41,7 @@ def normalise(load_curve, min_relative_drop: float = MIN_RELATIVE_DROP) -> np.nd
     ``load_curve`` (..., L+1) -> (..., L+1). A whole curve is NaN if any of
     its points is NaN/inf or if its drop is too small to divide by,
     |D_0 - D_L| < ``min_relative_drop`` * max|D| (the rule of
-    :func:`springblock.shared.loadcurve.curvature_scaled`). A rising curve is
+    :func:`phasecore.loadcurve.curvature_scaled`). A rising curve is
     normalised by the same formula (check the sign of D_0 - D_L).
     """
     d = as_curves(load_curve)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from phasecore.checks import ConfigError, is_finite, is_int, require
 from springblock.fit.optimiser import levenberg_marquardt, standard_errors, with_jacobian
 from springblock.fit.refine import refine_by_simulation, simulated_shapes
 from springblock.fit.result import FitResult
@@ -21,7 +22,6 @@ from springblock.fit.shapes import (
     normalise,
 )
 from springblock.fit.starts import grid_shapes, starting_points
-from springblock.shared.checks import ConfigError, is_finite, is_int, require
 
 #: Points of the starting grid along (mu->, s).
 DEFAULT_GRID = (24, 24)

@@ -24,11 +24,11 @@ import numpy as np
 import xarray as xr
 from scipy.stats import t as student_t
 
+from phasecore.checks import is_finite, is_int, require
+from phasecore.results import provenance
 from springblock import theory
 from springblock.fit.optimiser import levenberg_marquardt
 from springblock.fit.shapes import as_curves
-from springblock.shared.checks import is_finite, is_int, require
-from springblock.shared.results import provenance
 
 #: The fitted parameters, in this order: right and left friction, noise, time scale.
 PARAMS = ("mu_right", "mu_left", "noise", "time_scale")

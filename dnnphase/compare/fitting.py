@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from phasecore.checks import require
 from springblock.fit.spring import fit_spring
 from springblock.fit.trajectory import fit_trajectory, seed_weights
-from springblock.shared.checks import require
 
 
 def _grid_dims(network: xr.Dataset) -> list[str]:

@@ -31,15 +31,11 @@ import xarray as xr
 
 from dnnphase import defaults
 from dnnphase.knobs import RENAMED, canonical, larger_is_noisier
+from phasecore import results
+from phasecore.checks import ConfigError, parse_axis
+from phasecore.executors import check_reachable, validate_scheduler, validate_workers
+from phasecore.progress import overall_progress
 from springblock import defaults as chain
-from springblock.shared import results
-from springblock.shared.checks import ConfigError, parse_axis
-from springblock.shared.sweeps import (
-    check_reachable,
-    overall_progress,
-    validate_scheduler,
-    validate_workers,
-)
 
 ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
 #: The chain's default phase diagram (springblock.defaults): 6 x 8 cells x 10 seeds,
@@ -230,9 +226,9 @@ def _chain(s: dict, path: Path, overwrite: bool, quiet: bool) -> tuple[xr.Datase
 def _analyse(spring: xr.Dataset, network: xr.Dataset, spec: dict, out: Path,
              quiet: bool) -> xr.Dataset:
     """Per knob: the fit, the dictionary table, the comparison report and the figures."""
-    from dnnphase import compare as cmp
     from dnnphase import plotting
-    from springblock.fit import effective_force_table
+    from dnnphase.compare import report as cmp
+    from dnnphase.compare.dictionary import effective_force_table
 
     knob = network.attrs["knob"]
     horizon = float(spring["horizon"].mean())

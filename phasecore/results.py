@@ -69,18 +69,30 @@ def check_output(path, overwrite: bool = False, figure: bool = False) -> Path:
     return path
 
 
-def write_atomic(ds: xr.Dataset, path: Path) -> None:
-    """Write NetCDF to a unique hidden sibling, then rename it onto ``path``.
+def _replace_atomically(path: Path, write) -> None:
+    """Call ``write(tmp)`` on a unique hidden sibling of ``path``, then rename it onto ``path``.
 
-    A rename is atomic: readers (and a resumed sweep) see the whole file or none.
+    A rename is atomic: readers (and a resumed sweep) see the whole file or none,
+    and concurrent writers never share a temporary file.
     """
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        ds.to_netcdf(tmp, engine=ENGINE)
+        write(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_atomic(ds: xr.Dataset, path: Path) -> None:
+    """Write ``ds`` as NetCDF to ``path`` atomically."""
+    _replace_atomically(path, lambda tmp: ds.to_netcdf(tmp, engine=ENGINE))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    _replace_atomically(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def save(ds: xr.Dataset, path, overwrite: bool = False) -> Path:

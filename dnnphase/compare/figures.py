@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from springblock.shared.panels import fmt_value, plt
+from phasecore.panels import fmt_value, plt
 
 _MAPS = (("residual", "RMS residual / final drop", "magma_r", False),
          ("chi2_per_dof", "chi^2 per dof (1 = seed noise)", "magma_r", True),

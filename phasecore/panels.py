@@ -47,7 +47,7 @@ class PhasePanel:
     ``reference`` draws the straight line from the first to the last point of
     each curve (the linear load curve with the same drop). ``boundary``: (R, C)
     phase labels (-1 concave, 0 linear, +1 convex, see
-    :func:`springblock.shared.loadcurve.phase_label`); the edges between
+    :func:`phasecore.loadcurve.phase_label`); the edges between
     neighbouring cells of different label are drawn as phase boundaries.
     """
 
@@ -75,7 +75,7 @@ def symmetric_limit(values) -> float:
     scale-free curvature of -8 where the rest lie within +-2) is drawn saturated
     instead of washing every other cell out. 1.0 when nothing is finite.
     """
-    from springblock.shared.loadcurve import far_out_fences
+    from phasecore.loadcurve import far_out_fences
 
     size = np.abs(np.asarray(values, dtype=float))
     size = size[np.isfinite(size)]
@@ -212,8 +212,8 @@ def plot_phase_grid(panels: PhasePanel | list[PhasePanel], *, title: str = "",
 
 def check_figure_path(path, overwrite: bool = False):
     """An image path matplotlib can write (by its suffix), checked before any work."""
-    from springblock.shared.checks import require
-    from springblock.shared.results import check_output
+    from phasecore.checks import require
+    from phasecore.results import check_output
 
     path = check_output(path, overwrite, figure=True)
     formats = plt.figure().canvas.get_supported_filetypes()

@@ -1,7 +1,7 @@
 """The command-line runner both packages' CLIs use.
 
 It turns expected failures into one line and an exit code: bad input
-(:class:`~springblock.shared.checks.ConfigError`, an existing output, a
+(:class:`~phasecore.checks.ConfigError`, an existing output, a
 missing file) -> ``<prog>: error: ...`` and 2; Ctrl-C -> 130 with a hint that
 rerunning the same command resumes a sweep; warnings -> ``<prog>: warning: ...``.
 """
@@ -13,9 +13,9 @@ import signal
 import sys
 import warnings
 
-from springblock.shared.checks import ConfigError
-from springblock.shared.results import OutputExistsError
-from springblock.shared.sweeps import interrupt_once
+from phasecore.checks import ConfigError
+from phasecore.executors import interrupt_once
+from phasecore.results import OutputExistsError
 
 
 class Parser(argparse.ArgumentParser):

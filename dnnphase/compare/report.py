@@ -12,7 +12,7 @@ Instead both are *oriented* the way the theory predicts and compared by rank:
 Then:
 
 * phase labels (concave / linear / convex) per cell from the seed-mean
-  scale-free curvature with a tolerance band (:func:`springblock.shared.loadcurve.phase_label`);
+  scale-free curvature with a tolerance band (:func:`phasecore.loadcurve.phase_label`);
 * label agreement: each network cell is matched to the chain cell at the same
   *relative rank* position on both oriented axes (nearest quantile), and we
   report the fraction of agreeing cells and Cohen's kappa (agreement beyond
@@ -32,8 +32,8 @@ import xarray as xr
 from scipy import stats
 
 from dnnphase.knobs import KNOBS, larger_is_noisier
-from springblock.shared.checks import ConfigError
-from springblock.shared.loadcurve import PHASE_TOLERANCE, far_out_fences, phase_label
+from phasecore.checks import ConfigError
+from phasecore.loadcurve import PHASE_TOLERANCE, far_out_fences, phase_label
 
 PHASES = {-1: "concave", 0: "linear", 1: "convex"}
 
@@ -489,8 +489,8 @@ def fit_chain(network: xr.Dataset, *, measure: str = "trace_ratio", trajectory: 
     ``fit_options`` go to the fit. The one place both ``dnnphase fit`` and
     ``reproduce`` fit a sweep.
     """
-    from springblock.fit import fit_sweep_final, fit_sweep_trajectory
-    from springblock.shared.results import provenance
+    from dnnphase.compare.fitting import fit_sweep_final, fit_sweep_trajectory
+    from phasecore.results import provenance
 
     check_network(network, measure)
     if trajectory:

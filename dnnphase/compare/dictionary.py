@@ -13,8 +13,8 @@ import numpy as np
 import xarray as xr
 from scipy.stats import rankdata
 
-from springblock.shared.checks import is_int, require
-from springblock.shared.results import provenance
+from phasecore.checks import is_int, require
+from phasecore.results import provenance
 
 
 def _spearman(values: np.ndarray, axis_values: np.ndarray) -> np.ndarray:

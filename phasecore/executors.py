@@ -1,0 +1,212 @@
+"""Where a sweep's chunks run, and how they stop.
+
+Schedulers: ``"serial"`` (this process; the chain kernels are already
+multithreaded), ``"processes"`` (a local process pool, one thread per worker;
+right for the network trainer), or a Dask distributed address such as
+``"tcp://host:8786"`` (``pip install .[distributed]``). With Dask every worker
+writes its own chunks, so the store must be on a filesystem the workers
+share; a worker that dies loses only its unfinished chunk, which Dask
+reschedules.
+
+Interruption: Ctrl-C or SIGTERM stops a sweep within about a second: queued
+chunks are cancelled, pool workers are terminated (a half-computed chunk is
+simply lost, never half-written). Pool workers ignore Ctrl-C (the parent
+decides) and exit by themselves if the parent dies, even by ``kill -9``.
+
+Every executor takes ``tasks`` ({chunk index: (function, args)}) and a
+progress object, and returns {chunk index: result}.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+
+from phasecore.checks import ConfigError, is_int
+
+SCHEDULERS = ("serial", "processes")
+DASK_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://")
+
+
+def validate_scheduler(scheduler: str) -> str:
+    """Check the scheduler name, and that Dask is installed for an address."""
+    if scheduler in SCHEDULERS:
+        return scheduler
+    if str(scheduler).startswith(DASK_PREFIXES):
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                f"scheduler {scheduler!r} needs Dask: pip install 'springblock-dnnphase"
+                "[distributed]' (or choose serial or processes)") from None
+        return scheduler
+    raise ConfigError(
+        f"scheduler must be one of {', '.join(SCHEDULERS)} or a Dask address like "
+        f"tcp://host:8786 (got {scheduler!r})"
+    )
+
+
+def check_reachable(scheduler: str, timeout: float = 10.0) -> None:
+    """A Dask scheduler address must answer (within ``timeout`` s) before any work starts."""
+    if not str(scheduler).startswith(DASK_PREFIXES):
+        return
+    from dask.distributed import Client
+
+    try:
+        Client(scheduler, timeout=f"{timeout}s").close()
+    except (OSError, TimeoutError) as err:
+        raise ConfigError(f"scheduler {scheduler!r} does not answer ({type(err).__name__} after "
+                          f"{timeout:g} s); start the Dask scheduler or choose serial or "
+                          "processes") from None
+
+
+def validate_workers(workers: int | None, scheduler: str = "processes") -> int | None:
+    if workers is not None and not (is_int(workers) and workers >= 1):
+        raise ConfigError(f"workers must be an integer >= 1, or unset (got {workers!r})")
+    if workers is not None and scheduler != "processes":
+        raise ConfigError(f"workers must be left unset with the {scheduler!r} scheduler (it "
+                          f"sizes the process pool only; got {workers})")
+    return workers
+
+
+@contextlib.contextmanager
+def interrupt_once():
+    """Ctrl-C and SIGTERM raise one KeyboardInterrupt; repeats are ignored until the end.
+
+    A second Ctrl-C must not interrupt the clean-up that the first one started
+    (that is what left workers running and the parent hanging). Nested uses
+    share the outer one, so a command line can wrap its whole run in it.
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or getattr(signal.getsignal(signal.SIGINT), "interrupt_once", False)):
+        yield
+        return
+    raised = []
+
+    def handler(signum, frame):
+        if not raised:
+            raised.append(signum)
+            raise KeyboardInterrupt
+
+    handler.interrupt_once = True
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            if signal.getsignal(sig) is handler:  # not replaced meanwhile (see commandline.run)
+                signal.signal(sig, old)
+
+
+def _run_serial(tasks: dict, scheduler, workers, progress) -> dict:
+    results = {}
+    for i, (fn, args) in tasks.items():
+        results[i] = fn(*args)
+        progress.advance()
+    return results
+
+
+def _run_pool(tasks: dict, scheduler, workers, progress) -> dict:
+    """A local process pool that stops at once when interrupted."""
+    if not tasks:
+        return {}
+    ctx = multiprocessing.get_context("spawn")  # fork is unsafe with numba/torch threads
+    n = min(workers or os.cpu_count() or 1, len(tasks))
+    pool = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_pool_worker_init,
+                                  initargs=(os.getpid(),))
+    try:
+        futures = {pool.submit(fn, *args): i for i, (fn, args) in tasks.items()}
+        results = {}
+        for fut in cf.as_completed(futures):
+            results[futures[fut]] = fut.result()
+            progress.advance()
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+    return results
+
+
+def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancel queued chunks and terminate the workers (a running chunk is lost, not torn)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.terminate()
+    deadline = time.monotonic() + 3.0
+    for proc in processes:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
+    # Let the pool's manager thread see its dead workers and finish now; left running it
+    # writes to a closed pipe at interpreter exit and prints a traceback.
+    pool.shutdown(wait=True)
+
+
+def _pool_worker_init(parent_pid: int) -> None:
+    """Set up a pool worker: one thread, no Ctrl-C of its own, dies with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool
+    limit_threads(1)
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
+                     name="exit-with-parent").start()
+
+
+def _exit_with_parent(parent_pid: int, period: float = 0.5) -> None:
+    # A worker whose parent was killed (even by SIGKILL) is re-parented: exit then.
+    while os.getppid() == parent_pid:
+        time.sleep(period)
+    os._exit(1)
+
+
+def limit_threads(n: int) -> None:
+    """Cap every thread pool of this process (BLAS, OpenMP, numba, torch) at ``n``.
+
+    numpy may already be imported when this runs, so its BLAS pool is capped
+    through threadpoolctl rather than the environment.
+    """
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    os.environ["NUMBA_NUM_THREADS"] = str(n)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n)
+    except ImportError:
+        pass
+    if "torch" in sys.modules:  # a later import of torch reads OMP_NUM_THREADS
+        import torch
+
+        torch.set_num_threads(n)
+
+
+def _run_dask(tasks: dict, address: str, workers, progress) -> dict:
+    from dask.distributed import Client, as_completed
+
+    with Client(address) as client:
+        stamp = time.time_ns()
+        futures = {client.submit(fn, *args, key=f"sweep-{stamp}-chunk-{i}", pure=False,
+                                 retries=3): i
+                   for i, (fn, args) in tasks.items()}
+        results = {}
+        try:
+            for fut in as_completed(list(futures)):
+                results[futures[fut]] = fut.result()
+                progress.advance()
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+    return results
+
+
+_EXECUTORS = {"serial": _run_serial, "processes": _run_pool}
+
+
+def run_tasks(tasks: dict, scheduler: str, workers, progress) -> dict:
+    """Run ``tasks`` on ``scheduler`` (a name in SCHEDULERS or a Dask address)."""
+    return _EXECUTORS.get(scheduler, _run_dask)(tasks, scheduler, workers, progress)

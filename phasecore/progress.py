@@ -1,0 +1,99 @@
+"""Progress of long jobs: a bar on a terminal, parseable lines otherwise."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+
+
+class Progress:
+    """Work done / total with an ETA: a bar on a terminal, lines otherwise.
+
+    Non-terminal lines have a fixed, parseable form (the ETA is ``?`` until
+    some work has finished in this run)::
+
+        progress <label>: <done>/<total> <unit>s (<pct>%) elapsed <s>s eta <s|?>s
+    """
+
+    def __init__(self, total: float, done: float = 0, label: str = "sweep", quiet: bool = False,
+                 stream=None, unit: str = "chunk"):
+        self.total, self.done, self.label, self.quiet = total, done, label, quiet
+        self.unit = unit
+        self.stream = stream or sys.stderr
+        self.start = time.monotonic()
+        self.start_done = done
+        self.bar = None
+        if not quiet and getattr(self.stream, "isatty", lambda: False)():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, desc=label, unit=unit, file=self.stream,
+                            bar_format=None if unit == "chunk" else
+                            "{l_bar}{bar}| {n:.1f}/{total:g} {unit}s [{elapsed}<{remaining}]")
+        else:
+            self._line()
+
+    def advance(self, n: float = 1) -> None:
+        if not n:
+            return
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+        else:
+            self._line()
+
+    def _line(self) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.start
+        new = self.done - self.start_done
+        eta = f"{elapsed / new * (self.total - self.done):.1f}" if new > 0 else "?"
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        done = f"{self.done:.2f}".rstrip("0").rstrip(".") if self.done % 1 else str(
+            int(self.done))
+        print(f"progress {self.label}: {done}/{self.total:g} {self.unit}s ({pct:.1f}%) "
+              f"elapsed {elapsed:.1f}s eta {eta}s", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _StageOfOverall:
+    """A sweep's progress reported as a fraction of one stage of the overall bar."""
+
+    def __init__(self, overall: Progress, total: int, done: int):
+        self.overall, self.step = overall, 1.0 / max(total, 1)
+        if done:
+            self.overall.advance(done * self.step)
+
+    def advance(self, n: int = 1) -> None:
+        self.overall.advance(n * self.step)
+
+    def close(self) -> None:
+        pass
+
+
+_OVERALL: list[Progress] = []
+
+
+@contextlib.contextmanager
+def overall_progress(stages: int, label: str, quiet: bool = False):
+    """One progress bar for a job of several stages (e.g. ``reproduce``).
+
+    Sweeps run inside it advance the current stage chunk by chunk instead of
+    drawing bars of their own; call ``.advance()`` after each other stage.
+    """
+    progress = Progress(stages, 0, label, quiet, unit="stage")
+    _OVERALL.append(progress)
+    try:
+        yield progress
+    finally:
+        _OVERALL.pop()
+        progress.close()
+
+
+def progress_for(total: int, done: int, label: str, quiet: bool):
+    if _OVERALL:
+        return _StageOfOverall(_OVERALL[-1], total, done)
+    return Progress(total, done, label, quiet)

@@ -1,0 +1,118 @@
+"""The on-disk store of a resumable sweep: one NetCDF file per finished chunk.
+
+Storage: one small NetCDF file per finished chunk in ``<output>.parts/``,
+written atomically (temporary file + rename) by whichever process computed
+it, beside a ``sweep.json`` holding the sweep's configuration hash. We chose
+files over Zarr region writes because a chunk file is either complete or
+absent after a crash or a ``kill -9`` (a rename is atomic; a Zarr region
+write is many files), concurrent writers on a cluster never touch the same
+file, and the final result stays a single NetCDF file. The caller
+consolidates the chunks into that file and then calls :meth:`ChunkStore.clear`.
+
+Resume: a store opened again with the same configuration keeps its chunks; a
+different configuration is refused unless ``overwrite``.
+
+Healing: on resume every chunk file is opened once; one that cannot be read
+(a disk filled up, a copy was truncated) is deleted, reported in one line and
+computed again. Leftover temporary files of killed writers are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import xarray as xr
+
+from phasecore.results import (
+    ENGINE,
+    OutputExistsError,
+    check_output,
+    write_atomic,
+    write_text_atomic,
+)
+
+
+def config_hash(config: dict) -> str:
+    """Stable hash of a JSON-serialisable configuration."""
+    text = json.dumps(config, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class ChunkStore:
+    """The on-disk chunks of one sweep whose final result goes to ``output``."""
+
+    def __init__(self, output):
+        self.output = Path(output)
+        self.path = self.output.with_name(self.output.name + ".parts")
+
+    @property
+    def meta(self) -> Path:
+        return self.path / "sweep.json"
+
+    def chunk_path(self, index: int) -> Path:
+        return self.path / f"chunk-{index:06d}.nc"
+
+    def open(self, config: dict, n_chunks: int, overwrite: bool = False) -> None:
+        """Create the store, or check that an existing one belongs to ``config``."""
+        digest = config_hash({"config": config, "n_chunks": n_chunks})
+        check_output(self.output, overwrite)
+        if self.meta.exists():
+            stored = self._stored_hash()
+            if stored == digest and not overwrite:
+                self._heal()
+                return  # resume
+            if stored != digest and not overwrite:
+                raise OutputExistsError(
+                    f"{str(self.path)!r} holds an interrupted sweep with a different "
+                    "configuration; rerun with the same settings to resume, or pass "
+                    "overwrite=True (--overwrite) to discard it"
+                )
+            self.clear()
+        elif self.path.exists() and any(self.path.iterdir()) and not overwrite:
+            raise OutputExistsError(
+                f"{str(self.path)!r} exists but is not a sweep store (no sweep.json); "
+                "remove it or pass overwrite=True (--overwrite)")
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(self.meta, json.dumps({"hash": digest, "n_chunks": n_chunks,
+                                                  "config": config}, default=str))
+
+    def _stored_hash(self) -> str | None:
+        try:
+            return json.loads(self.meta.read_text())["hash"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise OutputExistsError(
+                f"{str(self.meta)!r} is unreadable ({type(err).__name__}); delete "
+                f"{str(self.path)!r} or pass overwrite=True (--overwrite) to start afresh"
+            ) from None
+
+    def _heal(self) -> None:
+        """Drop temporary files of killed writers and chunks that cannot be read."""
+        for tmp in self.path.glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
+        bad = []
+        for index in sorted(self.done()):
+            try:
+                self.read(index)
+            except Exception:  # noqa: BLE001 (any unreadable file is recomputed)
+                self.chunk_path(index).unlink(missing_ok=True)
+                bad.append(index)
+        if bad:
+            print(f"{self.path}: {len(bad)} unreadable chunk file(s) {bad} removed; they will "
+                  "be computed again", file=sys.stderr, flush=True)
+
+    def done(self) -> set[int]:
+        return {int(p.stem.split("-")[1]) for p in self.path.glob("chunk-*.nc")}
+
+    def write(self, index: int, ds: xr.Dataset) -> None:
+        write_atomic(ds, self.chunk_path(index))
+
+    def read(self, index: int) -> xr.Dataset:
+        with xr.open_dataset(self.chunk_path(index), engine=ENGINE) as ds:
+            return ds.load()
+
+    def clear(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)

@@ -1,0 +1,128 @@
+"""Chunked, resumable, optionally distributed sweeps (shared by both packages).
+
+A sweep is a list of independent *chunks*; ``compute(payload) -> Dataset``
+turns one chunk's payload into its piece of the result. :func:`run_chunked`
+opens the store (:mod:`phasecore.store`), runs the chunks that are not yet on
+disk on a scheduler (:mod:`phasecore.executors`) and returns every chunk's
+Dataset in chunk order; :func:`finish` labels and saves the assembled result.
+
+Because each chunk depends only on its own payload (its cells and seeds), the
+consolidated result is identical whatever the chunking order, worker count or
+number of interruptions. An interrupted sweep raises :class:`SweepInterrupted`
+(a ``KeyboardInterrupt``) saying how to resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import xarray as xr
+
+from phasecore.executors import (
+    check_reachable,
+    interrupt_once,
+    run_tasks,
+    validate_scheduler,
+    validate_workers,
+)
+from phasecore.progress import progress_for
+from phasecore.results import provenance, save
+from phasecore.store import ChunkStore
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C or SIGTERM; its finished chunks are kept."""
+
+
+def _compute_and_write(compute, payload, store_output, index) -> int:
+    """Worker task: compute one chunk and write it to the store (any process)."""
+    ChunkStore(store_output).write(index, compute(payload))
+    return index
+
+
+def run_sweep(
+    compute: Callable[[Any], xr.Dataset],
+    payloads: Sequence[Any],
+    store: ChunkStore | None,
+    *,
+    scheduler: str = "serial",
+    workers: int | None = None,
+    quiet: bool = False,
+    label: str = "sweep",
+) -> list[xr.Dataset]:
+    """Compute the chunks (with a store: only the missing ones), return all in order.
+
+    ``compute`` must be a module-level function (it is pickled for process
+    and Dask workers) and deterministic given its payload. A store must
+    already be :meth:`ChunkStore.open`; every chunk is written to it as it
+    finishes. Without one the chunks are only returned. Raises
+    :class:`SweepInterrupted` on Ctrl-C or SIGTERM after stopping every worker.
+    """
+    validate_scheduler(scheduler)
+    done = store.done() if store is not None else set()
+    pending = [i for i in range(len(payloads)) if i not in done]
+    if store is None:
+        tasks = {i: (compute, (payloads[i],)) for i in pending}
+    else:
+        tasks = {i: (_compute_and_write, (compute, payloads[i], str(store.output), i))
+                 for i in pending}
+    progress = progress_for(len(payloads), len(payloads) - len(pending), label, quiet)
+    try:
+        with interrupt_once():
+            computed = run_tasks(tasks, scheduler, workers, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        kept = (f"{len(store.done())}/{len(payloads)} chunks are kept in {str(store.path)!r}; "
+                "rerun the same command to resume") if store is not None else \
+            "nothing was stored (no output file)"
+        raise SweepInterrupted(f"interrupted: {kept}") from None
+    progress.close()
+    if store is None:
+        return [computed[i] for i in range(len(payloads))]
+    missing = set(range(len(payloads))) - store.done()
+    if missing:
+        raise RuntimeError(f"sweep incomplete: chunks {sorted(missing)} were not written")
+    return [store.read(i) for i in range(len(payloads))]
+
+
+def run_chunked(
+    compute: Callable[[Any], xr.Dataset],
+    payloads: Sequence[Any],
+    *,
+    config: dict,
+    output=None,
+    overwrite: bool = False,
+    scheduler: str = "serial",
+    workers: int | None = None,
+    quiet: bool = True,
+    label: str = "sweep",
+) -> tuple[list[xr.Dataset], ChunkStore | None]:
+    """The sweep skeleton both packages share: chunks in memory, or resumable on disk.
+
+    The chunks run on ``scheduler`` (one chunk always runs here). With
+    ``output`` the store beside it is opened (resumed or refused, see
+    :class:`ChunkStore`) and only the missing chunks run; without it nothing
+    is stored. Returns the chunk Datasets and the store, which :func:`finish`
+    clears after saving.
+    """
+    validate_scheduler(scheduler)
+    validate_workers(workers, scheduler)
+    check_reachable(scheduler)
+    if len(payloads) == 1:
+        scheduler = "serial"  # a pool would only add its start-up
+    store = None
+    if output is not None:
+        store = ChunkStore(output)
+        store.open(config, len(payloads), overwrite)
+    return run_sweep(compute, payloads, store, scheduler=scheduler, workers=workers,
+                     quiet=quiet, label=label), store
+
+
+def finish(ds: xr.Dataset, kind: str, config: dict, store: ChunkStore | None) -> xr.Dataset:
+    """Add provenance to an assembled sweep; with a store, save it and clear the chunks."""
+    ds.attrs.update(provenance(kind, config))
+    if store is not None:
+        save(ds, store.output, overwrite=True)
+        store.clear()
+    return ds
