@@ -25,54 +25,82 @@ def _floats(text: str, name: str) -> list[float]:
 #: Options given as text and parsed after argparse, so that a bad value gets
 #: the project's one-line error rather than argparse's usage message.
 _PARSED = {
-    "values": lambda text: None if text is None else _floats(text, "values"),
+    "values": lambda text: _floats(text, "values"),
     "alphas": lambda text: _floats(text, "alpha"),
     "measures": lambda text: [m.strip() for m in str(text).split(",") if m.strip()],
 }
 
 
-def _sweep_options():
-    """(flag, SweepConfig field, type, default, help): the ``dnnphase sweep`` options."""
-    from dnnphase.knobs import KNOBS
-    from dnnphase.phase import DEFAULT_MEASURES, MEASURE_NAMES
+def _sweep_defaults() -> dict:
+    """SweepConfig's field defaults: the sweep's options show them, and SweepConfig
+    applies them itself (an option left out is not passed on)."""
+    import dataclasses
 
+    from dnnphase.phase import SweepConfig
+
+    return {f.name: f.default for f in dataclasses.fields(SweepConfig)}
+
+
+def _shown(default) -> str:
+    """A default as the help shows it ("" when there is none to show)."""
+    if default is None:
+        return ""
+    if isinstance(default, tuple):
+        default = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default)
+    return f" (default {default})"
+
+
+def _sweep_options():
+    """(flag, SweepConfig field, type, help): the ``dnnphase sweep`` options.
+
+    Ranges, knobs and measures are read from their homes (:mod:`dnnphase.knobs`,
+    :mod:`dnnphase.metrics`, ...), defaults from SweepConfig (:func:`_sweep_defaults`).
+    """
+    from dnnphase.data import DATASETS
+    from dnnphase.knobs import ALPHA, KNOBS
+    from dnnphase.metrics import MEASURE_NAMES
+    from dnnphase.optim import OPTIMIZERS
+    from dnnphase.train import DTYPES
+
+    def knob(name: str, default: str = "") -> str:  # a knob held fixed in this sweep
+        return f"{KNOBS[name].label}, {KNOBS[name].allowed} ({default}unless it is the knob)"
+
+    grids = "; ".join(f"{name} {','.join(f'{v:g}' for v in k.default_values)}"
+                      for name, k in KNOBS.items())
     return [
-        ("--knob", "knob", str, "dropout", f"the noise knob: {', '.join(KNOBS)}"),
-        ("--values", "values", str, None,
+        ("--knob", "knob", str,
+         "the noise knob: " + ", ".join(f"{name} ({k.noisier} is noisier)"
+                                        for name, k in KNOBS.items())),
+        ("--values", "values", str,
          "knob values: start:stop:count (inclusive) or v1,v2,... (default: four values over "
-         "the paper's range: " + "; ".join(f"{k} {','.join(f'{v:g}' for v in knob.default_values)}"
-                                          for k, knob in KNOBS.items()) + ")"),
-        ("--alpha", "alphas", str, "0,0.5,1",
-         "LeakyReLU slopes in [0, 1] (0 = ReLU), same forms"),
-        ("--dataset", "dataset", str, defaults.DATASET,
-         "mnist5k, digits, mnist1d, gmm, mnist, fashion-mnist or cifar10"),
-        ("--root", "root", str, None, "folder holding the mnist / fashion-mnist / cifar10 files"),
-        ("--n-train", "n_train", int, None, "training samples (default: the data set's own)"),
-        ("--data-seed", "data_seed", int, 0, "seed of the train/test split and data generators"),
-        ("--depth", "depth", int, defaults.DEPTH, "hidden layers L"),
-        ("--width", "width", int, defaults.WIDTH, "hidden width n"),
-        ("--optimizer", "optimizer", str, "adam", "adam or sgd"),
-        ("--lr", "lr", float, defaults.LR, "learning rate (unless it is the knob)"),
-        ("--epochs", "epochs", int, defaults.EPOCHS, "training epochs (at most)"),
-        ("--batch-size", "batch_size", int, None,
-         "mini-batch size (default: full batch; unless it is the knob)"),
-        ("--dropout", "dropout", float, 0.0, "dropout probability p (unless it is the knob)"),
-        ("--label-noise", "label_noise", float, 0.0,
-         "label + data noise level q in [0, 1] (unless it is the knob)"),
-        ("--measures", "measures", str, ",".join(DEFAULT_MEASURES),
+         f"the paper's range: {grids})"),
+        ("--alpha", "alphas", str, f"LeakyReLU slopes {ALPHA.words()} (0 = ReLU), same forms"),
+        ("--dataset", "dataset", str, ", ".join(DATASETS)),
+        ("--root", "root", str, "folder holding the mnist / fashion-mnist / cifar10 files"),
+        ("--n-train", "n_train", int, "training samples (default: the data set's own)"),
+        ("--data-seed", "data_seed", int, "seed of the train/test split and data generators"),
+        ("--depth", "depth", int, "hidden layers L"),
+        ("--width", "width", int, "hidden width n"),
+        ("--optimizer", "optimizer", str, " or ".join(OPTIMIZERS)),
+        ("--lr", "lr", float, knob("lr")),
+        ("--epochs", "epochs", int, "training epochs (at most)"),
+        ("--batch-size", "batch_size", int, knob("batch_size", "default: full batch; ")),
+        ("--dropout", "dropout", float, knob("dropout")),
+        ("--label-noise", "label_noise", float, knob("label_noise")),
+        ("--measures", "measures", str,
          f"comma-separated, from {', '.join(MEASURE_NAMES)}; the first is recorded "
          "during training"),
-        ("--record-every", "record_every", int, 0,
+        ("--record-every", "record_every", int,
          "record the load curve every k epochs (0: final only)"),
-        ("--loss-threshold", "loss_threshold", float, defaults.LOSS_THRESHOLD,
-         "stop a model when its training loss is below this"),
-        ("--patience", "patience", int, defaults.PATIENCE,
-         "epochs of the moving mean watched by the plateau rule"),
-        ("--rel-tol", "rel_tol", float, defaults.REL_TOL,
+        ("--loss-threshold", "loss_threshold", float,
+         "stop a model when its training loss is below this (0: never)"),
+        ("--patience", "patience", int,
+         "epochs of the moving mean watched by the plateau rule (0: no plateau rule)"),
+        ("--rel-tol", "rel_tol", float,
          "stop when that mean changes by less than this, relatively"),
-        ("--dtype", "dtype", str, "float32", "float32 or float64"),
-        ("--device", "device", str, "auto", "auto (CUDA if present), cpu, cuda or cuda:N"),
-        ("--models-per-chunk", "models_per_chunk", int, None,
+        ("--dtype", "dtype", str, " or ".join(DTYPES)),
+        ("--device", "device", str, "auto (CUDA if present), cpu, cuda or cuda:N"),
+        ("--models-per-chunk", "models_per_chunk", int,
          f"models per resumable chunk (default on the CPU: at most "
          f"{defaults.MODELS_PER_CHUNK}, at least {defaults.MIN_CHUNKS} chunks; on CUDA at most "
          f"{defaults.MODELS_PER_CHUNK_CUDA})"),
@@ -100,19 +128,23 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Train every (alpha, knob value, seed) model and write a "
                                    "labelled NetCDF result (resumable: rerun the same command "
                                    "after an interruption).")
-    add_options(p.add_argument_group("network and training"), _sweep_options())
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds (default %(default)s)")
-    p.add_argument("--first-seed", type=int, default=0, help="first seed (default %(default)s)")
+    shown = _sweep_defaults()
+    add_options(p.add_argument_group("network and training"),  # None: left to SweepConfig
+                [(flag, dest, typ, None, text + _shown(shown[dest]))
+                 for flag, dest, typ, text in _sweep_options()])
+    seeds = shown["seeds"]  # consecutive, shown as a count and a first seed
+    p.add_argument("--seeds", type=int, default=None,
+                   help=f"number of seeds (default {len(seeds)})")
+    p.add_argument("--first-seed", type=int, default=None,
+                   help=f"first seed (default {seeds[0]})")
     p.add_argument("--no-batchnorm", action="store_true", help="no BatchNorm layers")
     p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
-    p.add_argument("--noise", dest="old_noise", type=float, default=None,
-                   help=argparse.SUPPRESS)  # renamed --label-noise; accepted for one release
     _scheduler_options(p, defaults.SCHEDULER)
     output_options(p, "output NetCDF file")
     p.set_defaults(func=cmd_sweep)
 
     shape = argparse.ArgumentParser(add_help=False)  # how load curves are read and labelled
-    shape.add_argument("--measure", default="trace_ratio",
+    shape.add_argument("--measure", default=defaults.MEASURE,
                        help="separation measure (one of the file's; default %(default)s)")
     shape.add_argument("--tolerance", type=float, default=PHASE_TOLERANCE,
                        help="half-width of the linear band of scale-free curvature "
@@ -139,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "with --trajectory the curves recorded during training "
                                    "(mu->, mu<-, s and a time scale, with 95 % intervals).")
     p.add_argument("network", help="a NetCDF file written by dnnphase sweep")
-    p.add_argument("--measure", default="trace_ratio",
+    p.add_argument("--measure", default=defaults.MEASURE,
                    help="separation measure (default %(default)s)")
     p.add_argument("--trajectory", action="store_true",
                    help="fit the recorded training trajectories (sweep with --record-every)")
@@ -174,17 +206,21 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_sweep(args) -> None:
     from dnnphase.phase import SweepConfig, sweep
 
-    if args.seeds < 1 or args.first_seed < 0:
-        raise ConfigError(f"seeds must be >= 1 and first-seed >= 0 (got {args.seeds}, "
-                          f"{args.first_seed})")
+    # Only the options given: SweepConfig applies its own defaults and checks every value.
     fields = {dest: _PARSED.get(dest, lambda v: v)(getattr(args, dest))
-              for _, dest, *_ in _sweep_options()}
-    if args.old_noise is not None:
-        print("dnnphase: note: --noise is now --label-noise; the old name will be removed in "
-              "the next release", file=sys.stderr)
-        fields["label_noise"] = args.old_noise
-    cfg = SweepConfig(seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
-                      batchnorm=not args.no_batchnorm, bias=not args.no_bias, **fields)
+              for _, dest, *_ in _sweep_options() if getattr(args, dest) is not None}
+    if args.seeds is not None or args.first_seed is not None:
+        default = _sweep_defaults()["seeds"]
+        n = len(default) if args.seeds is None else args.seeds
+        first = default[0] if args.first_seed is None else args.first_seed
+        if n < 1 or first < 0:
+            raise ConfigError(f"seeds must be >= 1 and first-seed >= 0 (got {n}, {first})")
+        fields["seeds"] = list(range(first, first + n))
+    if args.no_batchnorm:
+        fields["batchnorm"] = False
+    if args.no_bias:
+        fields["bias"] = False
+    cfg = SweepConfig(**fields)
     ds = sweep(cfg, output=args.output, overwrite=args.overwrite, scheduler=args.scheduler,
                workers=args.workers, quiet=args.quiet)
     if not args.quiet:
@@ -206,8 +242,8 @@ def cmd_plot(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from dnnphase import plotting
-    from dnnphase.compare import report as cmp
+    from dnnphase.compare import compare, figures, summary
+    from phasecore.panels import save_figure
     from phasecore.results import load, save
 
     out = Path(args.output)
@@ -221,21 +257,24 @@ def cmd_compare(args) -> None:
     if spring.attrs.get("kind") == "dnnphase.sweep" and network.attrs.get("kind", "").startswith(
             "springblock"):
         raise ConfigError("the spring phase diagram comes first: dnnphase compare SPRING NETWORK")
-    report = cmp.compare(spring, network, measure=args.measure, tolerance=args.tolerance)
+    report = compare(spring, network, measure=args.measure, tolerance=args.tolerance)
     out.mkdir(parents=True, exist_ok=True)
     save(report, report_path, overwrite=True)
-    plotting.save_figure(plotting.plot_side_by_side(spring, network, args.measure,
-                                                    args.tolerance), out / "phase.png")
+    save_figure(figures.plot_side_by_side(spring, network, args.measure, args.tolerance),
+                out / "phase.png")
     written = [report_path, out / "phase.png"]
     if not report.attrs["accuracy_missing"]:
-        plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report, args.measure),
-                             out / "accuracy.png")
+        save_figure(figures.plot_accuracy_vs_curvature(network, report, args.measure),
+                    out / "accuracy.png")
         written.append(out / "accuracy.png")
-    print(cmp.summary(report))
+    print(summary(report))
     print(f"wrote {', '.join(map(str, written))}")
 
 
-#: Options of the final-curve fit: (flag, type, default, help).
+#: Options of the final-curve fit: (flag, type, default, help). The horizon and the
+#: friction ratio are springblock.defaults' HORIZON and MU_LEFT_RATIO, written out because
+#: the network side never imports the chain (and numba) before a command needs it; a test
+#: (tests/test_springblock_cli.py) holds the two equal.
 FINAL_FIT_OPTIONS = (
     ("--horizon", float, 1000.0, "chain horizon T"),
     ("--mu-left-ratio", float, 2.0, "mu_left / mu_right"),
@@ -244,7 +283,7 @@ FINAL_FIT_OPTIONS = (
 
 
 def cmd_fit(args) -> None:
-    from dnnphase.compare.report import fit_chain
+    from dnnphase.compare import fit_chain
     from dnnphase.knobs import larger_is_noisier
     from phasecore.results import check_output, load, save
 
@@ -265,20 +304,16 @@ def cmd_fit(args) -> None:
                     source=str(args.network), **options)
     save(fit, args.output, overwrite=args.overwrite)
     if args.figure:
-        from dnnphase import plotting
+        from dnnphase.compare.figures import plot_fit, plot_worst_fit
+        from phasecore.panels import save_figure
 
-        knob = network.attrs["knob"]
-        if args.trajectory:
-            from dnnphase.compare.figures import plot_trajectory_fit_maps as plot
-            from dnnphase.compare.figures import plot_worst_fit
-
+        if args.trajectory:  # only a trajectory fit keeps the curves the worst fit shows
             figure = Path(args.figure)
             worst = figure.with_name(f"{figure.stem}_worst{figure.suffix}")
-            plotting.save_figure(plot_worst_fit(fit), worst)
+            save_figure(plot_worst_fit(fit), worst)
             print(f"wrote {worst}: the worst-fitted cell beside its best chain")
-        else:
-            plot = plotting.plot_fit_maps
-        plotting.save_figure(plot(fit, knob, larger_is_noisier(network)), args.figure)
+        save_figure(plot_fit(fit, network.attrs["knob"], larger_is_noisier(network)),
+                    args.figure)
         print(f"wrote {args.figure}: the fitted parameters over the grid")
     print(f"wrote {args.output}: median residual {float(fit['residual'].median()):.4f}")
 

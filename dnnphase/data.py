@@ -1,13 +1,14 @@
-"""Classification data sets that are available without a download (DESIGN §5).
+"""Classification data sets that are available without a download (docs/data.md).
 
 One entry point, :func:`load_dataset`, and a registry :data:`DATASETS`
 (name -> loader). Every loader returns a :class:`ClassificationData` of numpy
 arrays: features ``(N, d) float32`` and labels ``(N,) int64``; the trainer
 converts them to torch tensors.
 
-The data sets (``mnist5k`` the default, ``digits``, ``mnist1d``, ``gmm``, and
-``mnist`` / ``fashion-mnist`` / ``cifar10`` from local files), how they are
-split and resized, and their errors are described in ``docs/data.md``. A bad
+The data sets (``mnist5k``, the default :data:`dnnphase.defaults.DATASET`,
+``digits``, ``mnist1d``, ``gmm``, and ``mnist`` / ``fashion-mnist`` / ``cifar10``
+from local files), how they are split and resized, and their errors are
+described in ``docs/data.md``. A bad
 name, option or value is a :class:`~phasecore.checks.ConfigError`;
 the same arguments always give identical arrays.
 """
@@ -26,9 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from phasecore.checks import ConfigError, check_int
-
-DEFAULT_DATASET = "mnist5k"
+from dnnphase.defaults import DATASET
+from phasecore.checks import ConfigError, check_int, require
 
 #: Images are resized in chunks of this many, to bound peak memory on full CIFAR-10.
 _RESIZE_CHUNK = 8192
@@ -104,7 +104,15 @@ def register_dataset(name: str):
     return add
 
 
-def load_dataset(name: str = DEFAULT_DATASET, *, n_train: int | None = None, data_seed: int = 0,
+def dataset_key(name: str) -> str:
+    """The registered name of data set ``name`` (case-insensitive; ``_`` and ``-`` alike),
+    or a ConfigError listing :data:`DATASETS`."""
+    key = str(name).strip().lower().replace("_", "-")
+    require(key in DATASETS, "dataset", f"one of {', '.join(DATASETS)}", name)
+    return key
+
+
+def load_dataset(name: str = DATASET, *, n_train: int | None = None, data_seed: int = 0,
                  root=None, **options) -> ClassificationData:
     """Load data set ``name`` (see the module docstring for each one).
 
@@ -118,9 +126,7 @@ def load_dataset(name: str = DEFAULT_DATASET, *, n_train: int | None = None, dat
         rejected for the other data sets.
     **options : data-set specific (e.g. ``size`` for image data sets).
     """
-    key = str(name).strip().lower().replace("_", "-")
-    if key not in DATASETS:
-        raise ConfigError(f"dataset must be one of {', '.join(DATASETS)}; got {name!r}")
+    key = dataset_key(name)
     loader = DATASETS[key]
     params = inspect.signature(loader).parameters
     allowed = [p for p in params if p not in ("n_train", "data_seed", "root")]

@@ -1,7 +1,9 @@
-"""Every default of the network side in one place (DESIGN §3: the paper's setup).
+"""Every default of the network side in one place (the paper's setup).
 
-The command line, :class:`dnnphase.phase.SweepConfig`, the trainer and the
-presets all read these, so changing the paper configuration is one edit.
+The command line, :class:`dnnphase.phase.SweepConfig`, the trainer, the measures
+and the presets all read these, so changing the paper configuration is one edit.
+The knobs' ranges and default grids are in :mod:`dnnphase.knobs`, the measures'
+names in :data:`dnnphase.metrics.MEASURES`.
 """
 
 DEPTH = 7  # hidden layers L
@@ -12,6 +14,12 @@ EPOCHS = 100  # full batch
 LOSS_THRESHOLD = 1e-4  # stop when the training loss is below this
 PATIENCE = 10  # epochs of the moving mean watched by the plateau rule
 REL_TOL = 1e-3  # ... which stops when it changes by less than this, relatively
+#: The separation measure read wherever one is needed (figures, comparison, fits):
+#: the paper's log(Tr Σ_w / Tr Σ_b), Eq. 3.
+MEASURE = "trace_ratio"
+#: The measures a sweep computes unless told otherwise; the first one is also recorded
+#: during training. "regression" (SM S5) is computed only when asked for.
+SWEEP_MEASURES = (MEASURE, "fuzziness", "cdnv", "ncc")
 MODELS_PER_CHUNK = 16  # the automatic chunk size is at most this ...
 MIN_CHUNKS = 8  # ... and gives at least this many chunks: both cores busy, a tick within ~10 s
 # On a GPU one chunk is one stack (the whole device): hundreds of models keep it busy, and

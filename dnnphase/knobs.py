@@ -1,10 +1,19 @@
-"""The noise knobs of a network sweep (DESIGN §3) and which way is noisier.
+"""The axes of a network phase diagram: every fact about them, as data.
+
+The nonlinearity ``alpha`` and the four noise knobs are per-model parameters.
+Each has one entry here — its allowed range, and for a knob its units, axis
+title, default grid, scale and which way is noisier — and everything else
+reads it: :func:`check` (the only place their values are validated, so the
+message is the same from the command line, :class:`~dnnphase.phase.SweepConfig`,
+:class:`~dnnphase.train.TrainConfig`, :func:`~dnnphase.train.train_ensemble`
+or :class:`~dnnphase.model.MLP`), the ``dnnphase sweep`` help, the sweep's
+coordinates and the comparison with the chain.
 
 =================  ===========================  ================================
 knob               what it sets                 noisier when
 =================  ===========================  ================================
 ``dropout``        dropout probability p        larger (p in [0, 1))
-``lr``             learning rate                larger
+``lr``             learning rate                larger (> 0)
 ``batch_size``     mini-batch size              smaller (also: more optimizer
                                                 steps per epoch — see steps_run)
 ``label_noise``    label + data noise level q   larger (q in [0, 1])
@@ -16,45 +25,118 @@ the same way as the chain's force noise s: :func:`larger_is_noisier`.
 
 from __future__ import annotations
 
-import warnings
-from typing import NamedTuple
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from phasecore.checks import ConfigError
+import numpy as np
+
+from phasecore.checks import is_finite, require
+
+__all__ = ["ALPHA", "KNOBS", "RANGES", "Knob", "Range", "check", "check_batch_fits", "label",
+           "larger_is_noisier", "lookup"]
 
 
-class Knob(NamedTuple):
-    noisier: str  # "larger" or "smaller"
+@dataclass(frozen=True)
+class Range:
+    """The allowed values of a parameter: ``low`` .. ``high`` (each end included unless
+    ``open_low`` / ``open_high``), integers only if ``integer``. Values are finite."""
+
+    low: float
+    high: float = math.inf
+    open_low: bool = False
+    open_high: bool = False
+    integer: bool = False
+
+    def admits(self, value) -> bool:
+        """Whether one value lies in the range (booleans and strings never do)."""
+        if not is_finite(value):
+            return False
+        v = float(value)
+        above = v > self.low if self.open_low else v >= self.low
+        below = v < self.high if self.open_high else v <= self.high
+        return above and below and (not self.integer or v.is_integer())
+
+    def words(self, many: bool = False) -> str:
+        """The range in words, e.g. "in [0, 1)", "> 0", "an integer >= 1" ("integers
+        >= 1" for ``many``), as error messages and help texts print it."""
+        if math.isinf(self.high):
+            bound = f"{'>' if self.open_low else '>='} {self.low:g}"
+        else:
+            bound = (f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}"
+                     f"{')' if self.open_high else ']'}")
+        if self.integer:
+            return f"{'integers' if many else 'an integer'} {bound}"
+        return bound
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A noise knob: what it sets and how a sweep treats it."""
+
+    range: Range  # its allowed values
+    noisier: str  # "larger" or "smaller": the direction of more noise
     units: str
     label: str  # axis title
-    allowed: str  # the range of its values, in words
-    default_values: tuple  # a small grid over the paper's range (DESIGN §3)
+    default_values: tuple  # a small grid over the paper's range
     scale: str = "linear"  # "log": values span decades (interpolate between them in log)
 
+    @property
+    def allowed(self) -> str:
+        """The allowed values in words (see :meth:`Range.words`)."""
+        return self.range.words()
+
+
+#: The LeakyReLU negative slope alpha, the diagram's other axis: 0 = ReLU, 1 = linear.
+ALPHA = Range(0.0, 1.0)
 
 KNOBS = {
-    "dropout": Knob("larger", "probability", "dropout probability p", "in [0, 1)",
-                    (0.0, 0.1, 0.2, 0.3)),
-    "lr": Knob("larger", "1", "learning rate", "> 0", (1e-4, 1e-3, 1e-2, 1e-1), "log"),
-    "batch_size": Knob("smaller", "samples", "batch size", "integers >= 1",
+    "dropout": Knob(Range(0.0, 1.0, open_high=True), "larger", "probability",
+                    "dropout probability p", (0.0, 0.1, 0.2, 0.3)),
+    "lr": Knob(Range(0.0, open_low=True), "larger", "1", "learning rate",
+               (1e-4, 1e-3, 1e-2, 1e-1), "log"),
+    "batch_size": Knob(Range(1.0, integer=True), "smaller", "samples", "batch size",
                        (20, 80, 320, 1280), "log"),
-    "label_noise": Knob("larger", "fraction of labels / data std", "label + data noise q",
-                        "in [0, 1]", (0.0, 0.2, 0.4, 0.8)),
+    "label_noise": Knob(Range(0.0, 1.0), "larger", "fraction of labels / data std",
+                        "label + data noise q", (0.0, 0.2, 0.4, 0.8)),
 }
 
-#: Names accepted for one more release, with a deprecation message.
-RENAMED = {"noise": "label_noise"}
+#: Every per-model parameter's allowed values: what :func:`check` reads.
+RANGES: dict[str, Range] = {"alpha": ALPHA, **{name: k.range for name, k in KNOBS.items()}}
 
 
-def canonical(knob: str) -> str:
-    """The knob's current name (``noise`` -> ``label_noise`` with a warning)."""
-    if knob in RENAMED:
-        new = RENAMED[knob]
-        warnings.warn(f"the knob {knob!r} is now called {new!r}; the old name will be removed "
-                      "in the next release", FutureWarning, stacklevel=3)
-        return new
-    if knob not in KNOBS:
-        raise ConfigError(f"knob must be one of {', '.join(KNOBS)} (got {knob!r})")
-    return knob
+def lookup(knob: str) -> Knob:
+    """The knob called ``knob``, or a ConfigError listing the knobs."""
+    require(knob in KNOBS, "knob", f"one of {', '.join(KNOBS)}", knob)
+    return KNOBS[knob]
+
+
+def check(name: str, value, *, label: str | None = None, unset: str | None = None) -> None:
+    """ConfigError unless ``value`` is an allowed value of parameter ``name`` (a key of
+    :data:`RANGES`): one number, or a sequence of them (one per model or per grid point).
+
+    The message reads "<label> must be <range in words> (got <value>)"; ``label``
+    defaults to ``name``. ``unset``: None is allowed too and means this (e.g. "full
+    batch"), which the message says.
+    """
+    if unset is not None and value is None:
+        return
+    allowed = RANGES[name]
+    if isinstance(value, np.ndarray):
+        values, many = value.ravel().tolist(), True
+    elif isinstance(value, Sequence) and not isinstance(value, str):
+        values, many = list(value), True
+    else:
+        values, many = [value], False
+    words = allowed.words(many) + (f", or unset ({unset})" if unset is not None else "")
+    require(all(allowed.admits(v) for v in values), label or name, words, value)
+
+
+def check_batch_fits(sizes: Sequence[int], n_train: int) -> None:
+    """The batch-size knob's upper end is the data: ConfigError unless every size is at
+    most the training-set size ``n_train`` (known once the data set is loaded)."""
+    require(max(sizes) <= n_train, "batch_size", f"at most the training-set size {n_train}",
+            max(sizes))
 
 
 def larger_is_noisier(ds, knob: str | None = None) -> bool:

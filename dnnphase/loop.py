@@ -1,4 +1,4 @@
-"""The training loop of one stack of models that share a batch size (DESIGN §3).
+"""The training loop of one stack of models that share a batch size.
 
 :class:`TrainingStack` holds the models still training, their optimizer state and
 random streams; after every epoch it *retires* the models that have stopped
@@ -11,20 +11,31 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
-from .optim import StackedOptimizer
+from .optim import OptimizerSettings, StackedOptimizer
 from .randomness import DropoutMasks, ModelStreams, corrupt_batch, dropout_span
 from .stack import EnsembleMLP, row_mean
 
-if TYPE_CHECKING:
-    from .train import TrainConfig
+__all__ = ["LoopSettings", "Retired", "StackData", "TrainingStack", "divergence",
+           "stop_reason"]
 
-__all__ = ["Retired", "StackData", "TrainingStack", "divergence", "stop_reason"]
+
+class LoopSettings(Protocol):
+    """What the loop reads of its call's settings (:class:`dnnphase.train.TrainConfig`
+    has them all; the loop depends on this, not on the trainer that uses it)."""
+
+    epochs: int
+    loss_threshold: float
+    patience: int
+    rel_tol: float
+    explode_factor: float
+
+    def optimizer_settings(self) -> OptimizerSettings: ...
 
 # Codes of a diverged step loss, in order of precedence.
 _DIVERGED = {1: "nan", 2: "inf", 3: "exploded"}
@@ -76,7 +87,7 @@ def divergence(losses: torch.Tensor, limit: float) -> torch.Tensor:
     return torch.where(torch.isnan(losses), 1, code)
 
 
-def stop_reason(hist: np.ndarray, e: int, cfg: TrainConfig) -> str | None:
+def stop_reason(hist: np.ndarray, e: int, cfg: LoopSettings) -> str | None:
     """Early-stopping rule (see :class:`~dnnphase.train.TrainConfig`) on the epoch
     losses ``hist[:e]`` of one model."""
     last = hist[e - 1]
@@ -113,7 +124,7 @@ class TrainingStack:
 
     def __init__(self, model: EnsembleMLP, ids: list[int], lr: list[float],
                  label_noise: list[float], seeds: list[int], batch: int, data: StackData,
-                 cfg: TrainConfig) -> None:
+                 cfg: LoopSettings) -> None:
         dev = data.x.device
         self.model = model.to(dev).train()
         self.ids = list(ids)

@@ -1,4 +1,4 @@
-"""Layerwise separation metrics and load curves of a deep network (DESIGN §3).
+"""Layerwise separation metrics and load curves of a deep network (docs/measures.md).
 
 Every function takes the features of one layer, ``features`` of shape (N, d)
 (N samples, d units), and the class ``labels`` of shape (N,), as numpy arrays
@@ -9,7 +9,7 @@ magnitude between the input and the last layer, and float32 sums over
 thousands of samples would blur them. Labels may be any values (class ids need
 not be 0..K-1 or contiguous); the classes are the distinct values present.
 
-Notation (DESIGN §3; paper Eq. 2): class c has n_c samples with mean μ_c, the
+Notation (paper Eq. 2): class c has n_c samples with mean μ_c, the
 global mean is μ, and
 
     Σ_b = (1/N) Σ_c n_c (μ_c − μ)(μ_c − μ)ᵀ            between-class, rank ≤ K − 1
@@ -45,6 +45,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dnnphase.defaults import MEASURE
+from phasecore.checks import require
 from phasecore.loadcurve import curvature, curvature_scaled, linearity, phase_label
 
 __all__ = [
@@ -66,6 +68,8 @@ __all__ = [
     "regression_load",
     "regression_load_onehot",
     "MEASURES",
+    "MEASURE_NAMES",
+    "check_measures",
     "load_curve",
     "FUZZINESS_RCOND",
     "EFFECTIVE_DEPTH_THRESHOLD",
@@ -82,9 +86,11 @@ __all__ = [
 #: numerically and at ~1e-32 σ_max via the SVD used here, so 1e-10 drops them
 #: with a wide margin while keeping any genuine between-class direction that
 #: carries more than 1e-10 of the largest one's variance. On trained networks
-#: (mnist5k, digits; docs/measures.md) the spurious direction sits at ~3e-32 and
-#: the weakest genuine one at >= 1e-5 σ_max, so any rcond in 1e-12..1e-6 gives
-#: bit-identical values; relative (not absolute) keeps the measure scale-free.
+#: (mnist5k, 100 epochs; docs/measures.md, docs/fuzziness_cutoff.py) the spurious
+#: direction sits at ~1e-32 σ_max and the weakest genuine one as low as 8.8e-7
+#: σ_max (alpha = 1, dropout 0.3, last layers): 1e-10 keeps it with ~4 decades to
+#: spare, while a cut-off of 1e-6 or above would drop it and lower log D by up to
+#: 0.9. Relative (not absolute) keeps the measure scale-free.
 FUZZINESS_RCOND = 1e-10
 
 #: Default NCC accuracy above which a layer counts as "NCC-separable" in
@@ -190,7 +196,7 @@ def _residuals(x: np.ndarray, stats: ClassStatistics) -> np.ndarray:
 def within_between_covariance(features, labels) -> tuple[np.ndarray, np.ndarray]:
     """Within- and between-class covariances (Σ_w, Σ_b), each (d, d), float64.
 
-    Paper Eq. 2 / DESIGN §3, normalised by 1/N with class weights n_c (so
+    Paper Eq. 2, normalised by 1/N with class weights n_c (so
     Σ_w + Σ_b is the total biased covariance of the features). Forms d×d
     matrices; the scalar measures below avoid that.
     """
@@ -431,17 +437,30 @@ MEASURES_OF: dict[str, Callable[..., float]] = {
 }
 
 
-def layer_measures(features, labels, measures=tuple(MEASURES)) -> dict[str, float]:
+#: The measures' names, in the order results list them: the one list that validation,
+#: the command line and the batched :mod:`dnnphase.separation` read.
+MEASURE_NAMES: tuple[str, ...] = tuple(MEASURES)
+
+
+def check_measures(measures, name: str | None = None) -> tuple[str, ...]:
+    """``measures`` (one name or several) as a tuple, or a ConfigError naming ``name``
+    (default "measure" for one name, "measures" for several) and the known names."""
+    one = isinstance(measures, str)
+    names = (measures,) if one else tuple(measures)
+    require(len(names) > 0 and all(m in MEASURES for m in names),
+            name or ("measure" if one else "measures"),
+            f"{'one' if one else 'one or more'} of {', '.join(MEASURE_NAMES)}", measures)
+    return names
+
+
+def layer_measures(features, labels, measures=MEASURE_NAMES) -> dict[str, float]:
     """Several measures of one layer's (N, d) features, sharing one ``ClassStatistics``.
 
     Returns {name: value} for the names in ``measures`` (default all of
     ``MEASURES``), each equal to ``MEASURES[name](features, labels)``; NaN for
     every measure if the features are not finite.
     """
-    measures = (measures,) if isinstance(measures, str) else tuple(measures)
-    unknown = [name for name in measures if name not in MEASURES_OF]
-    if unknown or not measures:
-        raise ValueError(f"measures: unknown {unknown}; allowed: {', '.join(MEASURES_OF)}")
+    measures = check_measures(measures, "measures")
     x, stats = _statistics(features, labels)
     if not _finite(x):
         return {name: np.nan for name in measures}
@@ -453,7 +472,7 @@ def layer_measures(features, labels, measures=tuple(MEASURES)) -> dict[str, floa
 # --------------------------------------------------------------------------
 
 
-def load_curve(features_per_layer, labels, measure: str = "trace_ratio") -> np.ndarray:
+def load_curve(features_per_layer, labels, measure: str = MEASURE) -> np.ndarray:
     """Separation measure of every layer 0..L: the network's load curve D_0..D_L.
 
     ``features_per_layer``: the features of each layer, layer 0 = input, as
@@ -464,17 +483,12 @@ def load_curve(features_per_layer, labels, measure: str = "trace_ratio") -> np.n
       (L+1, M, N, d)  →  result (M, L+1), with ``labels`` (N,) shared by all
       models or (M, N) one row per model.
 
-    ``measure``: a name in ``MEASURES`` ("trace_ratio", the paper's default,
-    "fuzziness", "cdnv", "ncc", "regression") or a callable
+    ``measure``: a name in ``MEASURES`` ("trace_ratio", the paper's default
+    :data:`dnnphase.defaults.MEASURE`, "fuzziness", "cdnv", "ncc", "regression") or a callable
     f(features (N, d), labels (N,)) → float. Note that "ncc" is an accuracy
     and so increases with depth, unlike the other measures.
     """
-    if callable(measure):
-        fn = measure
-    elif measure in MEASURES:
-        fn = MEASURES[measure]
-    else:
-        raise ValueError(f"measure: unknown {measure!r}; allowed: {', '.join(MEASURES)}")
+    fn = measure if callable(measure) else MEASURES[check_measures(measure, "measure")[0]]
 
     if isinstance(features_per_layer, list | tuple):
         layers = list(features_per_layer)

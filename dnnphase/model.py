@@ -1,4 +1,4 @@
-"""The reference single network of DESIGN §3 (paper Eq. 1, SM S3).
+"""The reference single network: the paper's MLP (Eq. 1, SM S3).
 
 ::
 
@@ -23,11 +23,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .defaults import DEPTH, WIDTH
+from .knobs import check
+
 __all__ = ["MLP"]
 
 
 class MLP(nn.Module):
-    """MLP with ``depth`` hidden layers of ``width`` units (DESIGN §3).
+    """MLP with ``depth`` hidden layers of ``width`` units (paper Eq. 1).
 
     Parameters
     ----------
@@ -41,7 +44,8 @@ class MLP(nn.Module):
     alpha:
         LeakyReLU negative slope α ∈ [0, 1] (0 = ReLU, 1 = linear).
     dropout:
-        Dropout probability p ∈ [0, 1) after every hidden activation.
+        Dropout probability p ∈ [0, 1) after every hidden activation. Both ranges are
+        :mod:`dnnphase.knobs`' (a bad value is its ConfigError).
     batchnorm:
         BatchNorm1d on the input and after every hidden Linear (default on).
     bias:
@@ -58,8 +62,8 @@ class MLP(nn.Module):
         self,
         in_features: int,
         n_classes: int,
-        depth: int = 7,
-        width: int = 100,
+        depth: int = DEPTH,
+        width: int = WIDTH,
         alpha: float = 0.0,
         dropout: float = 0.0,
         batchnorm: bool = True,
@@ -70,10 +74,8 @@ class MLP(nn.Module):
         super().__init__()
         if depth < 0 or width < 1 or in_features < 1 or n_classes < 1:
             raise ValueError("depth must be >= 0 and width, in_features, n_classes >= 1")
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
+        check("alpha", alpha)
+        check("dropout", dropout)
         self.in_features = in_features
         self.n_classes = n_classes
         self.depth = depth

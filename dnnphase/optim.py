@@ -16,7 +16,10 @@ from torch.optim.sgd import sgd as _functional_sgd
 
 from phasecore.checks import require
 
-__all__ = ["OptimizerSettings", "StackedOptimizer"]
+__all__ = ["OPTIMIZERS", "OptimizerSettings", "StackedOptimizer"]
+
+#: The optimizers a model can train with.
+OPTIMIZERS = ("adam", "sgd")
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class OptimizerSettings:
     fused: bool | None = None
 
     def __post_init__(self) -> None:
-        require(self.kind in ("adam", "sgd"), "optimizer", "adam or sgd", self.kind)
+        require(self.kind in OPTIMIZERS, "optimizer", " or ".join(OPTIMIZERS), self.kind)
         require(self.momentum >= 0 and (self.momentum > 0 or not self.nesterov), "momentum",
                 ">= 0 (and > 0 for nesterov)", self.momentum)
         require(self.weight_decay >= 0, "weight_decay", ">= 0", self.weight_decay)

@@ -1,15 +1,16 @@
 """The networks' phase diagram: nonlinearity alpha x a noise knob x seeds (Fig. 1).
 
-:class:`SweepConfig` validates everything up front; :func:`sweep` splits the
+:class:`SweepConfig` validates everything up front, once; :func:`sweep` splits the
 (alpha, knob value, seed) models into chunks, trains each chunk with one
-batched call (:func:`dnnphase.train.train_ensemble`), measures every layer
+batched call (:func:`dnnphase.train.train_models`), measures every layer
 (:mod:`dnnphase.metrics`) and assembles one labelled ``xarray.Dataset``.
 Chunks run through :mod:`phasecore.sweeps`, so a sweep written to disk
 resumes after an interruption and can run on a Dask cluster. Every model's
 randomness (initialisation, data order, dropout masks, label/data noise)
 comes from its own seed, so results do not depend on the chunking.
 
-The noise knobs and their orientation are in :mod:`dnnphase.knobs`.
+The noise knobs, their ranges and their orientation are in :mod:`dnnphase.knobs`;
+the training settings (:class:`dnnphase.train.TrainingSettings`) are the trainer's.
 """
 
 from __future__ import annotations
@@ -23,21 +24,20 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from dnnphase import defaults
-from dnnphase.knobs import KNOBS, canonical
+from dnnphase import defaults, knobs
+from dnnphase.data import dataset_key
+from dnnphase.metrics import check_measures
+from dnnphase.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore import loadcurve
-from phasecore.checks import is_finite, is_int, require
+from phasecore.checks import is_int, require
 from phasecore.executors import validate_workers
 from phasecore.results import check_output
 from phasecore.sweeps import finish, run_chunked
 
-MEASURE_NAMES = ("trace_ratio", "fuzziness", "cdnv", "ncc", "regression")
-DEFAULT_MEASURES = ("trace_ratio", "fuzziness", "cdnv", "ncc")
-
 
 @dataclass(frozen=True)
-class SweepConfig:
-    """A network phase-diagram sweep (DESIGN §3 defaults, see :mod:`dnnphase.defaults`).
+class SweepConfig(TrainingSettings):
+    """A network phase-diagram sweep (the paper's defaults: :mod:`dnnphase.defaults`).
 
     knob, values : the noise knob (:mod:`dnnphase.knobs`) and its values
         (None: the knob's ``default_values``, four points over the paper's range).
@@ -45,13 +45,16 @@ class SweepConfig:
     seeds : the model seeds (initialisation and all of a model's randomness).
     dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
     depth, width, batchnorm, bias : the MLP (L hidden layers of width n).
-    optimizer, lr, epochs, batch_size, dropout, label_noise : training. The
-        swept knob's own field must stay at its default: its values are
-        ``values``. ``batch_size=None``: full batch.
-    measures : separation measures computed for every layer (MEASURE_NAMES).
+    epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype,
+        device : the training settings, :class:`dnnphase.train.TrainingSettings`
+        (their defaults and checks); ``batch_size=None``: full batch; ``device``
+        "auto" picks CUDA if present.
+    dropout, label_noise : the other per-model knobs. The swept knob's own field
+        (of these, ``lr`` or ``batch_size``) must stay at its default: its values
+        are ``values``.
+    measures : separation measures computed for every layer
+        (:data:`dnnphase.metrics.MEASURE_NAMES`).
     record_every : also record the first measure's load curve every k epochs.
-    loss_threshold, patience, rel_tol : early stopping (dnnphase.train.TrainConfig).
-    dtype, device : float32 (default, fast) or float64; "auto" picks CUDA if present.
     models_per_chunk : models trained by one batched call and stored as one
         resumable chunk (float64 results do not depend on it; float32 results
         only at the rounding level, so it is part of the configuration). None:
@@ -73,28 +76,18 @@ class SweepConfig:
     width: int = defaults.WIDTH
     batchnorm: bool = True
     bias: bool = True
-    optimizer: str = "adam"
-    lr: float = defaults.LR
-    epochs: int = defaults.EPOCHS
-    batch_size: int | None = None
     dropout: float = 0.0
     label_noise: float = 0.0
-    measures: tuple = DEFAULT_MEASURES
+    measures: tuple = defaults.SWEEP_MEASURES
     record_every: int = 0
-    loss_threshold: float = defaults.LOSS_THRESHOLD
-    patience: int = defaults.PATIENCE
-    rel_tol: float = defaults.REL_TOL
-    dtype: str = "float32"
-    device: str = "auto"
     models_per_chunk: int | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "knob", canonical(self.knob))
         if self.values is None:
-            object.__setattr__(self, "values", KNOBS[self.knob].default_values)
+            object.__setattr__(self, "values", knobs.lookup(self.knob).default_values)
         for name in ("values", "alphas", "seeds", "measures"):
             object.__setattr__(self, name, tuple(np.atleast_1d(getattr(self, name)).tolist()))
-        self.validate()
+        super().__post_init__()  # validates
         if self.models_per_chunk is None:
             object.__setattr__(self, "models_per_chunk", self._default_chunk())
 
@@ -106,67 +99,42 @@ class SweepConfig:
         return max(1, min(defaults.MODELS_PER_CHUNK, per_chunk))
 
     def validate(self) -> None:
-        from dnnphase.data import DATASETS
-
+        """ConfigError naming the first parameter outside its range (the training
+        settings: :meth:`TrainingSettings.validate`; the knobs: :func:`knobs.check`)."""
+        knobs.lookup(self.knob)
         require(len(self.values) > 0, "values", "a non-empty list", self.values)
-        require(len(self.alphas) > 0 and all(is_finite(a) and 0 <= a <= 1 for a in self.alphas),
-                "alpha", "a non-empty list of slopes in [0, 1]", self.alphas)
+        require(len(self.alphas) > 0, "alphas", "a non-empty list", self.alphas)
+        knobs.check("alpha", self.alphas)
         require(len(self.seeds) > 0 and all(is_int(s) and s >= 0 for s in self.seeds),
                 "seeds", "a non-empty list of integers >= 0", self.seeds)
         for name in ("seeds", "values", "alphas"):  # a repeated cell would be trained twice
             listed = getattr(self, name)
             require(len(set(listed)) == len(listed), name, "distinct", listed)
-        name = str(self.dataset).lower().replace("_", "-")
-        require(name in DATASETS, "dataset", f"one of {', '.join(DATASETS)}", self.dataset)
-        for field_name in ("depth", "width", "epochs", "patience"):
+        dataset_key(self.dataset)
+        for field_name in ("depth", "width"):
             value = getattr(self, field_name)
             require(is_int(value) and value >= 1, field_name, "an integer >= 1", value)
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)
-        require(self.optimizer in ("adam", "sgd"), "optimizer", "adam or sgd", self.optimizer)
-        require(is_finite(self.lr) and self.lr > 0, "lr", "> 0", self.lr)
-        require(is_finite(self.dropout) and 0 <= self.dropout < 1, "dropout", "in [0, 1)",
-                self.dropout)
-        require(is_finite(self.label_noise) and 0 <= self.label_noise <= 1, "label_noise",
-                "in [0, 1]", self.label_noise)
-        require(self.batch_size is None or (is_int(self.batch_size) and self.batch_size >= 1),
-                "batch_size", "an integer >= 1, or unset (full batch)", self.batch_size)
-        require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
-                "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
-        require(is_finite(self.loss_threshold) and self.loss_threshold >= 0, "loss_threshold",
-                "a number >= 0", self.loss_threshold)
-        require(is_finite(self.rel_tol) and self.rel_tol >= 0, "rel_tol", "a number >= 0",
-                self.rel_tol)
-        require(len(self.measures) > 0 and all(m in MEASURE_NAMES for m in self.measures),
-                "measure", f"one or more of {', '.join(MEASURE_NAMES)}", self.measures)
-        require(len(set(self.measures)) == len(self.measures), "measures", "distinct",
-                self.measures)
-        require(self.dtype in ("float32", "float64"), "dtype", "float32 or float64", self.dtype)
-        require(self.device == "auto" or str(self.device).startswith(("cpu", "cuda")),
-                "device", "auto, cpu or cuda[:N]", self.device)
-        self._validate_knob()
-
-    def _validate_knob(self) -> None:
-        values = np.asarray(self.values, dtype=float)
-        checks = {
-            "dropout": np.all((values >= 0) & (values < 1)),
-            "lr": np.all(np.isfinite(values) & (values > 0)),
-            "batch_size": np.all((values >= 1) & (values == np.round(values))),
-            "label_noise": np.all((values >= 0) & (values <= 1)),
-        }
-        require(bool(checks[self.knob]), f"values of {self.knob}", KNOBS[self.knob].allowed,
-                self.values)
+        super().validate()  # epochs, batch_size, optimizer, lr, ..., dtype, device
+        for name in ("dropout", "label_noise"):  # lr, batch_size: training settings, above
+            knobs.check(name, getattr(self, name))
+        knobs.check(self.knob, self.values, label=f"values of {self.knob}")
         fixed, default = getattr(self, self.knob), _FIELD_DEFAULTS[self.knob]
         require(fixed == default, self.knob,
                 f"left at its default {default!r} when it is the swept knob (its values come "
                 "from values / --values)", fixed)
+        require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
+                "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
+        check_measures(self.measures, "measures")
+        require(len(set(self.measures)) == len(self.measures), "measures", "distinct",
+                self.measures)
 
     def check_data(self, n_train: int) -> None:
         """Checks that need the data set's size (before any training)."""
-        sizes = list(self.values) if self.knob == "batch_size" else [self.batch_size or n_train]
-        require(max(sizes) <= n_train, "batch_size",
-                f"at most the training-set size {n_train}", max(sizes))
+        knobs.check_batch_fits(list(self.values) if self.knob == "batch_size"
+                               else [self.batch_size or n_train], n_train)
 
     def check_device(self) -> None:
         """A CUDA device asked for must exist (checked before any work starts)."""
@@ -176,13 +144,20 @@ class SweepConfig:
             require(torch.cuda.is_available(), "device",
                     "auto or cpu on this machine (no CUDA device is available)", self.device)
 
-    def train_config(self):
-        """The :class:`dnnphase.train.TrainConfig` of every model: the fields both share."""
-        from dnnphase.train import TrainConfig
+    def train_config(self) -> TrainConfig:
+        """The :class:`dnnphase.train.TrainConfig` of every model: the training settings
+        (and the record interval, 0 -> None)."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(TrainingSettings)}
+        return TrainConfig(**shared, record_every=self.record_every or None)
 
-        shared = {f.name for f in dataclasses.fields(TrainConfig)} & set(_FIELD_DEFAULTS)
-        return TrainConfig(**{name: getattr(self, name) for name in shared - {"record_every"}},
-                           record_every=self.record_every or None)
+    def model_knobs(self, models: list) -> ModelKnobs:
+        """The per-model knobs of ``models``, (alpha index, value index, seed) each: the
+        swept knob's value, the others' fixed values (checked by :meth:`validate`)."""
+        m = len(models)
+        per_model = {name: [getattr(self, name)] * m for name in knobs.KNOBS}
+        per_model[self.knob] = [self.values[iv] for _, iv, _ in models]
+        return ModelKnobs(seeds=[seed for _, _, seed in models],
+                          alpha=[self.alphas[ia] for ia, _, _ in models], **per_model)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -236,7 +211,10 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ``steps_run``, ``diverged``, ``diverged_reason``; ``load_curve_epochs`` if
     ``record_every``.
     """
-    cfg = config.replace(**params) if config is not None else SweepConfig(**params)
+    if config is None:
+        cfg = SweepConfig(**params)
+    else:  # already checked by its construction; a change makes (and checks) a new one
+        cfg = config.replace(**params) if params else config
     validate_workers(workers, scheduler)
     cfg.check_device()
     data = load_data(cfg)
@@ -245,7 +223,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
         check_output(output, overwrite)
     models = [(ia, iv, seed) for ia in range(len(cfg.alphas)) for iv in range(len(cfg.values))
               for seed in cfg.seeds]
-    payloads = [{"config": cfg.to_dict(), "models": models[k:k + cfg.models_per_chunk]}
+    # The checked configuration itself travels (pickled), so no worker checks it again.
+    payloads = [{"config": cfg, "models": models[k:k + cfg.models_per_chunk]}
                 for k in range(0, len(models), cfg.models_per_chunk)]
     chunks, store = run_chunked(train_chunk, payloads, config=cfg.to_dict(), output=output,
                                 overwrite=overwrite, scheduler=scheduler, workers=workers,
@@ -263,35 +242,31 @@ def train_chunk(payload: dict) -> xr.Dataset:
     and measuring run on one CPU thread whatever the process's setting
     (:class:`dnnphase.train.TrainConfig` ``cpu_threads``), so a chunk's result
     never depends on the scheduler, the thread count or the machine's load.
+
+    ``payload``: ``{"config": SweepConfig, "models": [(alpha index, value index,
+    seed), ...]}``, the configuration checked by its construction.
     """
-    return _train_and_measure(SweepConfig(**payload["config"]), payload["models"])
+    return _train_and_measure(payload["config"], payload["models"])
 
 
 def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
     import torch
 
     from dnnphase import separation
-    from dnnphase.train import train_ensemble
 
     ia, iv, seeds = (np.array([m[k] for m in models]) for k in range(3))
     data = load_data(cfg)
-    per_model = {name: [getattr(cfg, name)] * len(ia)
-                 for name in ("dropout", "lr", "label_noise", "batch_size")}
-    per_model["alpha"] = [cfg.alphas[i] for i in ia]
-    knob_values = [cfg.values[i] for i in iv]
-    per_model[cfg.knob] = ([int(v) for v in knob_values] if cfg.knob == "batch_size"
-                           else knob_values)
     primary = cfg.measures[0]
     y_train = torch.as_tensor(data.y_train)
 
     def record(features):  # on the training device, all models at once
         return separation.measure_layers(features, y_train, (primary,))[:, 0]  # (m, L+1)
 
-    result = train_ensemble(
+    result = train_models(
         torch.as_tensor(data.x_train), y_train, torch.as_tensor(data.x_test),
-        torch.as_tensor(data.y_test), seeds=seeds.tolist(), config=cfg.train_config(),
+        torch.as_tensor(data.y_test), knobs=cfg.model_knobs(models), config=cfg.train_config(),
         depth=cfg.depth, width=cfg.width, batchnorm=cfg.batchnorm, bias=cfg.bias,
-        record_fn=record if cfg.record_every else None, **per_model,
+        record_fn=record if cfg.record_every else None,
     )
     diverged = result.diverged.numpy()
     curves = np.full((len(seeds), len(cfg.measures), cfg.depth + 1), np.nan)
@@ -383,7 +358,8 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
         "alpha": ("alpha", np.asarray(cfg.alphas, dtype=float),
                   {"long_name": "LeakyReLU negative slope (0 = ReLU)"}),
         cfg.knob: (cfg.knob, np.asarray(cfg.values, dtype=float),
-                   {"units": KNOBS[cfg.knob].units, "noisier": KNOBS[cfg.knob].noisier}),
+                   {"units": knobs.KNOBS[cfg.knob].units,
+                    "noisier": knobs.KNOBS[cfg.knob].noisier}),
         "seed": np.asarray(cfg.seeds),
         "measure": list(cfg.measures),
         "layer": ("layer", np.arange(n_l), {"long_name": "layer (0 = input)"}),

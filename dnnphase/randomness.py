@@ -191,7 +191,7 @@ def corrupt_batch(
     x: torch.Tensor, y: torch.Tensor, keys: torch.Tensor, q: torch.Tensor,
     sigma: torch.Tensor, n_classes: int, start: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Label + data noise of level q (DESIGN §3) for one step; new tensors.
+    """Label + data noise of level q for one step; new tensors.
 
     ``x`` ``(B, M, d)``, ``y`` ``(M, B)``, ``keys`` ``(M,)``, ``q`` ``(M,)``,
     ``sigma`` ``(M, d)`` = q·σ_f. From the step key's integers at ``start``: B uniforms

@@ -1,4 +1,4 @@
-"""Separation measures of many models and layers at once, in torch (DESIGN §3).
+"""Separation measures of many models and layers at once, in torch (docs/measures.md).
 
 The batched counterpart of :mod:`dnnphase.metrics`, which stays the numpy
 reference: the same five measures with the same definitions and conventions
@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import torch
 
+from dnnphase.defaults import SWEEP_MEASURES
+from dnnphase.metrics import FUZZINESS_RCOND, MEASURE_NAMES, check_measures
 from phasecore.checks import require
 
 __all__ = [
@@ -52,12 +54,10 @@ __all__ = [
     "default_block_bytes",
 ]
 
-MEASURE_NAMES = ("trace_ratio", "fuzziness", "cdnv", "ncc", "regression")
-DEFAULT_MEASURES = ("trace_ratio", "fuzziness", "cdnv", "ncc")
-
-#: Relative rank cut-off of Σ_b⁺ in ``fuzziness``; the same value and convention
-#: as :data:`dnnphase.metrics.FUZZINESS_RCOND` (see docs/measures.md for why).
-FUZZINESS_RCOND = 1e-10
+#: The sweep's default measures (:data:`dnnphase.defaults.SWEEP_MEASURES`). The names
+#: (``MEASURE_NAMES``) and the fuzziness's rank cut-off (``FUZZINESS_RCOND``, see
+#: docs/measures.md) are the reference's, :mod:`dnnphase.metrics`.
+DEFAULT_MEASURES = SWEEP_MEASURES
 
 #: Float64 bytes of one block of models on a GPU / on the CPU (see default_block_bytes).
 MAX_BLOCK_BYTES = 512 * 2**20
@@ -280,18 +280,13 @@ MEASURES: dict[str, Callable[..., torch.Tensor]] = {
     "ncc": ncc_accuracy,
     "regression": regression_onehot,
 }
+# The batched table holds the reference's measures, no more and no fewer.
+assert tuple(MEASURES) == MEASURE_NAMES, "separation.MEASURES must follow metrics.MEASURES"
 
 
 # --------------------------------------------------------------------------
 # Layers and load curves
 # --------------------------------------------------------------------------
-
-
-def _check_measures(measures: Sequence[str]) -> tuple[str, ...]:
-    measures = (measures,) if isinstance(measures, str) else tuple(measures)
-    require(len(measures) > 0 and all(m in MEASURES for m in measures), "measures",
-            f"one or more of {', '.join(MEASURE_NAMES)}", measures)
-    return measures
 
 
 def default_block_bytes(device: torch.device) -> int:
@@ -350,7 +345,7 @@ def measure_layers(features: Sequence[torch.Tensor], labels,
     and layer whose features hold NaN or inf gives NaN. The result stays on
     the features' device.
     """
-    measures = _check_measures(measures)
+    measures = check_measures(measures, "measures")
     layers = _check_layers(features)
     require(isinstance(rcond, int | float) and rcond >= 0, "rcond", "a number >= 0", rcond)
     require(max_block_bytes is None or max_block_bytes >= 1, "max_block_bytes",

@@ -1,4 +1,4 @@
-"""A stack of M independent DESIGN §3 networks held in stacked tensors (paper Eq. 1).
+"""A stack of M independent networks held in stacked tensors (paper Eq. 1).
 
 :class:`EnsembleMLP` is M copies of :class:`dnnphase.model.MLP` with their own
 parameters, LeakyReLU slope α and dropout p, evaluated together: Linear weights
@@ -20,6 +20,7 @@ from torch.nn import functional as F
 from phasecore.checks import ConfigError, require
 
 from .defaults import DEPTH, WIDTH
+from .knobs import RANGES
 from .model import MLP
 from .randomness import LEVELS, dropout_levels
 
@@ -94,7 +95,8 @@ class EnsembleMLP(nn.Module):
     * ``bn_weights[i]``, ``bn_biases[i]``: ``(M, F_i)`` for the input BatchNorm (i = 0)
       and the L hidden ones; buffers ``running_mean_i``, ``running_var_i``: ``(M, F_i)``
 
-    ``alpha`` (LeakyReLU slope) and ``dropout`` are per-model constants. A freshly
+    ``alpha`` (LeakyReLU slope) and ``dropout`` are per-model constants, in the
+    ranges of :mod:`dnnphase.knobs` (checked by the caller: asserted here). A freshly
     constructed ensemble holds zeros; :meth:`init` gives PyTorch's default
     initialisation, :meth:`from_models` stacks given networks.
 
@@ -126,8 +128,10 @@ class EnsembleMLP(nn.Module):
                               f"{depth})")
         alphas = per_model(alpha, m, "alpha")
         drops = per_model(dropout, m, "dropout")
-        require(all(0.0 <= a <= 1.0 for a in alphas), "alpha", "in [0, 1]", alphas)
-        require(all(0.0 <= p < 1.0 for p in drops), "dropout", "in [0, 1)", drops)
+        # An internal invariant: the values were checked where they entered (a sweep's
+        # configuration, train_ensemble, MLP) by dnnphase.knobs.check.
+        assert all(RANGES["alpha"].admits(a) for a in alphas), f"alpha {alphas} unchecked"
+        assert all(RANGES["dropout"].admits(p) for p in drops), f"dropout {drops} unchecked"
         self.n_models = m
         self.in_features, self.n_classes = in_features, n_classes
         self.depth, self.width = depth, width

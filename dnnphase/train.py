@@ -1,4 +1,4 @@
-"""Batched training of many DESIGN §3 networks at once (the public entry point).
+"""Batched training of many networks at once (the public entry point).
 
 :func:`train_ensemble` trains M models — one per seed, each with its own LeakyReLU
 slope α, dropout p, learning rate, label + data noise q and batch size — as stacks
@@ -11,26 +11,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from phasecore.checks import require
+from phasecore.checks import is_finite, is_int, require
 
 from .defaults import DEPTH, EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL, WIDTH
+from .knobs import check, check_batch_fits
 from .loop import Retired, StackData, TrainingStack
 from .optim import OptimizerSettings
 from .stack import EnsembleMLP, per_model
 
 __all__ = [
     "EnsembleMLP",
+    "ModelKnobs",
     "TrainConfig",
     "TrainResult",
+    "TrainingSettings",
     "default_stack_size",
     "resolve_device",
     "train_ensemble",
+    "train_models",
 ]
 
 # Default CPU stack: one layer's activations of the whole stack, B·M·width elements,
@@ -60,12 +64,70 @@ def default_stack_size(batch_size: int, features: int, n_models: int,
     return max(1, min(_CPU_MAX_STACK, n_models, per))
 
 
-@dataclass
-class TrainConfig:
-    """Training settings shared by all models of a call (per-model knobs are arguments
-    of :func:`train_ensemble`).
+#: The float types a model trains in (float32: fast; float64: rounding far below any signal).
+DTYPES = ("float32", "float64")
 
-    Early stopping (DESIGN §3: "stop when the training loss is below 1e-4 or stops
+
+def _dtype_name(dtype) -> str:
+    """The dtype's name: ``"float32"`` for ``"float32"`` and ``torch.float32`` alike."""
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The training settings a sweep (:class:`dnnphase.phase.SweepConfig`) shares with
+    the trainer (:class:`TrainConfig`): both derive from this class, so each setting,
+    its default and its check are written once. Early stopping: see :class:`TrainConfig`.
+
+    epochs : at most this many epochs (integer >= 1).
+    batch_size : samples per optimizer step (None: full batch; range in
+        :data:`dnnphase.knobs.KNOBS`).
+    optimizer, lr : "adam" or "sgd", and the learning rate (> 0; :mod:`dnnphase.knobs`).
+    loss_threshold, patience, rel_tol : the early-stopping rules (0 switches a rule off).
+    dtype : "float32" or "float64" (:data:`DTYPES`; a torch dtype too, held by name).
+    device : "auto" (CUDA if present), "cpu", "cuda" or "cuda:N" (a torch device too).
+    """
+
+    epochs: int = EPOCHS
+    batch_size: int | None = None  # None: full batch
+    optimizer: str = "adam"  # "adam" | "sgd"
+    lr: float = LR
+    loss_threshold: float = LOSS_THRESHOLD
+    patience: int = PATIENCE
+    rel_tol: float = REL_TOL
+    dtype: str | torch.dtype = "float32"
+    device: str | torch.device = "auto"
+
+    def __post_init__(self) -> None:
+        if _dtype_name(self.dtype) in DTYPES:  # held by name: a configuration is JSON
+            object.__setattr__(self, "dtype", _dtype_name(self.dtype))
+        self.validate()
+
+    def validate(self) -> None:
+        """ConfigError naming the first setting outside its range."""
+        require(is_int(self.epochs) and self.epochs >= 1, "epochs", "an integer >= 1",
+                self.epochs)
+        check("batch_size", self.batch_size, unset="full batch")
+        OptimizerSettings(self.optimizer)  # the optimizer's name (its home: dnnphase.optim)
+        check("lr", self.lr)
+        require(is_finite(self.loss_threshold) and self.loss_threshold >= 0, "loss_threshold",
+                "a number >= 0", self.loss_threshold)
+        require(is_int(self.patience) and self.patience >= 0, "patience",
+                "an integer >= 0 (0: no plateau rule)", self.patience)
+        require(is_finite(self.rel_tol) and self.rel_tol >= 0, "rel_tol",
+                "a number >= 0 (0: no plateau rule)", self.rel_tol)
+        require(self.dtype in DTYPES, "dtype", " or ".join(DTYPES), self.dtype)
+        require(str(self.device) == "auto" or str(self.device).startswith(("cpu", "cuda")),
+                "device", "auto, cpu or cuda[:N]", self.device)
+
+
+@dataclass(frozen=True)
+class TrainConfig(TrainingSettings):
+    """Training settings shared by all models of a call: the :class:`TrainingSettings`
+    (a sweep's too; ``dtype`` is held here as the torch dtype) and the optimizer's
+    and engine's own. Per-model knobs are arguments of :func:`train_ensemble`.
+
+    Early stopping (the paper's rule: "stop when the training loss is below 1e-4 or stops
     changing"), checked for every model after every epoch e on its *epoch loss*
     ℓ_e — the mean of the epoch's mini-batch losses in training mode (dropout and
     label/data noise active; at full batch the loss of the epoch's single step):
@@ -99,21 +161,12 @@ class TrainConfig:
     for several cores (the sweep does); ``None`` keeps torch's setting.
     """
 
-    epochs: int = EPOCHS
-    batch_size: int | None = None  # None: full batch
-    optimizer: str = "adam"  # "adam" | "sgd"
-    lr: float = LR
     weight_decay: float = 0.0  # L2 added to the gradient, as torch.optim
     betas: tuple[float, float] = (0.9, 0.999)  # Adam
     eps: float = 1e-8  # Adam
     momentum: float = 0.0  # SGD
     nesterov: bool = False  # SGD
-    loss_threshold: float = LOSS_THRESHOLD
-    patience: int = PATIENCE
-    rel_tol: float = REL_TOL
     explode_factor: float = 1e3
-    dtype: torch.dtype | str = torch.float32
-    device: str | torch.device = "auto"
     stack_size: int | None = None
     cpu_threads: int | None = 1
     record_every: int | None = None  # eval-mode snapshots every k epochs (and epoch 0)
@@ -122,22 +175,18 @@ class TrainConfig:
     fused: bool | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.dtype, str):
-            require(self.dtype in ("float32", "float64"), "dtype", "float32 or float64",
-                    self.dtype)
-            self.dtype = getattr(torch, self.dtype)
-        require(self.epochs >= 1, "epochs", "an integer >= 1", self.epochs)
-        require(self.batch_size is None or self.batch_size >= 1, "batch_size",
-                "an integer >= 1 or None (full batch)", self.batch_size)
-        require(self.lr > 0, "lr", "> 0", self.lr)
+        super().__post_init__()
+        object.__setattr__(self, "dtype", getattr(torch, self.dtype))  # what torch reads
+
+    def validate(self) -> None:
+        super().validate()
         require(self.stack_size is None or self.stack_size >= 1, "stack_size",
                 "an integer >= 1 or None (automatic)", self.stack_size)
         require(self.cpu_threads is None or self.cpu_threads >= 1, "cpu_threads",
                 "an integer >= 1 or None (torch's setting)", self.cpu_threads)
         require(self.record_every is None or self.record_every >= 1, "record_every",
                 "an integer >= 1 or None", self.record_every)
-        for name in ("patience", "rel_tol", "loss_threshold", "explode_factor"):
-            require(getattr(self, name) >= 0, name, ">= 0", getattr(self, name))
+        require(self.explode_factor >= 0, "explode_factor", ">= 0", self.explode_factor)
         self.optimizer_settings()  # validates the optimizer's own settings
 
     def optimizer_settings(self) -> OptimizerSettings:
@@ -191,43 +240,61 @@ class TrainResult:
         return feats if on_device else [f.cpu() for f in feats]
 
 
-@dataclass
-class _Knobs:
-    """Per-model knobs of one call, as lists of length M."""
+@dataclass(frozen=True)
+class ModelKnobs:
+    """The per-model knobs of one call, one entry per model (M = ``len(seeds)``):
+    seed, LeakyReLU slope α, dropout p, learning rate, label + data noise q and batch
+    size (None: ``TrainConfig.batch_size``, whose None is the full batch).
 
-    seeds: list[int]
-    alpha: list[float]
-    dropout: list[float]
-    lr: list[float]
-    label_noise: list[float]
-    batch_size: list[int]
+    The values must already be checked (:func:`dnnphase.knobs.check`):
+    :func:`train_ensemble` checks its arguments into one of these, a sweep's
+    :class:`~dnnphase.phase.SweepConfig` its grid; :func:`train_models` trusts it.
+    """
+
+    seeds: tuple[int, ...]
+    alpha: tuple[float, ...]
+    dropout: tuple[float, ...]
+    lr: tuple[float, ...]
+    label_noise: tuple[float, ...]
+    batch_size: tuple[int | None, ...]
+
+    def __post_init__(self) -> None:
+        # Plain Python numbers, so a model's value does not depend on how it was given.
+        for name, kind in (("seeds", int), ("alpha", float), ("dropout", float), ("lr", float),
+                           ("label_noise", float)):
+            object.__setattr__(self, name, tuple(kind(v) for v in getattr(self, name)))
+        object.__setattr__(self, "batch_size",
+                           tuple(None if v is None else int(v) for v in self.batch_size))
+        assert all(len(getattr(self, f.name)) == len(self.seeds) for f in fields(self)), \
+            "ModelKnobs: one value per model in every field"
 
 
 def _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n: int, cfg: TrainConfig,
-           model: EnsembleMLP | None) -> _Knobs:
-    """Broadcast and check the per-model knobs (ConfigError before any work)."""
+           model: EnsembleMLP | None) -> ModelKnobs:
+    """Broadcast and check :func:`train_ensemble`'s per-model knobs (ConfigError before
+    any work); the ranges are :mod:`dnnphase.knobs`'."""
     seeds = [int(s) for s in seeds]
     m = len(seeds)
     require(m >= 1 and min(seeds) >= 0, "seeds", "one integer >= 0 per model", seeds)
-    alphas = per_model(alpha if alpha is not None else (model.alphas if model else 0.0),
-                       m, "alpha")
-    drops = per_model(dropout if dropout is not None else (model.dropouts if model else 0.0),
-                      m, "dropout")
-    require(all(0 <= a <= 1 for a in alphas), "alpha", "in [0, 1]", alphas)
-    require(all(0 <= p < 1 for p in drops), "dropout", "in [0, 1)", drops)
-    lrs = per_model(cfg.lr if lr is None else lr, m, "lr")
-    require(all(v > 0 for v in lrs), "lr", "> 0", lrs)
-    qs = per_model(label_noise, m, "label_noise")
-    require(all(v >= 0 for v in qs), "label_noise", ">= 0", qs)
-    if batch_size is None or isinstance(batch_size, int):
-        batch_size = [batch_size] * m
-    bs = [int(cfg.batch_size or n) if v is None else int(v) for v in batch_size]
-    require(len(bs) == m and all(1 <= v <= n for v in bs), "batch_size",
-            f"one value per model in [1, N={n}]", bs)
-    return _Knobs(seeds, alphas, drops, lrs, qs, bs)
+    values = {
+        "alpha": per_model(alpha if alpha is not None else (model.alphas if model else 0.0),
+                           m, "alpha"),
+        "dropout": per_model(dropout if dropout is not None else
+                             (model.dropouts if model else 0.0), m, "dropout"),
+        "lr": per_model(cfg.lr if lr is None else lr, m, "lr"),
+        "label_noise": per_model(label_noise, m, "label_noise"),
+    }
+    for name, per in values.items():
+        check(name, per)
+    sizes = [batch_size] * m if batch_size is None or isinstance(batch_size, int | np.integer) \
+        else list(batch_size)
+    require(len(sizes) == m, "batch_size", f"one value per model ({m})", sizes)
+    check("batch_size", [v for v in sizes if v is not None])
+    check_batch_fits([cfg.batch_size or n if v is None else v for v in sizes], n)
+    return ModelKnobs(seeds, **values, batch_size=sizes)
 
 
-def _start_model(k: _Knobs, model: EnsembleMLP | None, d: int, n_classes: int, depth: int,
+def _start_model(k: ModelKnobs, model: EnsembleMLP | None, d: int, n_classes: int, depth: int,
                  width: int, batchnorm: bool, bias: bool, dtype) -> EnsembleMLP:
     """The initial stacked models (default init from the seeds, or a copy of ``model``)."""
     if model is None:
@@ -239,7 +306,7 @@ def _start_model(k: _Knobs, model: EnsembleMLP | None, d: int, n_classes: int, d
     return model.with_hyper(k.alpha, k.dropout).to("cpu", dtype)  # a copy
 
 
-def _stacks(k: _Knobs, cfg: TrainConfig, widest: int, device: torch.device):
+def _stacks(k: ModelKnobs, cfg: TrainConfig, widest: int, device: torch.device):
     """Yield ``(batch size, model ids)`` per stack: one group per batch size, sorted
     by (lr, α, p) — equal lr share an optimizer call, equal α the native activation."""
     for b in sorted(set(k.batch_size)):
@@ -354,13 +421,52 @@ def train_ensemble(
     ``(epoch, record_fn(features))``; ``record_fn`` maps ``[h_0..h_L]`` (each
     ``(m, N, F)``, on the training device) to a tensor (or list of tensors) with the
     m models first; without it the features themselves are kept (memory!).
+
+    Every argument is checked (ConfigError before any work); then
+    :func:`train_models` trains.
     """
     cfg = config or TrainConfig()
+    return _train(x_train, y_train, x_test, y_test, cfg, record_fn, model, depth, width,
+                  batchnorm, bias, lambda n: _knobs(seeds, alpha, dropout, lr, label_noise,
+                                                    batch_size, n, cfg, model))
+
+
+def train_models(
+    x_train: torch.Tensor,
+    y_train: torch.Tensor,
+    x_test: torch.Tensor | None = None,
+    y_test: torch.Tensor | None = None,
+    *,
+    knobs: ModelKnobs,
+    config: TrainConfig | None = None,
+    depth: int = DEPTH,
+    width: int = WIDTH,
+    batchnorm: bool = True,
+    bias: bool = True,
+    record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
+) -> TrainResult:
+    """:func:`train_ensemble` for per-model knobs checked already (a sweep checks its
+    whole grid before any work, :class:`~dnnphase.phase.SweepConfig`): the same
+    training and result, default initialisation from ``knobs.seeds``, and no second
+    check of the knobs' values (each batch size must be at most N)."""
+    cfg = config or TrainConfig()
+    return _train(x_train, y_train, x_test, y_test, cfg, record_fn, None, depth, width,
+                  batchnorm, bias, lambda n: knobs)
+
+
+def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,
+           model: EnsembleMLP | None, depth: int, width: int, batchnorm: bool, bias: bool,
+           per_model_knobs: Callable[[int], ModelKnobs]) -> TrainResult:
+    """Both entry points: the data on the device, then ``per_model_knobs(N)`` (checked
+    or trusted), the initial models, and every stack trained."""
     device = resolve_device(cfg.device)
     with _threads(device, cfg.cpu_threads):
         data, xt, yt = _device_data(x_train, y_train, x_test, y_test, cfg, device, record_fn)
         n, d = data.x.shape
-        k = _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg, model)
+        k = per_model_knobs(n)
+        # None: the configuration's batch size, whose None is the full batch.
+        k = replace(k, batch_size=tuple(int(cfg.batch_size or n) if v is None else v
+                                        for v in k.batch_size))
         start = _start_model(k, model, d, int(data.y.max()) + 1, depth, width, batchnorm,
                              bias, cfg.dtype)
         data.n_classes = start.n_classes
@@ -372,7 +478,7 @@ def train_ensemble(
         return _run_stacks(start, k, data, xt, yt, cfg, device)
 
 
-def _train_stack(start: EnsembleMLP, ids: list[int], b: int, k: _Knobs, data: StackData,
+def _train_stack(start: EnsembleMLP, ids: list[int], b: int, k: ModelKnobs, data: StackData,
                  cfg: TrainConfig) -> tuple[list[Retired], dict[int, np.ndarray]]:
     """Train models ``ids`` as one stack; a stack that runs out of GPU memory is split in
     two halves (a model's result does not depend on its stack-mates)."""
@@ -392,7 +498,7 @@ def _train_stack(start: EnsembleMLP, ids: list[int], b: int, k: _Knobs, data: St
     return first + second, {**hist, **hist2}
 
 
-def _run_stacks(start: EnsembleMLP, k: _Knobs, data: StackData, xt, yt, cfg: TrainConfig,
+def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg: TrainConfig,
                 device: torch.device) -> TrainResult:
     """Train every stack of :func:`_stacks`, evaluate its models and assemble the result."""
     m = len(k.seeds)

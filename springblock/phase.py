@@ -108,7 +108,7 @@ def phase_diagram(
         seed share their noise stream (common random numbers), which makes
         differences between cells less noisy.
     mu_left_ratio : if given, mu_left = ratio * mu_right in every cell.
-    config / **params : the base configuration (defaults: DESIGN's recommended
+    config / **params : the base configuration (defaults as in :mod:`springblock.defaults`:
         L=7, k=1, step 0.01; steps default to 100 000, i.e. T = 1000).
         ``algorithm="events"`` or ``"auto"`` runs the overdamped chain
         event-driven (:mod:`springblock.events`), which reaches any horizon,

@@ -1,4 +1,5 @@
-"""Closed-form and mean-field theory of the spring-block chain (DESIGN §2.4).
+"""Closed-form and mean-field theory of the spring-block chain (paper Eqs. 7–8, and the
+mean drift of Eqs. 5–6).
 
 Everything here is pure numpy/scipy, cheap enough to fit parameters with.
 Positions are arrays ``(..., L)`` of x_1..x_L; the wall x_0 = 0 and the target
@@ -191,7 +192,8 @@ def _dead_zone(force, mu_right, mu_left):
 
 
 def mean_drift(force, mu_right, mu_left, noise, truncation=math.inf):
-    """Mean velocity h(F) = E[f(F + s xi)] of a block at spring force F (DESIGN §2.4).
+    """Mean velocity h(F) = E[f(F + s xi)] of a block at spring force F (Eq. 6 averaged
+    over the noise).
 
     f is the dead zone of Eq. 6; xi ~ N(0, 1), conditioned on |xi| <= c when
     ``truncation`` c is finite. Closed form through the normal CDF/PDF;
@@ -265,7 +267,7 @@ def predict_positions(
     times=None,
     time_scale=1.0,
 ) -> np.ndarray:
-    """Mean-field positions: integrate dx_l/dt = h(F_l(x)) from rest (DESIGN §2.4).
+    """Mean-field positions: integrate dx_l/dt = h(F_l(x)) from rest (mean-field Eqs. 5–6).
 
     The deterministic mean-drift equations of the overdamped chain, with the
     noise level s(t) = s exp(-lambda t) if ``noise_decay`` lambda > 0. It

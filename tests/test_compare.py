@@ -1,4 +1,5 @@
-"""The comparator on constructed inputs, its bad-input errors, and reproduce end to end."""
+"""The comparator on constructed inputs, its bad-input errors, the chain fitted to a sweep
+(and the paper's dictionary read off it), and reproduce end to end."""
 
 import json
 
@@ -8,7 +9,10 @@ import xarray as xr
 
 from dnnphase import compare as cmp
 from dnnphase.cli import main
+from dnnphase.compare import figures
+from dnnphase.compare.alignment import aligned_labels
 from phasecore import results
+from springblock import theory
 from tests.images import assert_picture
 
 
@@ -95,7 +99,7 @@ def test_opposite_orientation_disagrees():
 
 def test_rank_alignment_maps_different_grid_sizes():
     spring_labels = np.arange(12.0).reshape(3, 4)
-    aligned = cmp.aligned_labels(spring_labels, (2, 3))
+    aligned = aligned_labels(spring_labels, (2, 3))
     np.testing.assert_array_equal(aligned, [[0, 2, 3], [8, 10, 11]])
 
 
@@ -310,3 +314,122 @@ def test_a_far_out_cell_saturates_instead_of_washing_out_the_colour_scale():
     assert symmetric_limit(cells) == pytest.approx(np.abs(cells).max())
     assert symmetric_limit(np.append(cells, -90.0)) == pytest.approx(np.abs(cells).max())
     assert symmetric_limit([np.nan]) == 1.0 and symmetric_limit([0.0, 0.0]) == 1.0
+
+
+# --------------------------------------------------------------------------
+# the chain fitted to every cell of a sweep, and the dictionary read off the fits
+# --------------------------------------------------------------------------
+
+
+def _chain_trajectories(mu_right, mu_left, noise, time_scale, epochs, blocks=7):
+    """Mean-field load curves (n, E, L+1) at t = c * epoch, from rest."""
+    x = theory.predict_positions(blocks, mu_right, mu_left, noise, epochs[-1], times=epochs,
+                                 time_scale=time_scale)
+    return theory.load_curve(x)
+
+
+def _fake_fit(noise, friction, unbounded=False, log_se=0.05):
+    """A fit Dataset over (alpha, dropout) as dictionary_table reads it."""
+    dims = ("alpha", "dropout")
+    data = {}
+    for name, value in (("noise", noise), ("mu_right", friction)):
+        value = np.asarray(value, dtype=float)
+        se = np.full(value.shape, np.inf if unbounded else log_se)
+        data[name] = (dims, value)
+        data[f"{name}_log_se"] = (dims, se)
+        data[f"{name}_unbounded"] = (dims, np.full(value.shape, unbounded))
+        data[f"{name}_low"] = (dims, np.full(value.shape, 1e-4) if unbounded
+                               else value * np.exp(-2 * log_se))
+        data[f"{name}_high"] = (dims, np.full(value.shape, 0.3) if unbounded
+                                else value * np.exp(2 * log_se))
+    return xr.Dataset(data, coords={"alpha": [0.0, 0.5, 1.0], "dropout": [0.0, 0.1, 0.2, 0.3]})
+
+
+def test_dictionary_table_reads_monotone_and_unidentified_fits():
+    alpha = np.array([0.0, 0.5, 1.0])[:, None]
+    knob = np.array([0.0, 0.1, 0.2, 0.3])[None, :]
+    noise = 0.01 * (1 + 2 * knob) * (1 + alpha)  # rises along every row
+    friction = 0.02 * (2 - alpha) + 0 * knob  # falls with alpha in every column
+    tab = cmp.dictionary_table(_fake_fit(noise, friction), "dropout", n_boot=500)
+    np.testing.assert_allclose(tab["rho_noise_along_knob"], 1.0)
+    np.testing.assert_allclose(tab["rho_friction_along_alpha"], -1.0)
+    assert tab.attrs["share_rows_noise_rising"] == 1.0
+    assert tab.attrs["share_cols_friction_falling"] == 1.0
+    assert tab.attrs["share_rows_noise_rising_significant"] == 1.0
+    assert np.all(tab["rho_noise_along_knob_low"] > 0)
+    # the knob oriented the other way (noisier when smaller) flips the rows
+    flipped = cmp.dictionary_table(_fake_fit(noise, friction), "dropout",
+                                   larger_is_noisier=False, n_boot=500)
+    np.testing.assert_allclose(flipped["rho_noise_along_knob"], -1.0)
+    # unidentified cells: the same point estimates, intervals spanning 0
+    vague = cmp.dictionary_table(_fake_fit(noise, friction, unbounded=True), "dropout",
+                                 n_boot=500)
+    assert vague.attrs["share_rows_noise_rising_significant"] == 0.0
+    assert np.all(vague["rho_noise_along_knob_low"] < 0)
+    with pytest.raises(ValueError, match="fit"):
+        cmp.dictionary_table(_fake_fit(noise, friction).drop_vars("noise_log_se"), "dropout")
+
+
+def test_fit_sweep_labels_both_fits_of_a_network_like_sweep():
+    """A sweep-shaped Dataset made of chain curves (alpha, dropout, seed, epoch, layer)."""
+    epochs = np.array([0.0, 20.0, 40.0, 60.0])
+    mus = np.array([[0.02, 0.01], [0.015, 0.005]])  # (alpha, dropout)
+    traj = _chain_trajectories(mus, 2 * mus, 0.01 + 0 * mus, 5.0, epochs)  # (2, 2, E, L+1)
+    rng = np.random.default_rng(0)
+    per_seed = 3.0 * traj[:, :, None] + 0.01 * rng.standard_normal((2, 2, 3) + traj.shape[2:])
+    dims = ("alpha", "dropout", "seed")
+    network = xr.Dataset(
+        {"load_curve": (dims + ("layer",), per_seed[:, :, :, -1]),
+         "load_curve_epochs": (dims + ("epoch", "layer"), per_seed)},
+        coords={"alpha": [0.0, 1.0], "dropout": [0.0, 0.2], "seed": [0, 1, 2], "epoch": epochs,
+                "layer": np.arange(8)},
+        attrs={"kind": "dnnphase.sweep"})
+    final = cmp.fit_sweep_final(network, horizon=100.0, grid=(6, 6))
+    assert final["mu_right"].dims == ("alpha", "dropout")
+    assert final.attrs["kind"] == "springblock.fit.fit_spring" and "config" in final.attrs
+    traj_fit = cmp.fit_sweep_trajectory(network, bounds={"horizon": (20.0, 600.0)},
+                                        max_iter=15, profile_values=0)
+    assert traj_fit["frame_residual"].dims == ("alpha", "dropout", "epoch")
+    assert traj_fit.sizes["epoch"] == 3 and traj_fit.attrs["weighted_by_seed_variance"] == 1
+    assert float(traj_fit["residual"].max()) < 0.02  # chain curves fit to within their noise
+    # three frames hardly pin four parameters: the truth must lie in the (wide) intervals
+    for name, truth in (("time_scale", 5.0), ("mu_right", mus)):
+        assert np.all((traj_fit[f"{name}_low"] <= truth) & (truth <= traj_fit[f"{name}_high"]))
+    with pytest.raises(ValueError, match="load_curve_epochs"):
+        cmp.fit_sweep_trajectory(network.drop_vars("load_curve_epochs"))
+
+    maps = figures.plot_trajectory_fit_maps(traj_fit, "dropout")
+    titles = [ax.get_title() for ax in maps.axes if ax.get_title()]
+    assert len(titles) == 6 and titles[0].startswith("RMS residual")
+    # one entry draws the maps of either kind of fit
+    assert [ax.get_title() for ax in figures.plot_fit(traj_fit, "dropout").axes] == \
+        [ax.get_title() for ax in maps.axes]
+    final_titles = [ax.get_title() for ax in figures.plot_fit(final, "dropout").axes
+                    if ax.get_title()]
+    assert len(final_titles) == 4 and final_titles[0].startswith("effective force")
+    worst = traj_fit["residual"].where(traj_fit["residual"] == traj_fit["residual"].max(),
+                                       drop=True)
+    title = figures.plot_worst_fit(traj_fit).axes[0].get_title()
+    assert f"alpha {worst['alpha'].item():g}, dropout {worst['dropout'].item():g}" in title
+
+
+def test_effective_force_table_bootstraps_over_seeds():
+    """Equal-force chain curves with F falling along both axes, plus seed noise."""
+    alpha, dropout = np.array([0.0, 0.5, 1.0]), np.array([0.0, 0.1, 0.2, 0.3])
+    force = 0.03 - 0.04 * alpha[:, None] - 0.1 * dropout[None, :]  # (3, 4)
+    clean = theory.load_curve(theory.equal_force_state(force, 7))  # (3, 4, 8)
+    rng = np.random.default_rng(1)
+    seeds = 5.0 * clean[:, :, None] + 0.005 * rng.standard_normal((3, 4, 6, 8))
+    network = xr.Dataset({"load_curve": (("alpha", "dropout", "seed", "layer"), seeds)},
+                         coords={"alpha": alpha, "dropout": dropout})
+    tab = cmp.effective_force_table(network, "dropout", n_boot=200)
+    np.testing.assert_allclose(tab["effective_force"], force, atol=2e-3)
+    np.testing.assert_allclose(tab["rho_effective_force_along_knob"], -1.0)
+    np.testing.assert_allclose(tab["rho_effective_force_along_alpha"], -1.0)
+    assert tab.attrs["share_rows_falling_with_noise_significant"] == 1.0
+    # pure seed noise with no trend: no row is significant
+    flat = 5.0 * clean[1:2, 1:2, None] + 0.05 * rng.standard_normal((3, 4, 6, 8))
+    tab = cmp.effective_force_table(network.copy(data={"load_curve": flat}), "dropout",
+                                    n_boot=200)
+    assert tab.attrs["share_rows_falling_with_noise_significant"] < 1.0
+    assert np.all(tab["rho_effective_force_along_knob_low"] < 0.5)

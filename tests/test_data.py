@@ -290,8 +290,14 @@ def test_missing_root_names_parameter_and_files(tmp_path, name, expected):
 
 
 def test_unknown_name_option_and_misplaced_root():
-    with pytest.raises(ValueError, match=r"dataset.*mnist5k.*cifar10"):
+    with pytest.raises(ValueError, match=r"dataset.*mnist5k.*cifar10") as from_loader:
         load_dataset("imagenet")
+    from dnnphase.phase import SweepConfig
+
+    with pytest.raises(ValueError) as from_sweep:
+        SweepConfig(dataset="imagenet")
+    assert str(from_sweep.value) == str(from_loader.value)  # one check, one message
+    assert data.dataset_key("Fashion_MNIST") == "fashion-mnist"
     with pytest.raises(ValueError, match=r"option.*colour.*size"):
         load_dataset("mnist5k", colour=True)
     with pytest.raises(ValueError, match="root"):

@@ -1,5 +1,7 @@
 """Tests of dnnphase.metrics against straightforward numpy computations."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -343,3 +345,23 @@ def test_layer_measures_share_statistics_and_equal_the_public_measures():
     assert all(np.isnan(v) for v in m.layer_measures(x, y, ["ncc", "trace_ratio"]).values())
     with pytest.raises(ValueError, match="measures.*entropy"):
         m.layer_measures(x, y, ["trace_ratio", "entropy"])
+
+
+def test_measure_names_are_checked_in_one_place():
+    """The reference, the batched measures and a sweep refuse an unknown measure with the
+    one message of ``check_measures``, which lists every measure of ``MEASURES``."""
+    from dnnphase import separation
+    from dnnphase.phase import SweepConfig
+    from phasecore.checks import ConfigError
+
+    x, y = make_data(30, 3, 3, seed=18)
+    several = "measures must be one or more of " + ", ".join(m.MEASURES)
+    calls = [lambda: m.layer_measures(x, y, ["trace_ratio", "entropy"]),
+             lambda: separation.measure_layers([torch.tensor(x)[None]], y, ["trace_ratio",
+                                                                            "entropy"]),
+             lambda: SweepConfig(measures=["trace_ratio", "entropy"])]
+    for call in calls:
+        with pytest.raises(ConfigError, match=re.escape(several)):
+            call()
+    with pytest.raises(ConfigError, match=re.escape("measure must be one of trace_ratio, ")):
+        m.load_curve([x, x], y, measure="entropy")

@@ -161,7 +161,8 @@ def test_legacy_rng_reproduces_plain_numpy_loop_exactly(synchronous):
 
 
 def test_langevin_with_paper_parameters_matches_reference():
-    """DESIGN §2.3 parameters, 2000 paths, same noise for all blocks."""
+    """The paper's Langevin parameters (SM Eqs. 12–13), 2000 paths, same noise for all
+    blocks."""
     ds = simulate(blocks=7, dynamics="langevin", damping=1.0, modulus=0.1, noise=0.003,
                   noise_decay=0.001, step=0.05, steps=14_000, mu_right=0.003, mu_left=0.004,
                   noise_sharing="synchronous", seeds=2000, theory_prediction=False)

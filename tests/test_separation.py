@@ -7,7 +7,7 @@ import torch
 from dnnphase import metrics, separation
 from phasecore.checks import ConfigError
 
-ALL = separation.MEASURE_NAMES
+ALL = metrics.MEASURE_NAMES
 TOL = 1e-10
 
 

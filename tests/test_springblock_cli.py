@@ -155,3 +155,25 @@ def test_an_unknown_option_points_to_its_command_help(capsys):
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip() == (
         "springblock: error: unrecognized arguments: --xyz 3 (see springblock phase --help)")
+
+
+def test_the_diagram_and_the_fit_observe_the_chain_at_one_horizon():
+    """springblock.defaults.HORIZON is where the default phase diagram ends (its steps at
+    the chain's default step) and where `dnnphase fit` observes fitted chains: the network
+    command line writes the numbers out (it never imports the chain), so they are held
+    equal here."""
+    import inspect
+
+    from dnnphase.cli import FINAL_FIT_OPTIONS
+    from springblock import defaults
+    from springblock.fit import fit_spring
+
+    assert ChainConfig(steps=defaults.STEPS).horizon == pytest.approx(defaults.HORIZON,
+                                                                      rel=1e-12)
+    shown = {flag: default for flag, _, default, _ in FINAL_FIT_OPTIONS}
+    assert shown["--horizon"] == defaults.HORIZON
+    assert shown["--mu-left-ratio"] == defaults.MU_LEFT_RATIO
+    params = inspect.signature(fit_spring).parameters
+    assert params["horizon"].default == defaults.HORIZON
+    assert params["mu_left_ratio"].default == defaults.MU_LEFT_RATIO
+    assert shown["--refine"] == params["refine"].default

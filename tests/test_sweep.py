@@ -5,10 +5,12 @@ import re
 
 import numpy as np
 import pytest
+import torch
 import xarray as xr
 
 from dnnphase.cli import main
 from dnnphase.phase import SweepConfig, sweep
+from dnnphase.train import TrainConfig
 from phasecore import results
 from phasecore.checks import ConfigError
 from tests.images import assert_picture
@@ -98,7 +100,7 @@ def test_batch_size_knob_records_steps():
 @pytest.mark.parametrize("changes,fragment", [
     (dict(knob="momentum"), "knob must be one of"),
     (dict(dataset="imagenet"), "dataset must be one of"),
-    (dict(measures=["entropy"]), "measure must be"),
+    (dict(measures=["entropy"]), "measures must be one or more of trace_ratio"),
     (dict(alphas=[1.5]), "alpha must be"),
     (dict(knob="dropout", values=[1.0]), "values of dropout must be in [0, 1)"),
     (dict(knob="lr", values=[0.0]), "values of lr must be > 0"),
@@ -164,20 +166,71 @@ def test_cli_bad_input_exits_2_before_training(tmp_path, capsys, args, fragment)
     assert not out.exists()
 
 
-def test_training_fields_are_trainconfig_fields_with_the_same_defaults():
-    """SweepConfig's training settings are TrainConfig's, so the two cannot drift apart."""
+def test_every_training_setting_reaches_the_trainer():
+    """A setting given to the sweep is the one its models train with (none is dropped on
+    the way), and the sweep and the trainer refuse a bad one with the same message."""
     import dataclasses
 
-    from dnnphase.train import TrainConfig
+    from dnnphase.train import TrainingSettings
 
-    train = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
-    for name in ("epochs", "batch_size", "optimizer", "lr", "loss_threshold", "patience",
-                 "rel_tol", "device"):
-        assert SweepConfig.__dataclass_fields__[name].default == train[name], name
-    cfg = SweepConfig(epochs=7, patience=3, rel_tol=0.01, lr=0.02, optimizer="sgd", **{
-        k: v for k, v in SMALL.items() if k != "epochs"}).train_config()
-    assert (cfg.epochs, cfg.patience, cfg.rel_tol, cfg.lr, cfg.optimizer) == (7, 3, 0.01, 0.02,
-                                                                              "sgd")
+    given = dict(epochs=7, batch_size=64, optimizer="sgd", lr=0.02, loss_threshold=0.5,
+                 patience=3, rel_tol=0.01, dtype="float64", device="cpu")
+    assert set(given) == {f.name for f in dataclasses.fields(TrainingSettings)}
+    cfg = SweepConfig(**{**SMALL, **given, "record_every": 7}).train_config()
+    assert {name: getattr(cfg, name) for name in given} == {**given, "dtype": torch.float64}
+    assert cfg.record_every == 7 and SweepConfig(**SMALL).train_config().record_every is None
+    for bad in (dict(patience=-1), dict(lr=0.0), dict(batch_size=0), dict(dtype="float16"),
+                dict(optimizer="rmsprop"), dict(device="tpu"), dict(epochs=1.5)):
+        with pytest.raises(ConfigError) as from_sweep:
+            SweepConfig(**{**SMALL, **bad})
+        with pytest.raises(ConfigError) as from_trainer:
+            TrainConfig(**bad)
+        assert str(from_sweep.value) == str(from_trainer.value), bad
+
+
+@pytest.mark.parametrize("knob,bad,cli_bad", [("dropout", 1.0, "1.0"),
+                                              ("label_noise", 1.5, "1.5"),
+                                              ("lr", -1.0, "-1"), ("batch_size", 2.5, "0")])
+def test_a_knob_value_is_refused_with_one_message_wherever_it_enters(knob, bad, cli_bad,
+                                                                    capsys):
+    """The command line, SweepConfig (swept or fixed), train_ensemble and the model all
+    check a knob against dnnphase.knobs: one range, one wording."""
+    from dnnphase import knobs
+    from dnnphase.model import MLP
+    from dnnphase.train import train_ensemble
+
+    allowed = knobs.KNOBS[knob].allowed
+    other = "lr" if knob != "lr" else "dropout"
+    with pytest.raises(ConfigError, match=re.escape(f"{knob} must be {allowed}")):
+        SweepConfig(**{**SMALL, "knob": other, knob: bad})
+    with pytest.raises(ConfigError, match=re.escape(f"values of {knob} must be ")):
+        SweepConfig(**{**SMALL, "knob": knob, "values": [bad]})
+    x, y = torch.randn(8, 3), torch.arange(8) % 2
+    with pytest.raises(ConfigError, match=re.escape(f"{knob} must be ")):
+        train_ensemble(x, y, seeds=[0], config=TrainConfig(device="cpu"), **{knob: [bad]})
+    if knob == "dropout":
+        with pytest.raises(ConfigError, match=re.escape(f"dropout must be {allowed} (got 1.0)")):
+            MLP(3, 2, dropout=bad)
+    flag = f"--{knob.replace('_', '-')}"
+    assert main(["sweep", "--knob", other, flag, cli_bad, "--epochs", "1",
+                 "-o", "/nonexistent/x.nc"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dnnphase: error: {knob} must be {allowed}") and "\n" not in err
+
+
+def test_sweep_help_reads_defaults_and_ranges_from_their_homes(capsys):
+    """The --help shows SweepConfig's defaults and the registries' ranges and names."""
+    from dnnphase import defaults
+    from dnnphase.metrics import MEASURE_NAMES
+
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for fragment in ("dropout probability p, in [0, 1)", "batch size, an integer >= 1",
+                     "batch_size (smaller is noisier)", f"(default {defaults.DATASET})",
+                     f"(default {','.join(defaults.SWEEP_MEASURES)})", "(default 0,0.5,1)",
+                     f"(default {defaults.LR})", ", ".join(MEASURE_NAMES), "(default 3)"):
+        assert fragment in text, fragment
 
 
 def test_cuda_without_a_gpu_is_refused_before_any_work(tmp_path, capsys):
@@ -202,12 +255,6 @@ def test_dask_address_without_dask_is_refused_before_any_work(tmp_path, capsys, 
     err = capsys.readouterr().err.strip()
     assert "needs Dask" in err and "\n" not in err
     assert not out.exists() and not (tmp_path / "x.nc.parts").exists()
-
-
-def test_old_knob_name_still_works_with_a_warning():
-    with pytest.warns(FutureWarning, match="label_noise"):
-        cfg = SweepConfig(knob="noise", values=[0.0, 0.5], **SMALL)
-    assert cfg.knob == "label_noise"
 
 
 def test_default_chunk_fills_the_cpu_pool_or_the_gpu(monkeypatch):

@@ -13,6 +13,9 @@ runs that stays ~1e-10, well inside the 1e-8 asserted; every other parameter agr
 to ~1e-15.
 """
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -28,7 +31,14 @@ from dnnphase.randomness import (
     dropout_levels,
     dropout_span,
 )
-from dnnphase.train import EnsembleMLP, TrainConfig, resolve_device, train_ensemble
+from dnnphase.train import (
+    EnsembleMLP,
+    ModelKnobs,
+    TrainConfig,
+    resolve_device,
+    train_ensemble,
+    train_models,
+)
 from phasecore.checks import ConfigError
 
 N, D, C, DEPTH, WIDTH, EPOCHS = 128, 20, 4, 3, 16, 5
@@ -367,6 +377,23 @@ def test_dropout_model_independent_of_stack_mates(data):
     assert not torch.equal(together.loss_history[0], together.loss_history[1])
 
 
+def test_trusted_knobs_train_exactly_as_checked_arguments(data):
+    """train_models (a sweep's entry: its knobs checked by the sweep's configuration) is
+    train_ensemble without the second check: the same models, bit for bit, with a batch
+    size of None meaning the configuration's."""
+    x, y = data
+    kw = dict(depth=DEPTH, width=WIDTH, config=config(batch_size=32, dtype=torch.float32))
+    checked = train_ensemble(x, y, seeds=[3, 4], alpha=[0.0, 0.5], dropout=0.1, lr=1e-2,
+                             label_noise=[0.0, 0.2], batch_size=[None, 64], **kw)
+    knobs = ModelKnobs(seeds=[3, 4], alpha=[0.0, 0.5], dropout=[0.1, 0.1], lr=[1e-2, 1e-2],
+                       label_noise=[0.0, 0.2], batch_size=[None, 64])
+    trusted = train_models(x, y, knobs=knobs, **kw)
+    assert trusted.batch_size.tolist() == checked.batch_size.tolist() == [32, 64]
+    for p, q in zip(checked.model.parameters(), trusted.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert torch.equal(checked.loss_history, trusted.loss_history)
+
+
 def test_float32_result_does_not_depend_on_stacking(data):
     """Bitwise: mixed slopes, dropout and noise, stacks of all / 2 / 1 models
     (foreach Adam; the fused kernel may differ in the last bit, see train.py)."""
@@ -463,8 +490,16 @@ def test_config_and_input_validation(data):
         train_ensemble(x, y, seeds=[1], batch_size=N + 1, config=config())
     with pytest.raises(ValueError, match="alpha"):
         train_ensemble(x, y, seeds=[1], alpha=1.5, config=config())
-    with pytest.raises(ValueError, match="dropout"):
+    with pytest.raises(ConfigError, match=re.escape("dropout must be in [0, 1) (got [0.1, 1.0])")):
         train_ensemble(x, y, seeds=[1, 2], dropout=[0.1, 1.0], config=config())
+    with pytest.raises(ConfigError, match=re.escape("label_noise must be in [0, 1]")):
+        train_ensemble(x, y, seeds=[1], label_noise=1.5, config=config())
+    with pytest.raises(ConfigError, match=re.escape("dropout must be in [0, 1) (got 1.0)")):
+        MLP(D, C, dropout=1.0)
+    with pytest.raises(AssertionError, match="dropout"):  # the stack trusts its caller
+        EnsembleMLP(1, D, C, dropout=1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config().lr = 1.0
     with pytest.raises(ConfigError, match="stack_size"):
         TrainConfig(stack_size=0)
     with pytest.raises(ConfigError, match="explode_factor"):

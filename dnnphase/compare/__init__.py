@@ -4,23 +4,39 @@ It stands on both sides (``springblock`` and the network side of ``dnnphase``)
 and is the only place that knows both:
 
 * :func:`compare` — a chain phase diagram against a network sweep -> report Dataset
-  (:func:`summary` prints it);
-* :func:`fit` — the chain fitted to every cell of a sweep (final curves or
-  whole training trajectories);
+  (:func:`summary` prints it); its parts: :func:`chain_axes` (which chain axis
+  is friction, which noise), :func:`cohen_kappa` and :func:`rank_correlations`
+  (agreement), :func:`accuracy_peak` and :func:`row_accuracy_peaks` (where test
+  accuracy peaks);
+* :func:`fit` (= :func:`fit_chain`) — the chain fitted to every cell of a sweep
+  (final curves, :func:`fit_sweep_final`, or whole training trajectories,
+  :func:`fit_sweep_trajectory`);
 * :func:`dictionary_table`, :func:`effective_force_table` — the paper's
   dictionary (noise <-> knob, friction <-> nonlinearity) in numbers;
-* :func:`reproduce` — every result and figure of a preset, end to end.
+* :func:`reproduce` — every result and figure of a :data:`PRESETS` entry, end to end.
+
+Modules, one idea each: ``alignment`` (checks, oriented axes, rank alignment),
+``agreement``, ``peaks``, ``report``, ``text`` (the summary in words),
+``fitting``, ``dictionary``, ``presets`` and ``figures`` (matplotlib, so
+imported on its own: ``from dnnphase.compare import figures``).
 """
 
+from dnnphase.compare.agreement import cohen_kappa, rank_correlations
+from dnnphase.compare.alignment import chain_axes
 from dnnphase.compare.dictionary import dictionary_table, effective_force_table
-from dnnphase.compare.fitting import fit_sweep_final, fit_sweep_trajectory
+from dnnphase.compare.fitting import fit_chain, fit_sweep_final, fit_sweep_trajectory
+from dnnphase.compare.peaks import accuracy_peak, row_accuracy_peaks
 from dnnphase.compare.presets import PRESETS, reproduce
-from dnnphase.compare.report import compare, fit_chain, summary
+from dnnphase.compare.report import compare
+from dnnphase.compare.text import summary
 
 fit = fit_chain
 
 __all__ = [
     "PRESETS",
+    "accuracy_peak",
+    "chain_axes",
+    "cohen_kappa",
     "compare",
     "dictionary_table",
     "effective_force_table",
@@ -28,6 +44,8 @@ __all__ = [
     "fit_chain",
     "fit_sweep_final",
     "fit_sweep_trajectory",
+    "rank_correlations",
     "reproduce",
+    "row_accuracy_peaks",
     "summary",
 ]

@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 from scipy.stats import rankdata
 
+from dnnphase.defaults import MEASURE
 from phasecore.checks import is_int, require
 from phasecore.results import provenance
 
@@ -109,7 +110,7 @@ def dictionary_table(fit: xr.Dataset, knob: str, *, larger_is_noisier: bool = Tr
 
 
 def effective_force_table(network: xr.Dataset, knob: str, *, larger_is_noisier: bool = True,
-                          measure: str = "trace_ratio", row_dim: str = "alpha",
+                          measure: str = MEASURE, row_dim: str = "alpha",
                           n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> xr.Dataset:
     """The dictionary read off the effective force F_eff, with a bootstrap over seeds.
 

@@ -1,8 +1,11 @@
-"""Fit the chain to every cell of a network sweep -> labelled Datasets (one home for both callers).
+"""The chain fitted to every cell of a network sweep -> labelled Datasets.
 
 A sweep Dataset has ``load_curve (alpha, <knob>, seed, measure, layer)`` and,
 when recorded, ``load_curve_epochs (alpha, <knob>, seed, epoch, layer)``
-(DESIGN §3). Only xarray is assumed here, no network code.
+(as :func:`dnnphase.sweep` writes it). :func:`fit_sweep_final` and
+:func:`fit_sweep_trajectory` assume only xarray, no network code;
+:func:`fit_chain` checks the sweep, picks one of them and records provenance —
+the one place both ``dnnphase fit`` and ``reproduce`` fit a sweep.
 """
 
 from __future__ import annotations
@@ -10,7 +13,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from phasecore.checks import require
+from dnnphase.compare.alignment import check_network
+from dnnphase.defaults import MEASURE
+from phasecore.checks import ConfigError, require
+from phasecore.results import provenance
 from springblock.fit.spring import fit_spring
 from springblock.fit.trajectory import fit_trajectory, seed_weights
 
@@ -23,7 +29,7 @@ def _grid_dims(network: xr.Dataset) -> list[str]:
     return dims
 
 
-def fit_sweep_final(network: xr.Dataset, measure: str = "trace_ratio", **kwargs) -> xr.Dataset:
+def fit_sweep_final(network: xr.Dataset, measure: str = MEASURE, **kwargs) -> xr.Dataset:
     """:func:`fit_spring` on each cell's seed-mean final curve -> Dataset over the grid dims."""
     dims = _grid_dims(network)
     curves = network["load_curve"]
@@ -53,9 +59,36 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     mean = per_seed.mean("seed", skipna=True).values
     weights = None
     if weighted and network.sizes["seed"] >= 2:
-        weights = seed_weights(per_seed.values, epochs)
+        weights = seed_weights(per_seed.values)
     res = fit_trajectory(mean, epochs, weights=weights, **kwargs)
     ds = res.to_dataset(dims=dims, coords={d: network[d].values for d in dims})
     ds.attrs["weighted_by_seed_variance"] = int(weights is not None)
     ds.attrs["source_kind"] = str(network.attrs.get("kind", ""))
     return ds
+
+
+def fit_chain(network: xr.Dataset, *, measure: str = MEASURE, trajectory: bool = False,
+              source: str | None = None, **fit_options) -> xr.Dataset:
+    """The chain fitted to every cell of a network sweep, labelled, with provenance.
+
+    ``trajectory=False``: :func:`fit_sweep_final` on each cell's seed-mean
+    final load curve of ``measure`` (fast; mu<- / mu-> and the horizon fixed).
+    ``trajectory=True``: :func:`fit_sweep_trajectory` on the load curves
+    recorded during training (mu->, mu<-, s and a time scale, with 95 %
+    intervals; needs ``record_every`` and the first measure). ``fit_options``
+    go to the fit; ``source`` (a file name) is kept in the provenance.
+    """
+    check_network(network, measure)
+    if trajectory:
+        if "load_curve_epochs" not in network:
+            raise ConfigError("a trajectory fit needs load curves recorded during training: "
+                              "sweep with --record-every")
+        fit = fit_sweep_trajectory(network, **fit_options)
+    else:
+        fit = fit_sweep_final(network, measure=measure, **fit_options)
+    config = {"measure": measure, "trajectory": trajectory, "source": source,
+              "network_config": network.attrs.get("config"),
+              "options": dict(fit_options)}
+    fit.attrs.update(provenance("dnnphase.fit", config))
+    fit.attrs["knob"] = network.attrs["knob"]
+    return fit

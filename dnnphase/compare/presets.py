@@ -30,7 +30,11 @@ import numpy as np
 import xarray as xr
 
 from dnnphase import defaults
-from dnnphase.knobs import RENAMED, canonical, larger_is_noisier
+from dnnphase.compare.dictionary import effective_force_table
+from dnnphase.compare.fitting import fit_chain
+from dnnphase.compare.report import compare
+from dnnphase.compare.text import dictionary_summary, summary
+from dnnphase.knobs import larger_is_noisier
 from phasecore import results
 from phasecore.checks import ConfigError, parse_axis
 from phasecore.executors import check_reachable, validate_scheduler, validate_workers
@@ -204,8 +208,7 @@ def _chosen_knobs(spec: dict, knobs) -> list[str]:
         knobs = knobs.split(",")
     if not isinstance(knobs, (list, tuple)):
         raise ConfigError(f"knobs must be {allowed}, as a list or comma-separated (got {knobs!r})")
-    names = [str(k).strip() for k in knobs]
-    chosen = [canonical(k) if k in RENAMED else k for k in names]
+    chosen = [str(k).strip() for k in knobs]
     bad = [repr(k) for k in chosen if k not in available]
     if not chosen or bad:
         raise ConfigError(f"knobs must be {allowed} (not {', '.join(bad) or 'none'})")
@@ -226,43 +229,29 @@ def _chain(s: dict, path: Path, overwrite: bool, quiet: bool) -> tuple[xr.Datase
 def _analyse(spring: xr.Dataset, network: xr.Dataset, spec: dict, out: Path,
              quiet: bool) -> xr.Dataset:
     """Per knob: the fit, the dictionary table, the comparison report and the figures."""
-    from dnnphase import plotting
-    from dnnphase.compare import report as cmp
-    from dnnphase.compare.dictionary import effective_force_table
+    from dnnphase.compare import figures  # matplotlib only when figures are drawn
+    from phasecore.panels import save_figure
 
     knob = network.attrs["knob"]
     horizon = float(spring["horizon"].mean())
-    fit = cmp.fit_chain(network, horizon=horizon, mu_left_ratio=spec["spring"]["mu_left_ratio"],
-                        grid=spec["fit_grid"], source=f"dnn_{knob}.nc")
+    fit = fit_chain(network, horizon=horizon, mu_left_ratio=spec["spring"]["mu_left_ratio"],
+                    grid=spec["fit_grid"], source=f"dnn_{knob}.nc")
     results.save(fit, out / f"fit_{knob}.nc", overwrite=True)
     table = effective_force_table(network, knob, larger_is_noisier=larger_is_noisier(network))
     results.save(table, out / f"dictionary_{knob}.nc", overwrite=True)
-    report = cmp.compare(spring, network)
+    report = compare(spring, network)
     results.save(report, out / f"report_{knob}.nc", overwrite=True)
-    _say(cmp.summary(report) + "\n" + dictionary_summary(table), quiet)
+    _say(summary(report) + "\n" + dictionary_summary(table), quiet)
 
-    plotting.save_figure(plotting.plot_side_by_side(spring, network), out / f"phase_{knob}.png")
-    plotting.save_figure(plotting.plot_fit_maps(fit, knob, larger_is_noisier(network)),
-                         out / f"fit_{knob}.png")
+    save_figure(figures.plot_side_by_side(spring, network), out / f"phase_{knob}.png")
+    save_figure(figures.plot_fit(fit, knob, larger_is_noisier(network)), out / f"fit_{knob}.png")
     if not report.attrs["accuracy_missing"]:
-        plotting.save_figure(plotting.plot_accuracy_vs_curvature(network, report),
-                             out / f"accuracy_{knob}.png")
+        save_figure(figures.plot_accuracy_vs_curvature(network, report),
+                    out / f"accuracy_{knob}.png")
     if "load_curve_epochs" in network:
-        plotting.save_figure(_dynamics_figure(network, fit, knob, spec["spring"]["steps"],
-                                              horizon), out / f"dynamics_{knob}.png")
+        save_figure(_dynamics_figure(network, fit, knob, spec["spring"]["steps"], horizon),
+                    out / f"dynamics_{knob}.png")
     return report
-
-
-def dictionary_summary(table: xr.Dataset) -> str:
-    """One line on the paper's dictionary read off the effective force F_eff."""
-    a = table.attrs
-    level = int(round(100 * a["level"]))
-    return ("effective force F_eff (the chain's identifiable parameter), Spearman rho with "
-            f"its {level}% seed-bootstrap interval: falls with noise (interval below 0) in "
-            f"{a['share_rows_falling_with_noise_significant']:.0%} of alpha rows, monotonically "
-            f"(rho = -1) in {a['share_rows_falling_with_noise']:.0%}; falls as alpha grows in "
-            f"{a['share_cols_falling_with_alpha_significant']:.0%} of columns, monotonically in "
-            f"{a['share_cols_falling_with_alpha']:.0%}")
 
 
 def _reuse_spring(path: Path, spec: dict, quiet: bool) -> xr.Dataset:
@@ -283,7 +272,7 @@ def _reuse_spring(path: Path, spec: dict, quiet: bool) -> xr.Dataset:
 def _dynamics_figure(network: xr.Dataset, fit: xr.Dataset, knob: str, steps: int,
                      horizon: float):
     """Three cells (least noisy / middle / noisiest at alpha = 0) vs their fitted chains."""
-    from dnnphase import plotting
+    from dnnphase.compare.figures import plot_dynamics
     from springblock import simulate
 
     alpha = float(network["alpha"].min())
@@ -308,4 +297,4 @@ def _dynamics_figure(network: xr.Dataset, fit: xr.Dataset, knob: str, steps: int
         else:
             chain_curves.append((np.array([0.0]), np.full((1, network.sizes["layer"]), np.nan)))
         titles.append(f"alpha {alpha:g}, {knob} {v:g}")
-    return plotting.plot_dynamics(net_curves, chain_curves, titles)
+    return plot_dynamics(net_curves, chain_curves, titles)

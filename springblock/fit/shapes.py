@@ -14,12 +14,11 @@ import numpy as np
 
 from phasecore.checks import ConfigError, is_finite, require
 from phasecore.loadcurve import MIN_RELATIVE_DROP
-from springblock import theory
+from springblock import defaults, theory
 
-#: Horizon T (time units, = steps * step) at which fitted chains are observed.
-DEFAULT_HORIZON = 1000.0
-#: mu<- / mu->, fixed in :func:`~springblock.fit.fit_spring` (the phase-diagram default).
-DEFAULT_MU_LEFT_RATIO = 2.0
+#: Horizon T and mu<- / mu-> of fitted chains: the phase diagram's, springblock.defaults.
+DEFAULT_HORIZON = defaults.HORIZON
+DEFAULT_MU_LEFT_RATIO = defaults.MU_LEFT_RATIO
 
 
 def as_curves(load_curve, name: str = "load_curve") -> np.ndarray:

@@ -1,8 +1,8 @@
 """``fit_spring``: the chain (mu->, s) whose mean-field load curve has a network curve's shape.
 
 Overdamped chain, Gaussian force noise, target y = 1, observed at a fixed
-horizon T with mu<- = ratio * mu-> (DESIGN §4; the model is
-:func:`springblock.theory.predict_positions`, DESIGN §2.4). What a shape can
+horizon T with mu<- = ratio * mu-> (docs/fit.md; the model is
+:func:`springblock.theory.predict_positions`). What a shape can
 and cannot identify, and the measured accuracy, are in ``docs/fit.md``.
 """
 

@@ -434,13 +434,15 @@ def _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, w, lo, hi, lead, used
         modulus=float(modulus), bounds=bounds)
 
 
-def seed_weights(curves_per_seed, epochs, seed_axis: int = -3, floor: float = 1e-12):
+def seed_weights(curves_per_seed, *, seed_axis: int = -3, floor: float = 1e-12):
     """Inverse variances (..., E, L+1) of seed-mean curves, one per frame, pooled.
 
     ``curves_per_seed`` (..., S, E, L+1) with S >= 2 seeds on ``seed_axis``.
     The variance of a point is estimated from the seed spread pooled over
     every leading cell and every layer of a frame (so two seeds suffice),
-    divided by S; floored at ``floor``. Frames at epoch 0 keep their place.
+    divided by S; floored at ``floor``. Every frame gets its weight, an
+    epoch-0 frame included: :func:`fit_trajectory` takes weights for all the
+    frames it is given and leaves that one out itself.
     """
     d = np.moveaxis(np.asarray(curves_per_seed, dtype=np.float64), seed_axis, -3)
     require(d.ndim >= 3 and d.shape[-3] >= 2, "curves_per_seed",

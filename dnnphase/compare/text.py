@@ -1,0 +1,111 @@
+"""Results in words: the lines a person reads after a comparison.
+
+* :func:`summary` — the agreement table of a comparison report, ``n/a (why)``
+  where a number could not be computed, then one line per alpha row
+  (:func:`row_summary`);
+* :func:`dictionary_summary` — the paper's dictionary read off the effective
+  force (an :func:`dnnphase.compare.dictionary.effective_force_table`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from dnnphase.compare.peaks import row_shape
+
+
+def _num(value, why: str = "", signed: bool = True) -> str:
+    """A number (signed), or ``n/a (why)`` for a part that could not be computed."""
+    value = float(value)
+    if not np.isfinite(value):
+        return f"n/a{f' ({why})' if why else ''}"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def _rho_reason(curvature: xr.DataArray, dim: str, what: str) -> str:
+    """Why a rank correlation along ``dim`` could not be computed (shown after n/a)."""
+    if curvature.sizes[dim] < 3:
+        return f"needs >= 3 {what}"
+    return f"needs >= 3 finite cells along the {what}"
+
+
+def summary(report: xr.Dataset) -> str:
+    """A few lines a person reads: the agreement table (``n/a`` says what is missing)."""
+    a = report.attrs
+    along = {"noise": _rho_reason(report["network_curvature"], "noisiness", f"{a['knob']} values"),
+             "nonlinearity": _rho_reason(report["network_curvature"], "nonlinearity",
+                                         "alpha values")}
+    chain_along = {
+        "noise": _rho_reason(report["spring_curvature"], "spring_noisiness", "noise values"),
+        "nonlinearity": _rho_reason(report["spring_curvature"], "spring_nonlinearity",
+                                    "friction values")}
+    kappa = _num(a["label_kappa"], "one phase only")
+    ok_cells = report["network_label"].size
+    lines = [
+        f"measure {a['measure']}, linear band |curvature| <= {a['tolerance']:g}, knob {a['knob']}",
+        f"phase-label agreement after orientation: {_num(a['label_agreement'], signed=False)} "
+        f"over {a.get('label_cells_compared', ok_cells)} of {ok_cells} network cells "
+        f"(Cohen's kappa {kappa})",
+        "mean Spearman rho of curvature   along noise   along nonlinearity",
+        "  networks                        "
+        f"{_num(a['network_mean_rho_along_noise'], along['noise'])}        "
+        f"{_num(a['network_mean_rho_along_nonlinearity'], along['nonlinearity'])}",
+        "  spring-block chain              "
+        f"{_num(a['spring_mean_rho_along_noise'], chain_along['noise'])}        "
+        f"{_num(a['spring_mean_rho_along_nonlinearity'], chain_along['nonlinearity'])}",
+    ]
+    if a.get("accuracy_missing"):
+        lines.append(f"test accuracy vs curvature: n/a ({a['accuracy_missing']})")
+    else:
+        lines.append(
+            f"test accuracy peaks at scale-free curvature {a['accuracy_peak_curvature']:+.3f} "
+            f"(95% bootstrap {a['accuracy_peak_low']:+.3f} .. {a['accuracy_peak_high']:+.3f}); "
+            f"Spearman(|curvature|, accuracy) = "
+            f"{_num(a['accuracy_spearman_abs_curvature'])}"
+            + (f"; {a['accuracy_fit_excluded']} far-out curvature(s) outside "
+               f"{a['accuracy_fit_low']:+.2f} .. {a['accuracy_fit_high']:+.2f} left out"
+               if a.get("accuracy_fit_excluded") else ""))
+    return "\n".join(lines + row_summary(report))
+
+
+def row_summary(report: xr.Dataset) -> list[str]:
+    """One line per alpha row: the test-accuracy peak, its ties, and the phase boundary."""
+    if "row_peak_value" not in report:  # a report written before these were kept
+        return []
+    knob = report.attrs["knob"]
+    values = report[knob].values
+    noisier = "larger" if values[-1] >= values[0] else "smaller"
+    lines = [f"test accuracy per alpha row (ties: within 2 standard errors of the difference "
+             f"from the peak; boundary: where curvature changes sign as {knob} gets noisier, "
+             f"i.e. {noisier})"]
+    for i in reversed(range(report.sizes["nonlinearity"])):  # ReLU first, as in the figures
+        r = report.isel(nonlinearity=i)
+        if not np.isfinite(r["row_peak_accuracy"]):
+            lines.append(f"  alpha {float(r['alpha']):g}: n/a (no finite accuracy)")
+            continue
+        boundary = float(r["row_boundary_value"])
+        if np.isfinite(boundary):
+            turn = "concave -> convex" if r["row_boundary_direction"] > 0 else "convex -> concave"
+            where = f"{turn} at {boundary:.3g}"
+        else:
+            where = f"none ({row_shape(r['network_curvature'].values)})"
+        lines.append(
+            f"  alpha {float(r['alpha']):g}: {float(r['row_peak_accuracy']):.3f} "
+            f"± {float(r['row_peak_accuracy_se']):.3f} at {knob} {float(r['row_peak_value']):g} "
+            f"(ties {float(r['row_tied_low']):g}..{float(r['row_tied_high']):g}, curvature "
+            f"{_num(r['row_tied_curvature_low'])}..{_num(r['row_tied_curvature_high'])}); "
+            f"boundary {where}")
+    return lines
+
+
+def dictionary_summary(table: xr.Dataset) -> str:
+    """One line on the paper's dictionary read off the effective force F_eff."""
+    a = table.attrs
+    level = int(round(100 * a["level"]))
+    return ("effective force F_eff (the chain's identifiable parameter), Spearman rho with "
+            f"its {level}% seed-bootstrap interval: falls with noise (interval below 0) in "
+            f"{a['share_rows_falling_with_noise_significant']:.0%} of alpha rows, monotonically "
+            f"(rho = -1) in {a['share_rows_falling_with_noise']:.0%}; falls as alpha grows in "
+            f"{a['share_cols_falling_with_alpha_significant']:.0%} of columns, monotonically in "
+            f"{a['share_cols_falling_with_alpha']:.0%}")
