@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dnnphase.compare.report import row_shape
+from dnnphase.compare.peaks import row_shape
 from phasecore import results
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
