@@ -23,9 +23,18 @@ PHASE_ARGS = ["phase", "--rows", "mu_right=0:0.03:4", "--cols", "noise=0:0.03:4"
               "--chains-per-chunk", "8"]
 
 
-def _cli(args, **kwargs):
-    return subprocess.Popen([sys.executable, "-m", "springblock.cli", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+def _cli(args, deadline: float = 120.0) -> tuple[int, str]:
+    """Run the chain command line; (exit code, stderr). ``deadline`` only keeps a broken run
+    from hanging the suite: past it the command is killed and the test fails."""
+    proc = subprocess.Popen([sys.executable, "-m", "springblock.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"springblock {' '.join(args[:1])} still running after {deadline:g} s:\n{err}")
+    return proc.returncode, err
 
 
 def _identical(a: xr.Dataset, b: xr.Dataset) -> None:
@@ -39,9 +48,8 @@ def test_changed_configuration_is_refused_then_overwritten(tmp_path):
     store.open({"a": 1}, n_chunks=3)
     with pytest.raises(OutputExistsError, match="different configuration"):
         store.open({"a": 2}, n_chunks=3)
-    proc = _cli(PHASE_ARGS + ["-o", str(out), "--quiet"])
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2 and "different configuration" in err
+    code, err = _cli(PHASE_ARGS + ["-o", str(out), "--quiet"])
+    assert code == 2 and "different configuration" in err
     store.open({"a": 2}, n_chunks=3, overwrite=True)  # --overwrite discards the old store
     assert store.done() == set()
 

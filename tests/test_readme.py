@@ -1,16 +1,123 @@
-"""Every Python snippet in the README runs as written."""
+"""The README and docs/*.md stay true to the code: their Python snippets run, the dotted names
+they mention exist, their command lines parse, and their tables match the committed results."""
 
+import importlib
 import re
+import shlex
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
 SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+PACKAGES = ("springblock", "dnnphase", "phasecore")
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```", flags=re.S | re.M)
+# a package name not inside a path or a longer name, then at least one attribute
+DOTTED = re.compile(r"(?<![\w./-])(?:springblock|dnnphase|phasecore)(?:\.[A-Za-z_]\w*)+")
 
 
-def test_the_readme_has_python_snippets():
-    assert len(SNIPPETS) >= 2
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _dotted_names() -> list[tuple[str, str]]:
+    """(page, name) for every package-qualified dotted name in an inline code span."""
+    found = {}
+    for page in PAGES:
+        prose = FENCE.sub("", page.read_text())  # code blocks are tested by running/parsing
+        for span in re.findall(r"`([^`\n]+)`", prose):
+            for name in DOTTED.findall(span):
+                found.setdefault((_rel(page), name.rstrip(".")), None)
+    return list(found)
+
+
+def _command_lines() -> list[tuple[str, list[str]]]:
+    """(page, argv) for every shell command in a non-Python code block that runs one of the
+    two command lines (``&&`` chains split, comments and line continuations removed)."""
+    commands = []
+    for page in PAGES:
+        for lang, body in FENCE.findall(page.read_text()):
+            if lang.strip() not in ("", "bash", "sh", "shell", "console"):
+                continue
+            for line in body.replace("\\\n", " ").splitlines():
+                try:
+                    words = shlex.split(line, comments=True)
+                except ValueError:  # not shell (e.g. a listing of files)
+                    continue
+                command = []
+                for word in [*words, "&&"]:
+                    if word in ("&&", "||", ";", "|"):
+                        if command and command[0] in ("springblock", "dnnphase"):
+                            commands.append((_rel(page), command))
+                        command = []
+                    else:
+                        command.append(word)
+    return commands
+
+
+NAMES = _dotted_names()
+COMMANDS = _command_lines()
+
+
+def _resolve(name: str):
+    """Import the longest module prefix of ``name``, then look the rest up as attributes."""
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        module_name = ".".join(parts[:n])
+        try:
+            obj = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name != module_name:  # a real module failed to import something it needs
+                raise
+            continue
+        for k, attr in enumerate(parts[n:], start=n):
+            assert hasattr(obj, attr), (
+                f"{name}: {'.'.join(parts[:k])} has no attribute {attr!r}")
+            obj = getattr(obj, attr)
+        return obj
+    raise AssertionError(f"{name}: no such module")
+
+
+def test_the_docs_mention_dotted_names_and_commands():
+    """The collectors below find what they are meant to find (else the tests test nothing)."""
+    names = {name for _, name in NAMES}
+    assert {"springblock.theory", "dnnphase.metrics"} <= names, sorted(names)
+    programs = {(argv[0], argv[1]) for _, argv in COMMANDS}
+    assert {("springblock", "simulate"), ("springblock", "phase"), ("springblock", "plot"),
+            ("dnnphase", "sweep"), ("dnnphase", "reproduce"), ("dnnphase", "fit")} <= programs
+
+
+@pytest.mark.parametrize("page,name", NAMES, ids=[f"{p}:{n}" for p, n in NAMES])
+def test_a_dotted_name_in_the_docs_exists(page, name):
+    _resolve(name)
+
+
+def _parser(program: str):
+    if program == "springblock":
+        from springblock.cli import build_parser
+    else:
+        from dnnphase.cli import build_parser
+    return build_parser()
+
+
+@pytest.mark.parametrize("page,argv", COMMANDS,
+                         ids=[f"{p}:{' '.join(a[:2])}#{i}" for i, (p, a) in enumerate(COMMANDS)])
+def test_a_command_line_in_the_docs_parses(page, argv, capsys):
+    """Parsed by the command's own parser, exactly as ``phasecore.commandline.run`` parses it
+    (unknown options are errors), without running the command."""
+    parser = _parser(argv[0])
+    try:
+        args, unknown = parser.parse_known_args(argv[1:])
+    except SystemExit as stop:
+        if stop.code == 0 and {"-h", "--help"} & set(argv):
+            return  # a help line: it printed the usage, as it should
+        pytest.fail(f"{page}: {shlex.join(argv)!r} does not parse (exit {stop.code}): "
+                    f"{capsys.readouterr().err.strip()}")
+    assert not unknown, f"{page}: {shlex.join(argv)!r}: unrecognized arguments {unknown}"
+    assert args.command == argv[1] and callable(args.func)
 
 
 @pytest.mark.parametrize("code", SNIPPETS, ids=[f"snippet{i}" for i in range(len(SNIPPETS))])
@@ -19,11 +126,15 @@ def test_readme_snippet_runs(code, tmp_path, monkeypatch):
     exec(compile(code, str(README), "exec"), {"__name__": "readme"})
 
 
+RESULTS = ROOT / "docs" / "results.md"
+
+
 def test_the_paper_table_is_the_one_the_committed_reports_give(capsys):
     import runpy
 
-    root = README.parent
-    runpy.run_path(str(root / "docs" / "paper_table.py"), run_name="table")["main"](
-        str(root / "figures" / "paper"))
+    runpy.run_path(str(ROOT / "docs" / "paper_table.py"), run_name="table")["main"](
+        str(ROOT / "figures" / "paper"))
     table = capsys.readouterr().out
-    assert table.count("\n") >= 8 and table in README.read_text()
+    assert table.count("\n") >= 8
+    assert table in RESULTS.read_text(), \
+        f"docs/results.md does not hold the table docs/paper_table.py prints:\n{table}"
