@@ -59,6 +59,7 @@ def _sweep_options():
     from dnnphase.data import DATASETS
     from dnnphase.knobs import ALPHA, KNOBS
     from dnnphase.metrics import MEASURE_NAMES
+    from dnnphase.model import NORMS, WEIGHT_INITS
     from dnnphase.optim import OPTIMIZERS
     from dnnphase.train import DTYPES
 
@@ -81,6 +82,13 @@ def _sweep_options():
         ("--data-seed", "data_seed", int, "seed of the train/test split and data generators"),
         ("--depth", "depth", int, "hidden layers L"),
         ("--width", "width", int, "hidden width n"),
+        ("--norm", "norm", str,
+         f"hidden-layer normalisation, one of {', '.join(NORMS)} (batchnorm: BatchNorm on "
+         "the input and after every hidden linear map; scale: the paper's Eq. (1) constant "
+         "c(alpha) after every activation, input as given; none: neither)"),
+        ("--weight-init", "weight_init", str,
+         f"initialisation of the linear maps, one of {', '.join(WEIGHT_INITS)} (orthogonal: "
+         "random orthogonal weights, zero biases)"),
         ("--optimizer", "optimizer", str, " or ".join(OPTIMIZERS)),
         ("--lr", "lr", float, knob("lr")),
         ("--epochs", "epochs", int, "training epochs (at most)"),
@@ -137,7 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"number of seeds (default {len(seeds)})")
     p.add_argument("--first-seed", type=int, default=None,
                    help=f"first seed (default {seeds[0]})")
-    p.add_argument("--no-batchnorm", action="store_true", help="no BatchNorm layers")
     p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
     _scheduler_options(p, defaults.SCHEDULER)
     output_options(p, "output NetCDF file")
@@ -216,8 +223,6 @@ def cmd_sweep(args) -> None:
         if n < 1 or first < 0:
             raise ConfigError(f"seeds must be >= 1 and first-seed >= 0 (got {n}, {first})")
         fields["seeds"] = list(range(first, first + n))
-    if args.no_batchnorm:
-        fields["batchnorm"] = False
     if args.no_bias:
         fields["bias"] = False
     cfg = SweepConfig(**fields)

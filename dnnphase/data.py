@@ -6,9 +6,11 @@ arrays: features ``(N, d) float32`` and labels ``(N,) int64``; the trainer
 converts them to torch tensors.
 
 The data sets (``mnist5k``, the default :data:`dnnphase.defaults.DATASET`,
-``digits``, ``mnist1d``, ``gmm``, and ``mnist`` / ``fashion-mnist`` / ``cifar10``
-from local files), how they are split and resized, and their errors are
-described in ``docs/data.md``. A bad
+``digits``, ``mnist1d``, ``gmm``, ``orthogonal``, and ``mnist`` / ``fashion-mnist`` /
+``cifar10`` from local files), how they are split and resized, and their errors are
+described in ``docs/data.md``. They are not standardised: image features are pixels
+in [0, 1]; ``mnist1d``'s are standardised by its generator, ``gmm``'s have unit
+within-class variance, and ``orthogonal``'s samples have unit norm. A bad
 name, option or value is a :class:`~phasecore.checks.ConfigError`;
 the same arguments always give identical arrays.
 """
@@ -374,6 +376,50 @@ def _load_gmm(*, n_train, data_seed, n_classes=10, dim=100, separation=3.0, n_te
     return _make("gmm", x_train, y_train, x_test, y_test, n_classes,
                  {"source": "Gaussian mixture generated from data_seed", "resize": "none",
                   "data_seed": data_seed, "dim": dim, "separation": separation})
+
+
+def _orthogonal_matrix(dim: int, rng: np.random.Generator) -> np.ndarray:
+    """A Haar-random ``(dim, dim)`` orthogonal matrix, float64: Q of the QR decomposition
+    of a standard Gaussian matrix, its columns multiplied by the signs of R's diagonal
+    (the recipe of ``torch.nn.init.orthogonal_``)."""
+    q, r = np.linalg.qr(rng.standard_normal((dim, dim)))
+    return q * np.where(np.diag(r) < 0, -1.0, 1.0)
+
+
+@register_dataset("orthogonal")
+def _load_orthogonal(*, n_train, data_seed, dim=100, n_test=20):
+    """The data of the paper's Fig. 5(a) (after He & Su): samples are rows of a random
+    orthogonal matrix, labels random binary.
+
+    One Haar-random ``dim x dim`` orthogonal matrix is drawn from ``data_seed``; its first
+    ``n_train`` rows (in a random order) are the training samples and the next
+    ``n_test`` the test samples, so all ``n_train + n_test <= dim`` samples are
+    orthonormal (to float32 rounding). Labels 0/1 are a random permutation of a
+    balanced set in each split (the first class gets the odd one out), so both classes
+    are in the training set. Default n_train 80 (of dim 100, n_test 20).
+    """
+    dim = check_int("dim", dim, minimum=2)
+    n_test = check_int("n_test", n_test, minimum=1)
+    n_train = 80 if n_train is None else n_train
+    if n_train < 2:
+        raise ConfigError("n_train must be at least n_classes = 2 for dataset 'orthogonal' "
+                          f"(one sample per class); got {n_train}")
+    if n_train + n_test > dim:
+        raise ConfigError(f"n_train + n_test must be at most dim = {dim} for dataset "
+                          f"'orthogonal' (its samples are rows of one dim x dim orthogonal "
+                          f"matrix); got n_train {n_train} + n_test {n_test} = "
+                          f"{n_train + n_test}")
+    rng = np.random.default_rng(data_seed)
+    rows = _orthogonal_matrix(dim, rng)[rng.permutation(dim)[:n_train + n_test]]
+
+    def labels(n):
+        return rng.permutation(np.arange(n) % 2)
+
+    y_train, y_test = labels(n_train), labels(n_test)
+    return _make("orthogonal", rows[:n_train], y_train, rows[n_train:], y_test, 2,
+                 {"source": "rows of a random orthogonal matrix generated from data_seed, "
+                            "random binary labels", "resize": "none",
+                  "data_seed": data_seed, "dim": dim})
 
 
 # ---------------------------------------------------------------------------

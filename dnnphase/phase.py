@@ -27,6 +27,7 @@ import xarray as xr
 from dnnphase import defaults, knobs
 from dnnphase.data import dataset_key
 from dnnphase.metrics import check_measures
+from dnnphase.model import check_norm, check_weight_init
 from dnnphase.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore import loadcurve
 from phasecore.checks import is_int, require
@@ -44,7 +45,9 @@ class SweepConfig(TrainingSettings):
     alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear).
     seeds : the model seeds (initialisation and all of a model's randomness).
     dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
-    depth, width, batchnorm, bias : the MLP (L hidden layers of width n).
+    depth, width, norm, bias, weight_init : the MLP (L hidden layers of width n;
+        ``norm`` one of :data:`dnnphase.model.NORMS`, ``weight_init`` one of
+        :data:`dnnphase.model.WEIGHT_INITS`; see :class:`dnnphase.model.MLP`).
     epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype,
         device : the training settings, :class:`dnnphase.train.TrainingSettings`
         (their defaults and checks); ``batch_size=None``: full batch; ``device``
@@ -74,8 +77,9 @@ class SweepConfig(TrainingSettings):
     root: str | None = None
     depth: int = defaults.DEPTH
     width: int = defaults.WIDTH
-    batchnorm: bool = True
+    norm: str = "batchnorm"
     bias: bool = True
+    weight_init: str = "default"
     dropout: float = 0.0
     label_noise: float = 0.0
     measures: tuple = defaults.SWEEP_MEASURES
@@ -114,6 +118,8 @@ class SweepConfig(TrainingSettings):
         for field_name in ("depth", "width"):
             value = getattr(self, field_name)
             require(is_int(value) and value >= 1, field_name, "an integer >= 1", value)
+        check_norm(self.norm)
+        check_weight_init(self.weight_init)
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)
@@ -265,7 +271,8 @@ def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
     result = train_models(
         torch.as_tensor(data.x_train), y_train, torch.as_tensor(data.x_test),
         torch.as_tensor(data.y_test), knobs=cfg.model_knobs(models), config=cfg.train_config(),
-        depth=cfg.depth, width=cfg.width, batchnorm=cfg.batchnorm, bias=cfg.bias,
+        depth=cfg.depth, width=cfg.width, norm=cfg.norm, bias=cfg.bias,
+        weight_init=cfg.weight_init,
         record_fn=record if cfg.record_every else None,
     )
     diverged = result.diverged.numpy()

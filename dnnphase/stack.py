@@ -21,7 +21,7 @@ from phasecore.checks import ConfigError, require
 
 from .defaults import DEPTH, WIDTH
 from .knobs import RANGES
-from .model import MLP
+from .model import MLP, activation_scale, check_norm, check_weight_init, orthogonal_linear_
 from .randomness import LEVELS, dropout_levels
 
 __all__ = ["EnsembleMLP", "per_model", "row_mean"]
@@ -94,11 +94,17 @@ class EnsembleMLP(nn.Module):
     * ``biases[i]``: ``(M, 1, out_i)`` (empty list when ``bias=False``)
     * ``bn_weights[i]``, ``bn_biases[i]``: ``(M, F_i)`` for the input BatchNorm (i = 0)
       and the L hidden ones; buffers ``running_mean_i``, ``running_var_i``: ``(M, F_i)``
+      (all four only with ``norm="batchnorm"``)
+
+    ``norm`` (:data:`dnnphase.model.NORMS`) and ``weight_init``
+    (:data:`dnnphase.model.WEIGHT_INITS`) as :class:`MLP`'s; with ``"scale"`` each
+    model's hidden activations are multiplied by its c(α)
+    (:func:`dnnphase.model.activation_scale`, which depends on ``weight_init``).
 
     ``alpha`` (LeakyReLU slope) and ``dropout`` are per-model constants, in the
     ranges of :mod:`dnnphase.knobs` (checked by the caller: asserted here). A freshly
-    constructed ensemble holds zeros; :meth:`init` gives PyTorch's default
-    initialisation, :meth:`from_models` stacks given networks.
+    constructed ensemble holds zeros; :meth:`init` gives the seeded initialisation
+    (PyTorch's default, or orthogonal), :meth:`from_models` stacks given networks.
 
     ``forward`` takes ``x`` ``(B, d)`` (shared by all models) or ``(B, M, d)`` and
     returns logits ``(M, B, C)``.
@@ -113,14 +119,18 @@ class EnsembleMLP(nn.Module):
         width: int = WIDTH,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
-        batchnorm: bool = True,
+        norm: str = "batchnorm",
         bias: bool = True,
         bn_eps: float = 1e-5,
         bn_momentum: float = 0.1,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
+        *,
+        weight_init: str = "default",
     ) -> None:
         super().__init__()
+        check_norm(norm)
+        check_weight_init(weight_init)
         m = int(n_models)
         if m < 1 or depth < 0 or width < 1 or in_features < 1 or n_classes < 1:
             raise ConfigError("n_models, width, in_features and n_classes must be >= 1 and "
@@ -135,7 +145,7 @@ class EnsembleMLP(nn.Module):
         self.n_models = m
         self.in_features, self.n_classes = in_features, n_classes
         self.depth, self.width = depth, width
-        self.batchnorm, self.bias = batchnorm, bias
+        self.norm, self.weight_init, self.bias = norm, weight_init, bias
         self.bn_eps, self.bn_momentum = bn_eps, bn_momentum
         self.alphas: tuple[float, ...] = tuple(alphas)
         self.dropouts: tuple[float, ...] = tuple(drops)
@@ -151,7 +161,7 @@ class EnsembleMLP(nn.Module):
         self.biases = nn.ParameterList(
             nn.Parameter(torch.zeros(m, 1, dims[i + 1], **fk)) for i in range(depth + 1) if bias
         )
-        bn_dims = dims[:-1] if batchnorm else []
+        bn_dims = dims[:-1] if norm == "batchnorm" else []
         self.bn_weights = nn.ParameterList(nn.Parameter(torch.ones(m, f, **fk)) for f in bn_dims)
         self.bn_biases = nn.ParameterList(nn.Parameter(torch.zeros(m, f, **fk)) for f in bn_dims)
         for i, f in enumerate(bn_dims):
@@ -162,6 +172,10 @@ class EnsembleMLP(nn.Module):
         levels = dropout_levels(drops)  # dropped 16-bit integers
         self.has_dropout = any(k > 0 for k in levels) and depth > 0
         self.register_buffer("alpha", torch.tensor(alphas, **fk), persistent=False)
+        # Eq. (1)'s c(α) per model (used with norm="scale" only).
+        self.register_buffer("act_scale", torch.tensor(
+            [activation_scale(a, weight_init) if norm == "scale" else 1.0 for a in alphas],
+            **fk), persistent=False)
         self.register_buffer("drop_level", torch.tensor([float(k) for k in levels], **fk),
                              persistent=False)
         self.register_buffer("drop_scale", torch.tensor(
@@ -173,7 +187,8 @@ class EnsembleMLP(nn.Module):
         p = self.weights[0]
         return EnsembleMLP(
             n_models, self.in_features, self.n_classes, self.depth, self.width, alphas, drops,
-            self.batchnorm, self.bias, self.bn_eps, self.bn_momentum, p.dtype, p.device,
+            self.norm, self.bias, self.bn_eps, self.bn_momentum, p.dtype, p.device,
+            weight_init=self.weight_init,
         )
 
     @classmethod
@@ -188,18 +203,24 @@ class EnsembleMLP(nn.Module):
         width: int = WIDTH,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
-        batchnorm: bool = True,
+        norm: str = "batchnorm",
         bias: bool = True,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
+        weight_init: str = "default",
     ) -> EnsembleMLP:
-        """PyTorch's default initialisation: model m has the weights of an ``MLP``
-        built right after ``torch.manual_seed(seeds[m])``, drawn directly into the
-        stacked tensors (no per-model module; the global RNG is not touched)."""
+        """Seeded initialisation: model m has the weights of an ``MLP`` (same ``norm``,
+        ``weight_init``) built right after ``torch.manual_seed(seeds[m])``, drawn from
+        a ``torch.Generator`` seeded with ``seeds[m]`` directly into the stacked
+        tensors (no per-model module; the global RNG is not touched). ``weight_init``:
+        ``"default"`` PyTorch's (:func:`_default_linear_`), ``"orthogonal"``
+        :func:`dnnphase.model.orthogonal_linear_`."""
         seeds = [int(s) for s in seeds]
         require(len(seeds) == n_models, "seeds", f"one per model ({n_models})", seeds)
-        ens = cls(n_models, in_features, n_classes, depth, width, alpha, dropout, batchnorm,
-                  bias, dtype=dtype or torch.get_default_dtype(), device=device)
+        ens = cls(n_models, in_features, n_classes, depth, width, alpha, dropout, norm,
+                  bias, dtype=dtype or torch.get_default_dtype(), device=device,
+                  weight_init=weight_init)
+        draw = orthogonal_linear_ if weight_init == "orthogonal" else _default_linear_
         # Draw in the default dtype, model by model in the MLP's order (each Linear's
         # weight, then its bias), into (M, out, in) buffers; then one copy per layer.
         dims, dt = ens.dims, torch.get_default_dtype()
@@ -208,7 +229,7 @@ class EnsembleMLP(nn.Module):
         for m, seed in enumerate(seeds):
             g = torch.Generator().manual_seed(seed)
             for w, b in zip(ws, bs, strict=True):
-                _default_linear_(w[m], b[m] if bias else None, g)
+                draw(w[m], b[m] if bias else None, g)
         with torch.no_grad():
             for i in range(depth + 1):
                 ens.weights[i].copy_(ws[i].transpose(1, 2))  # (M, in, out)
@@ -225,18 +246,19 @@ class EnsembleMLP(nn.Module):
     ) -> EnsembleMLP:
         """Stack the parameters and BatchNorm statistics of single :class:`MLP` s."""
         first = models[0]
-        arch = (first.in_features, first.n_classes, first.depth, first.width,
-                first.batchnorm, first.bias)
+        def arch(mdl: MLP) -> tuple:
+            return (mdl.in_features, mdl.n_classes, mdl.depth, mdl.width, mdl.norm,
+                    mdl.weight_init, mdl.bias)
+
         for mdl in models:
-            require((mdl.in_features, mdl.n_classes, mdl.depth, mdl.width, mdl.batchnorm,
-                     mdl.bias) == arch, "models", "of one architecture", mdl)
+            require(arch(mdl) == arch(first), "models", "of one architecture", mdl)
+        bn = first.norm == "batchnorm"
         bn0 = first.input_bn
         ens = cls(
             len(models), first.in_features, first.n_classes, first.depth, first.width,
             [mdl.alpha for mdl in models], [mdl.dropout for mdl in models],
-            first.batchnorm, first.bias,
-            bn0.eps if first.batchnorm else 1e-5, bn0.momentum if first.batchnorm else 0.1,
-            dtype or first.out.weight.dtype, device,
+            first.norm, first.bias, bn0.eps if bn else 1e-5, bn0.momentum if bn else 0.1,
+            dtype or first.out.weight.dtype, device, weight_init=first.weight_init,
         )
         with torch.no_grad():
             for name, value in ens.state_dict().items():
@@ -249,7 +271,8 @@ class EnsembleMLP(nn.Module):
         state = self.state_dict()
         for m in range(self.n_models):
             mdl = MLP(self.in_features, self.n_classes, self.depth, self.width, self.alphas[m],
-                      self.dropouts[m], self.batchnorm, self.bias, self.bn_eps, self.bn_momentum)
+                      self.dropouts[m], self.norm, self.bias, self.bn_eps, self.bn_momentum,
+                      weight_init=self.weight_init)
             mdl = mdl.to(self.weights[0].dtype)
             with torch.no_grad():
                 for name, value in state.items():
@@ -316,7 +339,8 @@ class EnsembleMLP(nn.Module):
         return _LeakyReLUPerModel.apply(u, self.alpha.view(1, -1, 1))
 
     def _hidden(self, h: torch.Tensor, i: int) -> torch.Tensor:
-        """Hidden layer i: ``h`` ``(B, M, in)`` → LeakyReLU(BN(h W + b)) ``(B, M, n)``."""
+        """Hidden layer i: ``h`` ``(B, M, in)`` → LeakyReLU(BN(h W + b)) ``(B, M, n)``
+        (``"scale"``: c(α)·LeakyReLU(h W + b); ``"none"``: LeakyReLU(h W + b))."""
         b, m, n = h.shape[0], self.n_models, self.width
         z = torch.bmm(h.transpose(0, 1), self.weights[i])  # (M, B, n); BLAS reads the view
         u = z.transpose(0, 1).reshape(b, m * n)  # (B, M·n): a copy unless M == 1
@@ -324,10 +348,13 @@ class EnsembleMLP(nn.Module):
             bias = self.biases[i].view(1, m * n)
             # A bias feeding BatchNorm is removed by its mean subtraction: a gauge
             # parameter (zero gradient), so no autograd rounding noise reaches it.
-            u = u + (bias.detach() if self.batchnorm else bias)
-        if self.batchnorm:
+            u = u + (bias.detach() if self.norm == "batchnorm" else bias)
+        if self.norm == "batchnorm":
             u = self._bn(u, i + 1)
-        return self._act(u.view(b, m, n))
+        h = self._act(u.view(b, m, n))
+        if self.norm == "scale":
+            h = h * self.act_scale.view(1, m, 1)  # as MLP: after the activation
+        return h
 
     def forward(
         self,
@@ -338,17 +365,18 @@ class EnsembleMLP(nn.Module):
         """Logits ``(M, B, C)``; with ``return_features`` also ``[h_0..h_L]``, each ``(B, M, F)``.
 
         ``x``: ``(B, d)`` shared by all models or ``(B, M, d)``. Features follow
-        :class:`MLP`: h_0 after the input BatchNorm, h_ℓ after the activation and
-        before dropout. ``dropout(ℓ)`` gives hidden layer ℓ's ``(B, M, width)``
-        multipliers in training mode (:class:`dnnphase.randomness.DropoutMasks`);
-        without it, masks come from torch's global generator.
+        :class:`MLP`: h_0 after the input BatchNorm (the input itself without it), h_ℓ
+        after the activation (and c(α)) and before dropout. ``dropout(ℓ)`` gives hidden
+        layer ℓ's ``(B, M, width)`` multipliers in training mode
+        (:class:`dnnphase.randomness.DropoutMasks`); without it, masks come from torch's
+        global generator.
         """
         m, d = self.n_models, self.in_features
         if x.dim() == 2:
             x = x.unsqueeze(1).expand(-1, m, -1)
         b = x.shape[0]
         h = x.reshape(b, m * d)  # (B, M·d)
-        if self.batchnorm:
+        if self.norm == "batchnorm":
             h = self._bn(h, 0)
         h = h.view(b, m, d)
         feats = [h] if return_features else None

@@ -22,6 +22,7 @@ from phasecore.checks import is_finite, is_int, require
 from .defaults import DEPTH, EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL, WIDTH
 from .knobs import check, check_batch_fits
 from .loop import Retired, StackData, TrainingStack
+from .model import check_norm, check_weight_init
 from .optim import OptimizerSettings
 from .stack import EnsembleMLP, per_model
 
@@ -295,12 +296,12 @@ def _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n: int, cfg: Trai
 
 
 def _start_model(k: ModelKnobs, model: EnsembleMLP | None, d: int, n_classes: int, depth: int,
-                 width: int, batchnorm: bool, bias: bool, dtype) -> EnsembleMLP:
-    """The initial stacked models (default init from the seeds, or a copy of ``model``)."""
+                 width: int, norm: str, weight_init: str, bias: bool, dtype) -> EnsembleMLP:
+    """The initial stacked models (seeded init, or a copy of ``model``)."""
     if model is None:
         return EnsembleMLP.init(len(k.seeds), d, n_classes, seeds=k.seeds, depth=depth,
-                                width=width, alpha=k.alpha, dropout=k.dropout,
-                                batchnorm=batchnorm, bias=bias, dtype=dtype)
+                                width=width, alpha=k.alpha, dropout=k.dropout, norm=norm,
+                                bias=bias, dtype=dtype, weight_init=weight_init)
     require(model.n_models == len(k.seeds) and model.in_features == d, "model",
             f"one model per seed ({len(k.seeds)}) with in_features = {d}", model.n_models)
     return model.with_hyper(k.alpha, k.dropout).to("cpu", dtype)  # a copy
@@ -394,8 +395,9 @@ def train_ensemble(
     model: EnsembleMLP | None = None,
     depth: int = DEPTH,
     width: int = WIDTH,
-    batchnorm: bool = True,
+    norm: str = "batchnorm",
     bias: bool = True,
+    weight_init: str = "default",
     record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
 ) -> TrainResult:
     """Train M models, one per entry of ``seeds``, and return per-model results.
@@ -412,8 +414,15 @@ def train_ensemble(
     ``None`` = full batch). At fixed epochs the batch size also sets the number of
     optimizer steps (``steps_run``).
 
+    The network: ``depth`` hidden layers of ``width`` units, ``norm`` one of
+    :data:`dnnphase.model.NORMS` ("batchnorm", "scale": Eq. (1)'s constant, "none"),
+    ``bias``, and ``weight_init`` one of :data:`dnnphase.model.WEIGHT_INITS`
+    ("default", "orthogonal"; see :class:`dnnphase.model.MLP`).
+
     ``model``: start from these weights instead (e.g. :meth:`EnsembleMLP.from_models`);
-    its alpha/dropout are used unless ``alpha``/``dropout`` are given.
+    its alpha/dropout are used unless ``alpha``/``dropout`` are given; its architecture
+    (``depth``, ``width``, ``norm``, ``bias``) is its own, and ``weight_init`` plays no
+    part (``norm`` and ``weight_init`` are still checked).
 
     ``record_fn``: with ``config.record_every = k``, eval-mode features of every
     model are taken at epochs 0, k, 2k, ... ≤ ``config.epochs`` (a model that
@@ -426,9 +435,12 @@ def train_ensemble(
     :func:`train_models` trains.
     """
     cfg = config or TrainConfig()
+    check_norm(norm)
+    check_weight_init(weight_init)
     return _train(x_train, y_train, x_test, y_test, cfg, record_fn, model, depth, width,
-                  batchnorm, bias, lambda n: _knobs(seeds, alpha, dropout, lr, label_noise,
-                                                    batch_size, n, cfg, model))
+                  norm, weight_init, bias,
+                  lambda n: _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg,
+                                   model))
 
 
 def train_models(
@@ -441,22 +453,26 @@ def train_models(
     config: TrainConfig | None = None,
     depth: int = DEPTH,
     width: int = WIDTH,
-    batchnorm: bool = True,
+    norm: str = "batchnorm",
     bias: bool = True,
+    weight_init: str = "default",
     record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
 ) -> TrainResult:
     """:func:`train_ensemble` for per-model knobs checked already (a sweep checks its
     whole grid before any work, :class:`~dnnphase.phase.SweepConfig`): the same
-    training and result, default initialisation from ``knobs.seeds``, and no second
-    check of the knobs' values (each batch size must be at most N)."""
+    training and result, seeded initialisation from ``knobs.seeds``, and no second
+    check of the knobs' values (each batch size must be at most N; ``norm`` and
+    ``weight_init`` are checked)."""
     cfg = config or TrainConfig()
+    check_norm(norm)
+    check_weight_init(weight_init)
     return _train(x_train, y_train, x_test, y_test, cfg, record_fn, None, depth, width,
-                  batchnorm, bias, lambda n: knobs)
+                  norm, weight_init, bias, lambda n: knobs)
 
 
 def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,
-           model: EnsembleMLP | None, depth: int, width: int, batchnorm: bool, bias: bool,
-           per_model_knobs: Callable[[int], ModelKnobs]) -> TrainResult:
+           model: EnsembleMLP | None, depth: int, width: int, norm: str, weight_init: str,
+           bias: bool, per_model_knobs: Callable[[int], ModelKnobs]) -> TrainResult:
     """Both entry points: the data on the device, then ``per_model_knobs(N)`` (checked
     or trusted), the initial models, and every stack trained."""
     device = resolve_device(cfg.device)
@@ -467,8 +483,8 @@ def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,
         # None: the configuration's batch size, whose None is the full batch.
         k = replace(k, batch_size=tuple(int(cfg.batch_size or n) if v is None else v
                                         for v in k.batch_size))
-        start = _start_model(k, model, d, int(data.y.max()) + 1, depth, width, batchnorm,
-                             bias, cfg.dtype)
+        start = _start_model(k, model, d, int(data.y.max()) + 1, depth, width, norm,
+                             weight_init, bias, cfg.dtype)
         data.n_classes = start.n_classes
         lo, hi = int(data.y.min()), int(data.y.max())
         require(0 <= lo and hi < start.n_classes, "y_train",

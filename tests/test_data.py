@@ -149,6 +149,42 @@ def test_gmm_shapes_labels_and_separation():
         load_dataset("gmm", separation=-1)
 
 
+def test_orthogonal_rows_labels_and_determinism():
+    """Fig. 5(a)'s data: rows of one random orthogonal matrix, random binary labels."""
+    d = load_dataset("orthogonal", data_seed=3)
+    assert d.name == "orthogonal" and d.n_classes == 2
+    assert d.x_train.shape == (80, 100) and d.x_test.shape == (20, 100)  # the defaults
+    assert d.info == {"source": d.info["source"], "resize": "none", "data_seed": 3, "dim": 100}
+    assert "orthogonal" in d.info["source"]
+    x = np.concatenate([d.x_train, d.x_test]).astype(np.float64)  # all 100 rows: orthonormal
+    np.testing.assert_allclose(x @ x.T, np.eye(100), rtol=0, atol=1e-6)  # to float32 rounding
+    np.testing.assert_array_equal(np.bincount(d.y_train), [40, 40])  # binary, both classes
+    np.testing.assert_array_equal(np.bincount(d.y_test), [10, 10])
+    again = load_dataset("orthogonal", data_seed=3)
+    for part in ("x_train", "y_train", "x_test", "y_test"):
+        np.testing.assert_array_equal(getattr(d, part), getattr(again, part))
+    other = load_dataset("orthogonal", data_seed=4)
+    assert np.abs(other.x_train - d.x_train).max() > 0.1
+    assert not np.array_equal(other.y_train, d.y_train)
+    small = load_dataset("orthogonal", n_train=3, n_test=1, dim=4)
+    assert sorted(small.y_train.tolist()) == [0, 0, 1] and small.x_test.shape == (1, 4)
+    # The generator itself, in float64: orthogonal to 1e-12, Haar (sign-corrected QR).
+    q = data._orthogonal_matrix(50, np.random.default_rng(0))
+    np.testing.assert_allclose(q @ q.T, np.eye(50), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(q.T @ q, np.eye(50), rtol=0, atol=1e-12)
+    r = q.T @ np.random.default_rng(0).standard_normal((50, 50))  # G = QR, R's diagonal > 0
+    assert np.abs(np.tril(r, -1)).max() < 1e-10 and (np.diag(r) > 0).all()
+    with pytest.raises(ValueError, match=r"n_train \+ n_test must be at most dim = 100.*"
+                                         r"n_train 90 \+ n_test 20 = 110"):
+        load_dataset("orthogonal", n_train=90)
+    with pytest.raises(ValueError, match="at most dim = 10"):
+        load_dataset("orthogonal", n_train=8, n_test=3, dim=10)
+    with pytest.raises(ValueError, match="n_train must be at least n_classes = 2"):
+        load_dataset("orthogonal", n_train=1)
+    with pytest.raises(ValueError, match="dim"):
+        load_dataset("orthogonal", dim=1)
+
+
 def test_builtin_datasets_need_no_network(monkeypatch):
     """Loading never opens a connection (caches cleared so the data is really read)."""
 
@@ -306,6 +342,6 @@ def test_unknown_name_option_and_misplaced_root():
         load_dataset("mnist5k", size=0)
     with pytest.raises(ValueError, match="data_seed"):
         load_dataset("gmm", data_seed=-1)
-    assert set(DATASETS) == {"mnist5k", "digits", "mnist1d", "gmm", "mnist", "fashion-mnist",
-                             "cifar10"}
+    assert set(DATASETS) == {"mnist5k", "digits", "mnist1d", "gmm", "orthogonal", "mnist",
+                             "fashion-mnist", "cifar10"}
     assert load_dataset("GMM", n_train=10).name == "gmm"  # names are case-insensitive

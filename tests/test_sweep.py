@@ -69,7 +69,7 @@ def test_other_chunk_sizes_change_float32_results_by_rounding_only():
 
 
 def test_diverging_learning_rate_is_recorded_not_fatal():
-    ds = sweep(knob="lr", values=[1e-3, 1e6], alphas=[1.0], optimizer="sgd", batchnorm=False,
+    ds = sweep(knob="lr", values=[1e-3, 1e6], alphas=[1.0], optimizer="sgd", norm="none",
                scheduler="serial",
                measures=["trace_ratio"], **SMALL)
     assert not ds["diverged"].sel(lr=1e-3).any()
@@ -108,6 +108,9 @@ def test_batch_size_knob_records_steps():
     (dict(width=0), "width must be"),
     (dict(depth=0), "depth must be"),
     (dict(batch_size=0), "batch_size must be"),
+    (dict(norm="layernorm"), "norm must be one of batchnorm, scale, none (got 'layernorm')"),
+    (dict(norm=False), "norm must be one of batchnorm, scale, none (got False)"),
+    (dict(weight_init="xavier"), "weight_init must be one of default, orthogonal"),
 ])
 def test_bad_configuration_is_refused(changes, fragment):
     with pytest.raises(ConfigError, match=re.escape(fragment)):
@@ -153,6 +156,9 @@ def test_cli_sweep_and_plot(tmp_path, capsys):
     (["--record-every", "5"], "record_every must be an integer in 0..epochs (1)"),
     (["--scheduler", "serial", "--workers", "2"], "workers must be left unset"),
     (["--epochs", "x"], "argument --epochs: invalid int value"),
+    (["--norm", "bn"], "norm must be one of batchnorm, scale, none (got 'bn')"),
+    (["--weight-init", "xavier"], "weight_init must be one of default, orthogonal"),
+    (["--no-batchnorm"], "unrecognized arguments: --no-batchnorm"),
 ])
 def test_cli_bad_input_exits_2_before_training(tmp_path, capsys, args, fragment):
     out = tmp_path / "x.nc"
@@ -164,6 +170,33 @@ def test_cli_bad_input_exits_2_before_training(tmp_path, capsys, args, fragment)
     err = capsys.readouterr().err.strip()
     assert fragment in err and err.startswith("dnnphase: error:") and "\n" not in err
     assert not out.exists()
+
+
+def test_norm_and_weight_init_reach_the_trainer(tmp_path, monkeypatch):
+    """--norm / --weight-init (and Fig. 5(a)'s data set) travel from the command line
+    through SweepConfig to the trainer and into the stored configuration."""
+    from dnnphase import phase
+
+    seen, train = [], phase.train_models
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["norm"], kwargs["weight_init"]))
+        return train(*args, **kwargs)
+
+    monkeypatch.setattr(phase, "train_models", spy)
+    out = tmp_path / "lin.nc"
+    assert main(["sweep", "--knob", "lr", "--values", "0.001", "--alpha", "1", "--seeds", "1",
+                 "--dataset", "orthogonal", "--depth", "2", "--width", "8", "--epochs", "2",
+                 "--optimizer", "sgd", "--norm", "scale", "--weight-init", "orthogonal",
+                 "--measures", "trace_ratio", "--scheduler", "serial", "--quiet",
+                 "-o", str(out)]) == 0
+    assert seen == [("scale", "orthogonal")]
+    cfg = json.loads(results.load(out, kind="dnnphase.sweep").attrs["config"])
+    assert (cfg["norm"], cfg["weight_init"], cfg["dataset"]) == ("scale", "orthogonal",
+                                                                 "orthogonal")
+    assert "batchnorm" not in cfg
+    assert SweepConfig(**SMALL).norm == "batchnorm"  # the paper's experiments
+    assert SweepConfig(**SMALL).weight_init == "default"
 
 
 def test_every_training_setting_reaches_the_trainer():
@@ -229,7 +262,9 @@ def test_sweep_help_reads_defaults_and_ranges_from_their_homes(capsys):
     for fragment in ("dropout probability p, in [0, 1)", "batch size, an integer >= 1",
                      "batch_size (smaller is noisier)", f"(default {defaults.DATASET})",
                      f"(default {','.join(defaults.SWEEP_MEASURES)})", "(default 0,0.5,1)",
-                     f"(default {defaults.LR})", ", ".join(MEASURE_NAMES), "(default 3)"):
+                     f"(default {defaults.LR})", ", ".join(MEASURE_NAMES), "(default 3)",
+                     "one of batchnorm, scale, none", "(default batchnorm)",
+                     "one of default, orthogonal"):
         assert fragment in text, fragment
 
 

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from dnnphase.loop import divergence, explosion_limit
-from dnnphase.model import MLP
+from dnnphase.model import MLP, activation_scale
 from dnnphase.randomness import (
     LEVELS,
     DropoutMasks,
@@ -65,10 +65,11 @@ def config(**kw):
 
 
 def reference(x, y, seed, *, alpha=0.0, lr=1e-2, batch_size=N, optimizer="adam",
-              momentum=0.0, epochs=EPOCHS):
+              momentum=0.0, epochs=EPOCHS, norm="batchnorm", weight_init="default"):
     """One model, plain nn.Module + torch.optim, the documented data order."""
     torch.manual_seed(seed)
-    model = MLP(D, C, depth=DEPTH, width=WIDTH, alpha=alpha).double()
+    model = MLP(D, C, depth=DEPTH, width=WIDTH, alpha=alpha, norm=norm,
+                weight_init=weight_init).double()
     if optimizer == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=lr)
     else:
@@ -142,10 +143,10 @@ def test_mlp_features_and_seeded_init(data):
         refs.append(ref)
     state = torch.get_rng_state()
     no_bias = EnsembleMLP.init(1, D, C, seeds=[9], depth=DEPTH, width=WIDTH, bias=False,
-                               batchnorm=False)
+                               norm="none")
     assert torch.equal(state, torch.get_rng_state())  # the global generator is untouched
     torch.manual_seed(9)
-    ref = MLP(D, C, depth=DEPTH, width=WIDTH, bias=False, batchnorm=False)
+    ref = MLP(D, C, depth=DEPTH, width=WIDTH, bias=False, norm="none")
     for name, value in no_bias.to_models()[0].state_dict().items():
         assert torch.equal(value, ref.state_dict()[name]), name
     for mode in ("eval", "train", "eval"):  # train mode updates the running statistics
@@ -167,6 +168,78 @@ def test_mlp_features_and_seeded_init(data):
     assert EnsembleMLP.from_models(ens.to_models()).state_dict().keys() == ens.state_dict().keys()
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("weight_init", ["default", "orthogonal"])
+def test_scale_stack_equals_single_models(data, weight_init, dtype):
+    """norm="scale" (Eq. 1's constant, per-model c(α)): the stacked models are the MLPs,
+    bitwise in either dtype, mixed and uniform slopes, through to_models / from_models."""
+    x = data[0].to(dtype)
+    for alphas in ([0.0, 0.5, 1.0], [0.3, 0.3, 0.3]):
+        ens = EnsembleMLP.init(3, D, C, seeds=[5, 6, 7], depth=DEPTH, width=WIDTH,
+                               alpha=alphas, norm="scale", weight_init=weight_init,
+                               dtype=dtype)
+        assert not any("bn" in k or "running" in k for k in ens.state_dict())
+        with torch.no_grad():
+            e_logits, e_feats = ens(x, return_features=True)
+        for j, seed in enumerate([5, 6, 7]):
+            torch.manual_seed(seed)
+            ref = MLP(D, C, depth=DEPTH, width=WIDTH, alpha=alphas[j], norm="scale",
+                      weight_init=weight_init).to(dtype)
+            assert ref.act_scale == activation_scale(alphas[j], weight_init)
+            for name, value in ens.to_models()[j].state_dict().items():
+                assert torch.equal(value, ref.state_dict()[name]), name
+            with torch.no_grad():
+                logits, feats = ref(x, return_features=True)
+            assert torch.equal(logits, e_logits[j])
+            for a, b in zip(feats, e_feats, strict=True):
+                assert torch.equal(a, b[:, j])
+        again = EnsembleMLP.from_models(ens.to_models(), dtype=dtype)
+        assert again.norm == "scale" and again.weight_init == weight_init
+        with torch.no_grad():
+            assert torch.equal(again(x), e_logits)
+
+
+def test_orthogonal_init(data):
+    """weight_init="orthogonal": every Linear weight (semi-)orthogonal, biases zero, drawn
+    from the model's seed (global generator untouched) exactly as an MLP built right
+    after torch.manual_seed(seed); other seeds, other matrices."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # draws in float64: orthonormal to 1e-12
+    try:
+        for d, width in ((D, WIDTH), (WIDTH, WIDTH), (40, WIDTH)):  # tall, square, wide
+            state = torch.get_rng_state()
+            ens = EnsembleMLP.init(2, d, C, seeds=[3, 4], depth=DEPTH, width=width,
+                                   norm="none", weight_init="orthogonal")
+            assert torch.equal(state, torch.get_rng_state())
+            for j, seed in enumerate([3, 4]):
+                torch.manual_seed(seed)
+                ref = MLP(d, C, depth=DEPTH, width=width, norm="none",
+                          weight_init="orthogonal")
+                for name, value in ens.to_models()[j].state_dict().items():
+                    assert torch.equal(value, ref.state_dict()[name]), name
+                for lin in (*ref.linears, ref.out):
+                    w = lin.weight.detach()  # (out, in)
+                    gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
+                    assert (gram - torch.eye(len(gram))).abs().max() < 1e-12, w.shape
+                    assert torch.equal(lin.bias, torch.zeros_like(lin.bias))
+            for w in ens.weights:  # the two seeds' matrices differ
+                assert (w[0] - w[1]).abs().max() > 0.1
+        # The orthogonal draws replace the default ones: the first numbers after the seed.
+        torch.manual_seed(8)
+        ref = MLP(D, C, depth=1, width=WIDTH, bias=False, weight_init="orthogonal")
+        torch.manual_seed(8)
+        first = torch.nn.init.orthogonal_(torch.empty(WIDTH, D))
+        assert torch.equal(ref.linears[0].weight.detach(), first)
+    finally:
+        torch.set_default_dtype(old)
+    # "default" is nn.Linear's own initialisation, unchanged.
+    torch.manual_seed(8)
+    a = MLP(D, C, depth=DEPTH, width=WIDTH)
+    torch.manual_seed(8)
+    b = MLP(D, C, depth=DEPTH, width=WIDTH, weight_init="default")
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
 # --------------------------------------------------------------------------- exactness
 
 
@@ -185,6 +258,25 @@ def test_batched_equals_one_at_a_time(data, optimizer, momentum, batch_size):
     for j in range(3):
         ref = reference(x, y, seeds[j], alpha=alphas[j], lr=lrs[j], batch_size=batch_size,
                         optimizer=optimizer, momentum=momentum)
+        assert_matches_reference(res, j, ref, x, y)
+
+
+@pytest.mark.parametrize(("norm", "weight_init", "optimizer"),
+                         [("scale", "default", "adam"), ("none", "default", "adam"),
+                          ("scale", "orthogonal", "sgd"), ("none", "orthogonal", "sgd")])
+def test_scale_and_none_train_as_one_at_a_time(data, norm, weight_init, optimizer):
+    """Without BatchNorm (Eq. 1's constant or nothing; default or orthogonal init) the
+    stacked trainer reproduces each model trained alone, mixed slopes in one stack."""
+    x, y = data
+    seeds, alphas = [1, 2, 3], [0.0, 0.5, 1.0]
+    lr = 1e-2 if optimizer == "adam" else 1e-3
+    res = train_ensemble(x, y, x, y, seeds=seeds, alpha=alphas, lr=lr, batch_size=32,
+                         depth=DEPTH, width=WIDTH, norm=norm, weight_init=weight_init,
+                         config=config(optimizer=optimizer))
+    assert res.model.norm == norm and not res.diverged.any()
+    for j in range(3):
+        ref = reference(x, y, seeds[j], alpha=alphas[j], lr=lr, batch_size=32,
+                        optimizer=optimizer, norm=norm, weight_init=weight_init)
         assert_matches_reference(res, j, ref, x, y)
 
 
@@ -409,6 +501,26 @@ def test_float32_result_does_not_depend_on_stacking(data):
         assert all(torch.equal(ref[k], v) for k, v in other.model.state_dict().items())
 
 
+@pytest.mark.parametrize("norm", ["scale", "none"])
+def test_float32_without_batchnorm_depends_on_stacking_by_rounding_only(data, norm):
+    """Without BatchNorm the hidden biases get a gradient, summed over the batch as one
+    (B, M·width) column sum whose rounding depends on a column's position, i.e. on the
+    stack-mates (docs/performance.md): stacks agree to rounding; without biases, bitwise."""
+    x, y = data
+    kw = dict(seeds=[1, 2, 3, 4, 5], alpha=[0.0, 0.2, 0.2, 0.6, 1.0],
+              dropout=[0.0, 0.1, 0.2, 0.1, 0.0], label_noise=[0.0, 0.1, 0.0, 0.2, 0.1],
+              batch_size=16, lr=1e-2, depth=DEPTH, width=WIDTH, norm=norm)
+    for bias in (True, False):
+        runs = [train_ensemble(x.float(), y, **kw, bias=bias,
+                               config=config(dtype=torch.float32, fused=False, stack_size=k))
+                for k in (None, 2, 1)]
+        ref = runs[0].model.state_dict()
+        for other in runs[1:]:
+            for k, v in other.model.state_dict().items():
+                assert torch.equal(ref[k], v) if not bias else \
+                    (ref[k] - v).abs().max() < 1e-5, k
+
+
 def test_result_does_not_depend_on_thread_count(data):
     """Bitwise the same model in float32 and float64 with 1 and 2 torch threads (the
     native CPU BatchNorm splits the batch across threads, so the trainer pins one
@@ -498,6 +610,19 @@ def test_config_and_input_validation(data):
         MLP(D, C, dropout=1.0)
     with pytest.raises(AssertionError, match="dropout"):  # the stack trusts its caller
         EnsembleMLP(1, D, C, dropout=1.0)
+    # norm / weight_init: ConfigError naming the parameter and its choices, before any work
+    # (a bad x_train would fail later, in the data's transfer)
+    for bad in (dict(norm=False), dict(norm="batch"), dict(weight_init="he")):
+        name = next(iter(bad))
+        with pytest.raises(ConfigError, match=f"{name} must be one of"):
+            train_ensemble(None, y, seeds=[1], config=config(), **bad)
+        with pytest.raises(ConfigError, match=f"{name} must be one of"):
+            train_models(None, y, knobs=None, config=config(), **bad)
+    # With a starting model, its own architecture: norm is checked, not applied.
+    start = EnsembleMLP.init(1, D, C, seeds=[1], depth=1, width=4, norm="scale",
+                             dtype=torch.float64)
+    res = train_ensemble(x, y, seeds=[1], config=config(epochs=1), model=start)
+    assert res.model.norm == "scale"
     with pytest.raises(dataclasses.FrozenInstanceError):
         config().lr = 1.0
     with pytest.raises(ConfigError, match="stack_size"):
