@@ -4,6 +4,8 @@ The network side of the spring-block theory of feature learning:
 
 * :func:`sweep` — nonlinearity alpha x a noise knob x seeds -> ``xarray.Dataset``
   (:class:`SweepConfig`; resumable and distributable);
+* :func:`measure_model` — the load curve of any ``torch.nn.Module`` (forward hooks,
+  streamed), :class:`LoadCurveRecorder` — over a training loop of one's own;
 * :mod:`dnnphase.metrics` — the separation measures of one layer and the load
   curve of a network (numpy; :mod:`dnnphase.separation` is the batched torch version).
 
@@ -13,7 +15,9 @@ alone never imports the chain (nor numba).
 """
 
 from dnnphase import metrics, separation
+from dnnphase.measure import LoadCurveRecorder, measure_model
 from dnnphase.phase import SweepConfig, sweep
 from phasecore import __version__
 
-__all__ = ["SweepConfig", "__version__", "metrics", "separation", "sweep"]
+__all__ = ["LoadCurveRecorder", "SweepConfig", "__version__", "measure_model", "metrics",
+           "separation", "sweep"]
