@@ -56,6 +56,7 @@ def _sweep_options():
     Ranges, knobs and measures are read from their homes (:mod:`dnnphase.knobs`,
     :mod:`dnnphase.metrics`, ...), defaults from SweepConfig (:func:`_sweep_defaults`).
     """
+    from dnnphase.architecture import ARCHS
     from dnnphase.data import DATASETS
     from dnnphase.knobs import ALPHA, KNOBS
     from dnnphase.metrics import MEASURE_NAMES
@@ -80,8 +81,13 @@ def _sweep_options():
         ("--root", "root", str, "folder holding the mnist / fashion-mnist / cifar10 files"),
         ("--n-train", "n_train", int, "training samples (default: the data set's own)"),
         ("--data-seed", "data_seed", int, "seed of the train/test split and data generators"),
-        ("--depth", "depth", int, "hidden layers L"),
-        ("--width", "width", int, "hidden width n"),
+        ("--arch", "arch", str,
+         f"the network, one of {', '.join(ARCHS)} (cnn: the paper's Fig. S2 CNN, on images; "
+         "linear: the MLP with the identity, --alpha 1)"),
+        ("--depth", "depth", int, "hidden layers L (conv layers for the CNN)"),
+        ("--width", "width", int, "hidden width n (mlp, linear)"),
+        ("--channels", "channels", int, "channels of every conv layer (cnn)"),
+        ("--kernel-size", "kernel_size", int, "odd conv kernel size (cnn)"),
         ("--norm", "norm", str,
          f"hidden-layer normalisation, one of {', '.join(NORMS)} (batchnorm: BatchNorm on "
          "the input and after every hidden linear map; scale: the paper's Eq. (1) constant "

@@ -50,6 +50,8 @@ class ClassificationData:
     name : data set name as registered in :data:`DATASETS`
     info : provenance with plain str/int/float values (fit for NetCDF attrs):
         ``source``, ``resize``, ``data_seed`` and loader-specific entries.
+    image_shape : ``(C, H, W)`` of an image data set, whose rows are its images flattened
+        channel-major (what a CNN reshapes them to); None for other data.
     """
 
     x_train: np.ndarray
@@ -59,6 +61,7 @@ class ClassificationData:
     n_classes: int
     name: str
     info: dict = field(default_factory=dict)
+    image_shape: tuple[int, int, int] | None = None
 
     def __post_init__(self):
         # Catch loader bugs here rather than as a shape error deep inside training.
@@ -73,6 +76,10 @@ class ClassificationData:
                 raise ValueError(f"y_{part} must lie in 0..{self.n_classes - 1}")
         if self.x_train.shape[1] != self.x_test.shape[1]:
             raise ValueError("x_train and x_test must have the same number of features")
+        if self.image_shape is not None and \
+                int(np.prod(self.image_shape)) != self.x_train.shape[1]:
+            raise ValueError(f"image_shape {self.image_shape} does not hold "
+                             f"{self.x_train.shape[1]} features")
 
     @property
     def n_train(self) -> int:
@@ -246,13 +253,19 @@ def _resize_note(height: int, width: int, size: int | None) -> str:
 
 
 def _make(name: str, x_train, y_train, x_test, y_test, n_classes: int,
-          info: dict) -> ClassificationData:
+          info: dict, image_shape: tuple[int, int, int] | None = None) -> ClassificationData:
     return ClassificationData(
         x_train=np.ascontiguousarray(x_train, dtype=np.float32),
         y_train=np.asarray(y_train, dtype=np.int64),
         x_test=np.ascontiguousarray(x_test, dtype=np.float32),
         y_test=np.asarray(y_test, dtype=np.int64),
-        n_classes=n_classes, name=name, info=info)
+        n_classes=n_classes, name=name, info=info, image_shape=image_shape)
+
+
+def _shape(images: np.ndarray, size: int | None) -> tuple[int, int, int]:
+    """(C, H, W) of images ``(N, C, H, W)`` after :func:`_image_features` with ``size``."""
+    c, h, w = images.shape[1:]
+    return (int(c), int(h), int(w)) if size is None else (int(c), size, size)
 
 
 # ---------------------------------------------------------------------------
@@ -282,7 +295,8 @@ def _from_pool(name, images, labels, max_value, n_train, data_seed, size, source
     return _make(name, _image_features(images[tr], max_value, size), labels[tr],
                  _image_features(images[te], max_value, size), labels[te], 10,
                  {"source": source, "resize": _resize_note(height, width, size),
-                  "data_seed": data_seed, "split": "class-stratified from one pool"})
+                  "data_seed": data_seed, "split": "class-stratified from one pool"},
+                 _shape(images.reshape(len(images), -1, height, width), size))
 
 
 @register_dataset("mnist5k")
@@ -497,7 +511,8 @@ def _idx_loader(name: str, subdir: str, source: str):
         return _make(name, _image_features(images[tr], 255, size), labels[tr],
                      _image_features(test_images, 255, size), test_labels, 10,
                      {"source": f"{source} IDX files in {paths[0].parent}",
-                      "resize": _resize_note(h, w, size), "data_seed": data_seed})
+                      "resize": _resize_note(h, w, size), "data_seed": data_seed},
+                     _shape(images, size))
 
     load.__doc__ = f"{source} from IDX files under ``root`` (or ``root/{subdir}``)."
     return load
@@ -551,4 +566,5 @@ def _load_cifar10(*, n_train, data_seed, root, size=None, channel=None) -> Class
                  _image_features(test_images, 255, size), test_labels, 10,
                  {"source": f"CIFAR-10 python batches in {folder}",
                   "resize": _resize_note(32, 32, size), "data_seed": data_seed,
-                  "channels": "RGB" if channel is None else "RGB"[channel]})
+                  "channels": "RGB" if channel is None else "RGB"[channel]},
+                 _shape(images, size))

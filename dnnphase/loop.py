@@ -45,7 +45,9 @@ _DIVERGED = {1: "nan", 2: "inf", 3: "exploded"}
 class StackData:
     """What every stack of a call shares: the training set on the training device,
     ``x`` ``(N, d)``, ``y`` ``(N,)``, the per-feature std ``(d,)`` of the clean data,
-    the record epochs and the function that turns features into records."""
+    the record epochs and the function that turns features into records; with
+    ``x_test`` the test inputs are recorded at the same epochs through ``test_record_fn``
+    (a record is then ``{"train": ..., "test": ...}``, else ``{"train": ...}``)."""
 
     x: torch.Tensor
     y: torch.Tensor
@@ -54,6 +56,8 @@ class StackData:
     record_epochs: list[int] = field(default_factory=list)
     record_fn: Callable | None = None
     eval_stack: int | None = None  # models per evaluation pass
+    x_test: torch.Tensor | None = None  # (N_test, d), recorded beside x (None: not recorded)
+    test_record_fn: Callable | None = None
 
 
 @dataclass
@@ -103,7 +107,10 @@ def stop_reason(hist: np.ndarray, e: int, cfg: LoopSettings) -> str | None:
 
 
 def _split(rec: Any, j: int) -> Any:
-    """Model j's part of a record (a tensor or a list of tensors, models first)."""
+    """Model j's part of a record (a tensor or a list of tensors, models first; or a
+    dict of those)."""
+    if isinstance(rec, dict):
+        return {key: _split(part, j) for key, part in rec.items()}
     if isinstance(rec, list | tuple):
         return [r[j : j + 1] for r in rec]
     return rec[j : j + 1]
@@ -255,9 +262,17 @@ class TrainingStack:
 
     # ------------------------------------------------------------ records
 
-    def _features_record(self, model: EnsembleMLP) -> Any:
-        feats = model.features(self.data.x, stack_size=self.data.eval_stack)
-        fn = self.data.record_fn
+    def _features_record(self, model: EnsembleMLP) -> dict[str, Any]:
+        """``{"train": record}`` of ``model``'s eval-mode features, and ``"test"`` when
+        the test set is recorded; on the CPU."""
+        data = self.data
+        out = {"train": self._record_of(model, data.x, data.record_fn)}
+        if data.x_test is not None:
+            out["test"] = self._record_of(model, data.x_test, data.test_record_fn)
+        return out
+
+    def _record_of(self, model: EnsembleMLP, x: torch.Tensor, fn: Callable | None) -> Any:
+        feats = model.features(x, stack_size=self.data.eval_stack)
         return _to_cpu(fn(feats) if fn is not None else feats)  # off the GPU
 
     def _record(self, epoch: int) -> None:

@@ -25,9 +25,10 @@ import numpy as np
 import xarray as xr
 
 from dnnphase import defaults, knobs
+from dnnphase.architecture import KERNEL_SIZE, Architecture
+from dnnphase.cnn import CHANNELS
 from dnnphase.data import dataset_key
 from dnnphase.metrics import check_measures
-from dnnphase.model import check_norm, check_weight_init
 from dnnphase.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore import loadcurve
 from phasecore.checks import is_int, require
@@ -45,9 +46,12 @@ class SweepConfig(TrainingSettings):
     alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear).
     seeds : the model seeds (initialisation and all of a model's randomness).
     dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
-    depth, width, norm, bias, weight_init : the MLP (L hidden layers of width n;
+    arch, depth, width, channels, kernel_size, norm, bias, weight_init : the network,
+        :class:`dnnphase.architecture.Architecture` (their meaning and checks): "mlp"
+        (L hidden layers of width n), "cnn" (L conv layers of ``channels`` channels, on
+        an image data set) or "linear" (the MLP with the identity: alphas must be (1,));
         ``norm`` one of :data:`dnnphase.model.NORMS`, ``weight_init`` one of
-        :data:`dnnphase.model.WEIGHT_INITS`; see :class:`dnnphase.model.MLP`).
+        :data:`dnnphase.model.WEIGHT_INITS`.
     epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype,
         device : the training settings, :class:`dnnphase.train.TrainingSettings`
         (their defaults and checks); ``batch_size=None``: full batch; ``device``
@@ -57,7 +61,8 @@ class SweepConfig(TrainingSettings):
         are ``values``.
     measures : separation measures computed for every layer
         (:data:`dnnphase.metrics.MEASURE_NAMES`).
-    record_every : also record the first measure's load curve every k epochs.
+    record_every : also record the first measure's load curve (training and test
+        set) every k epochs.
     models_per_chunk : models trained by one batched call and stored as one
         resumable chunk (float64 results do not depend on it; float32 results
         only at the rounding level, so it is part of the configuration). None:
@@ -75,8 +80,11 @@ class SweepConfig(TrainingSettings):
     data_seed: int = 0
     n_train: int | None = None
     root: str | None = None
+    arch: str = "mlp"
     depth: int = defaults.DEPTH
     width: int = defaults.WIDTH
+    channels: int = CHANNELS
+    kernel_size: int = KERNEL_SIZE
     norm: str = "batchnorm"
     bias: bool = True
     weight_init: str = "default"
@@ -115,11 +123,7 @@ class SweepConfig(TrainingSettings):
             listed = getattr(self, name)
             require(len(set(listed)) == len(listed), name, "distinct", listed)
         dataset_key(self.dataset)
-        for field_name in ("depth", "width"):
-            value = getattr(self, field_name)
-            require(is_int(value) and value >= 1, field_name, "an integer >= 1", value)
-        check_norm(self.norm)
-        check_weight_init(self.weight_init)
+        self.architecture().check_alphas(self.alphas)  # and its own fields, on construction
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)
@@ -137,10 +141,18 @@ class SweepConfig(TrainingSettings):
         require(len(set(self.measures)) == len(self.measures), "measures", "distinct",
                 self.measures)
 
-    def check_data(self, n_train: int) -> None:
-        """Checks that need the data set's size (before any training)."""
+    def architecture(self) -> Architecture:
+        """The network every model of the sweep is (checked on construction)."""
+        return Architecture(self.arch, self.depth, self.width, self.channels,
+                            self.kernel_size, self.norm, self.bias, self.weight_init)
+
+    def check_data(self, data) -> None:
+        """Checks that need the data set (before any training): batch sizes fit its size,
+        a CNN has images."""
+        n_train = data.n_train
         knobs.check_batch_fits(list(self.values) if self.knob == "batch_size"
                                else [self.batch_size or n_train], n_train)
+        self.architecture().check_data(data.image_shape, self.dataset)
 
     def check_device(self) -> None:
         """A CUDA device asked for must exist (checked before any work starts)."""
@@ -215,7 +227,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ``load_curve``, ``curvature``, ``curvature_scaled`` (per measure),
     ``test_accuracy``, ``train_accuracy``, ``train_loss``, ``epochs_run``,
     ``steps_run``, ``diverged``, ``diverged_reason``; ``load_curve_epochs`` if
-    ``record_every``.
+    ``record_every``. The test set's: ``load_curve_test``, ``curvature_test``,
+    ``curvature_scaled_test`` and ``load_curve_epochs_test`` (NaN without a test set).
     """
     if config is None:
         cfg = SweepConfig(**params)
@@ -224,7 +237,7 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     validate_workers(workers, scheduler)
     cfg.check_device()
     data = load_data(cfg)
-    cfg.check_data(data.n_train)
+    cfg.check_data(data)
     if output is not None:
         check_output(output, overwrite)
     models = [(ia, iv, seed) for ia in range(len(cfg.alphas)) for iv in range(len(cfg.values))
@@ -255,7 +268,10 @@ def train_chunk(payload: dict) -> xr.Dataset:
     return _train_and_measure(payload["config"], payload["models"])
 
 
-def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
+def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) -> xr.Dataset:
+    """Train ``models`` and measure their layers on the training set and (``test_set``;
+    False only to check that it changes nothing else) on the test set: NaN test curves
+    when the data set's test set has fewer than two classes (e.g. none)."""
     import torch
 
     from dnnphase import separation
@@ -264,16 +280,21 @@ def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
     data = load_data(cfg)
     primary = cfg.measures[0]
     y_train = torch.as_tensor(data.y_train)
+    x_test, y_test = torch.as_tensor(data.x_test), torch.as_tensor(data.y_test)
+    measure_test = test_set and np.unique(data.y_test).size >= 2  # measure_layers needs two
 
     def record(features):  # on the training device, all models at once
         return separation.measure_layers(features, y_train, (primary,))[:, 0]  # (m, L+1)
 
+    def record_test(features):
+        return separation.measure_layers(features, y_test, (primary,))[:, 0]
+
     result = train_models(
         torch.as_tensor(data.x_train), y_train, torch.as_tensor(data.x_test),
         torch.as_tensor(data.y_test), knobs=cfg.model_knobs(models), config=cfg.train_config(),
-        depth=cfg.depth, width=cfg.width, norm=cfg.norm, bias=cfg.bias,
-        weight_init=cfg.weight_init,
+        **dataclasses.asdict(cfg.architecture()), image_shape=data.image_shape,
         record_fn=record if cfg.record_every else None,
+        test_record_fn=record_test if cfg.record_every and measure_test else None,
     )
     diverged = result.diverged.numpy()
     curves = np.full((len(seeds), len(cfg.measures), cfg.depth + 1), np.nan)
@@ -282,9 +303,17 @@ def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
         features = result.features(indices=healthy.tolist(), on_device=True)  # L+1 (m, N, d)
         curves[healthy] = separation.measure_layers(
             features, y_train, cfg.measures).cpu().numpy()  # (m, measures, L+1)
+        del features
+    curves_test = np.full_like(curves, np.nan)
+    if healthy.size and measure_test:
+        features = result.features(indices=healthy.tolist(), x=x_test, on_device=True)
+        curves_test[healthy] = separation.measure_layers(
+            features, y_test, cfg.measures).cpu().numpy()
+        del features
     out = xr.Dataset(
         {
             "load_curve": (("model", "measure", "layer"), curves),
+            "load_curve_test": (("model", "measure", "layer"), curves_test),
             "test_accuracy": ("model", result.test_accuracy.numpy()),
             "train_accuracy": ("model", result.train_accuracy.numpy()),
             "train_loss": ("model", result.train_loss.numpy()),
@@ -301,19 +330,26 @@ def _train_and_measure(cfg: SweepConfig, models: list) -> xr.Dataset:
         snaps = np.stack([np.asarray(c, dtype=float) for _, c in result.snapshots], axis=1)
         snaps[diverged] = np.nan
         out["load_curve_epochs"] = (("model", "epoch", "layer"), snaps)
+        snaps_test = np.full_like(snaps, np.nan)
+        if measure_test:
+            snaps_test[:] = np.stack([np.asarray(c, dtype=float)
+                                      for _, c in result.test_snapshots], axis=1)
+            snaps_test[diverged] = np.nan
+        out["load_curve_epochs_test"] = (("model", "epoch", "layer"), snaps_test)
         out = out.assign_coords(epoch=epochs)
     return out
 
 
-def _on_epochs(chunk: xr.Dataset, epochs: np.ndarray) -> np.ndarray:
-    """A chunk's per-epoch curves on the full epoch grid, (m, epochs, L+1).
+def _on_epochs(chunk: xr.Dataset, epochs: np.ndarray,
+               name: str = "load_curve_epochs") -> np.ndarray:
+    """A chunk's per-epoch curves ``name`` on the full epoch grid, (m, epochs, L+1).
 
     A chunk whose models all stopped early has fewer snapshots; a stopped
     model keeps its final state, so later epochs repeat its last snapshot.
     """
     have = chunk["epoch"].values
     last = np.searchsorted(have, epochs, side="right") - 1  # latest snapshot <= epoch
-    return chunk["load_curve_epochs"].values[:, np.clip(last, 0, None)]
+    return chunk[name].values[:, np.clip(last, 0, None)]
 
 
 def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
@@ -326,17 +362,23 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
     arrays = {name: np.full((n_a, n_v, n_s), np.nan) for name in scalars}
     reasons = np.full((n_a, n_v, n_s), "", dtype=object)
     curves = np.full((n_a, n_v, n_s, n_m, n_l), np.nan)
+    curves_test = np.full_like(curves, np.nan)
     epochs = np.arange(0, cfg.epochs + 1, cfg.record_every) if cfg.record_every else None
     per_epoch = np.full((n_a, n_v, n_s, len(epochs), n_l), np.nan) if cfg.record_every else None
+    per_epoch_test = None if per_epoch is None else np.full_like(per_epoch, np.nan)
     for chunk in chunks:
         ia, iv = chunk["alpha_index"].values, chunk["value_index"].values
         js = np.array([seed_pos[int(s)] for s in chunk["seed_value"].values])
         curves[ia, iv, js] = chunk["load_curve"].values
+        if "load_curve_test" in chunk:  # absent from chunks stored before it was measured
+            curves_test[ia, iv, js] = chunk["load_curve_test"].values
         for name in scalars:
             arrays[name][ia, iv, js] = chunk[name].values
         reasons[ia, iv, js] = chunk["diverged_reason"].values.astype(str)
         if per_epoch is not None:
             per_epoch[ia, iv, js] = _on_epochs(chunk, epochs)
+            if "load_curve_epochs_test" in chunk:
+                per_epoch_test[ia, iv, js] = _on_epochs(chunk, epochs, "load_curve_epochs_test")
     data_vars = {
         "load_curve": (dims + ("measure", "layer"), curves,
                        {"long_name": "separation D per layer (see measure)"}),
@@ -344,6 +386,15 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
                       {"long_name": "curvature (paper: first minus last gain)"}),
         "curvature_scaled": (dims + ("measure",), loadcurve.curvature_scaled(curves),
                              {"long_name": "scale-free curvature", "units": "1"}),
+        "load_curve_test": (dims + ("measure", "layer"), curves_test,
+                            {"long_name": "separation D per layer on the test set (see "
+                                          "measure; NaN without a test set)"}),
+        "curvature_test": (dims + ("measure",), loadcurve.curvature(curves_test),
+                           {"long_name": "curvature of the test-set load curve (paper: first "
+                                         "minus last gain)"}),
+        "curvature_scaled_test": (dims + ("measure",), loadcurve.curvature_scaled(curves_test),
+                                  {"long_name": "scale-free curvature of the test-set load "
+                                                "curve", "units": "1"}),
         "test_accuracy": (dims, arrays["test_accuracy"], {"units": "1"}),
         "train_accuracy": (dims, arrays["train_accuracy"], {"units": "1"}),
         "train_loss": (dims, arrays["train_loss"], {"long_name": "final training loss (eval)"}),
@@ -361,6 +412,9 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
         data_vars["load_curve_epochs"] = (dims + ("epoch", "layer"), per_epoch,
                                           {"long_name": f"{cfg.measures[0]} load curve during "
                                                         "training (eval mode)"})
+        data_vars["load_curve_epochs_test"] = (
+            dims + ("epoch", "layer"), per_epoch_test,
+            {"long_name": f"{cfg.measures[0]} test-set load curve during training (eval mode)"})
     coords = {
         "alpha": ("alpha", np.asarray(cfg.alphas, dtype=float),
                   {"long_name": "LeakyReLU negative slope (0 = ReLU)"}),

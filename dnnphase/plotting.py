@@ -17,12 +17,15 @@ from phasecore.panels import PhasePanel, plot_phase_grid, save_figure
 __all__ = ["normalised", "sweep_panels", "plot_sweep", "save_figure"]
 
 
-def normalised(curves: np.ndarray) -> np.ndarray:
-    """Scale load curves (..., L+1) to start at 1 and end at 0 (NaN if no drop)."""
+def normalised(curves: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+    """Scale load curves (..., L+1) to start at 1 and end at 0 (NaN if no drop); with
+    ``reference`` (same shape), by the map that takes the reference curves' first and
+    last points to 1 and 0 (a test curve by its training curve's)."""
     curves = np.asarray(curves, dtype=float)
-    drop = curves[..., :1] - curves[..., -1:]
+    ref = curves if reference is None else np.asarray(reference, dtype=float)
+    drop = ref[..., :1] - ref[..., -1:]
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = (curves - curves[..., -1:]) / drop
+        out = (curves - ref[..., -1:]) / drop
     return np.where(np.abs(drop) > 1e-12, out, np.nan)
 
 
@@ -32,19 +35,27 @@ def sweep_panels(ds, measure: str = MEASURE, tolerance: float = PHASE_TOLERANCE)
     Rows: alpha, ReLU (alpha = 0, most nonlinear) on top. Columns: the knob,
     noisier to the right — the same way round as the chain beside it
     (:func:`dnnphase.compare.figures.plot_side_by_side`: most friction on top,
-    most noise to the right).
+    most noise to the right). A sweep with test-set load curves (``load_curve_test``)
+    also draws their seed mean dashed, scaled by the training curve's normalisation,
+    so the gap shows how much less the test set separates.
     """
     require(is_finite(tolerance) and tolerance >= 0, "tolerance", "a finite number >= 0",
             tolerance)
     knob = ds.attrs["knob"]
     sub = ds.sortby("alpha").sel(measure=measure)
-    curves = normalised(sub["load_curve"].mean("seed", skipna=True).values)
+    train = sub["load_curve"].mean("seed", skipna=True).values
+    curves = normalised(train)
+    dashed = None
+    if "load_curve_test" in sub:  # older sweeps have none
+        test = normalised(sub["load_curve_test"].mean("seed", skipna=True).values, train)
+        dashed = test if np.isfinite(test).any() else None
     curv = sub["curvature_scaled"].mean("seed", skipna=True).values
     acc = sub["test_accuracy"].mean("seed", skipna=True).values
     common = dict(row_values=sub["alpha"].values, col_values=sub[knob].values,
                   row_label="LeakyReLU slope alpha (0 = ReLU)",
                   col_label=knobs.label(knob) + " (noisier to the right)",
-                  flip_cols=not knobs.larger_is_noisier(ds), boundary=phase_label(curv, tolerance))
+                  flip_cols=not knobs.larger_is_noisier(ds), boundary=phase_label(curv, tolerance),
+                  dashed=dashed, dashed_label="dashed: test set")
     n_seeds = ds.sizes["seed"]
     seeds = f"{n_seeds} seed{'s' if n_seeds != 1 else ''}"
     return [

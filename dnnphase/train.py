@@ -19,10 +19,10 @@ import torch
 
 from phasecore.checks import is_finite, is_int, require
 
+from .architecture import CHANNELS, KERNEL_SIZE, Architecture
 from .defaults import DEPTH, EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL, WIDTH
 from .knobs import check, check_batch_fits
 from .loop import Retired, StackData, TrainingStack
-from .model import check_norm, check_weight_init
 from .optim import OptimizerSettings
 from .stack import EnsembleMLP, per_model
 
@@ -216,6 +216,8 @@ class TrainResult:
     batch_size: torch.Tensor  # (M,) int64: effective batch size
     snapshots: list[tuple[int, Any]] = field(default_factory=list)
     x_train: torch.Tensor | None = None
+    # (epoch, record) of the test set, as ``snapshots``; only with a test_record_fn
+    test_snapshots: list[tuple[int, Any]] = field(default_factory=list)
     device: torch.device = torch.device("cpu")
     diverged_reason: list[str] = field(default_factory=list)  # "" | "nan" | "inf" | "exploded"
     cpu_threads: int | None = 1  # intra-op CPU threads for features(), as in training
@@ -295,13 +297,13 @@ def _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n: int, cfg: Trai
     return ModelKnobs(seeds, **values, batch_size=sizes)
 
 
-def _start_model(k: ModelKnobs, model: EnsembleMLP | None, d: int, n_classes: int, depth: int,
-                 width: int, norm: str, weight_init: str, bias: bool, dtype) -> EnsembleMLP:
+def _start_model(k: ModelKnobs, model, d: int, n_classes: int, net: Architecture,
+                 image_shape, dtype):
     """The initial stacked models (seeded init, or a copy of ``model``)."""
     if model is None:
-        return EnsembleMLP.init(len(k.seeds), d, n_classes, seeds=k.seeds, depth=depth,
-                                width=width, alpha=k.alpha, dropout=k.dropout, norm=norm,
-                                bias=bias, dtype=dtype, weight_init=weight_init)
+        net.check_alphas(k.alpha)
+        return net.init(len(k.seeds), d, n_classes, seeds=k.seeds, alpha=k.alpha,
+                        dropout=k.dropout, dtype=dtype, image_shape=image_shape)
     require(model.n_models == len(k.seeds) and model.in_features == d, "model",
             f"one model per seed ({len(k.seeds)}) with in_features = {d}", model.n_models)
     return model.with_hyper(k.alpha, k.dropout).to("cpu", dtype)  # a copy
@@ -321,7 +323,7 @@ def _stacks(k: ModelKnobs, cfg: TrainConfig, widest: int, device: torch.device):
 def _metrics(models: list[Retired], data: StackData, xt, yt) -> dict[str, np.ndarray]:
     """Eval-mode train loss / accuracy and test accuracy of retired models (NaN when
     diverged)."""
-    final = EnsembleMLP.cat([r.model for r in models])
+    final = type(models[0].model).cat([r.model for r in models])
     ev = final.evaluate(data.x, data.y, stack_size=data.eval_stack)
     out = {"train_loss": ev["loss"].double().cpu().numpy(),
            "train_accuracy": ev["accuracy"].double().cpu().numpy(),
@@ -341,15 +343,18 @@ def _cat_records(parts: list[Any]) -> Any:
     return torch.cat(parts)
 
 
-def _snapshots(retired: list[Retired], epochs: list[int]) -> list[tuple[int, Any]]:
-    """``(epoch, record)`` with the models first; a model that stopped before a record
-    epoch contributes its final state."""
-    return [(e, _cat_records([r.records.get(e, r.final_record) for r in retired]))
+def _snapshots(retired: list[Retired], epochs: list[int],
+               part: str = "train") -> list[tuple[int, Any]]:
+    """``(epoch, record)`` of the training or test set (``part``) with the models first;
+    a model that stopped before a record epoch contributes its final state."""
+    return [(e, _cat_records([r.records.get(e, r.final_record)[part] for r in retired]))
             for e in epochs]
 
 
-def _device_data(x_train, y_train, x_test, y_test, cfg: TrainConfig, device, record_fn):
-    """The data on the training device as a :class:`StackData` (+ the test set)."""
+def _device_data(x_train, y_train, x_test, y_test, cfg: TrainConfig, device, record_fn,
+                 test_record_fn=None):
+    """The data on the training device as a :class:`StackData` (+ the test set, also in
+    the StackData when ``test_record_fn`` records it)."""
     x = torch.as_tensor(x_train).to(device, cfg.dtype)
     y = torch.as_tensor(y_train).to(device, torch.long)
     require(x.dim() == 2, "x_train", "a (N, d) array", tuple(x.shape))
@@ -361,7 +366,11 @@ def _device_data(x_train, y_train, x_test, y_test, cfg: TrainConfig, device, rec
     # Per-feature population std, two-pass (no single-output reduction: thread-invariant).
     x_std = (x - x.mean(0)).square_().mean(0).sqrt_()  # (d,)
     epochs = list(range(0, cfg.epochs + 1, cfg.record_every)) if cfg.record_every else []
-    data = StackData(x, y, x_std, 0, epochs, record_fn)
+    require(test_record_fn is None or xt is not None, "test_record_fn",
+            "given only with a test set (x_test and y_test)", test_record_fn)
+    data = StackData(x, y, x_std, 0, epochs, record_fn,
+                     x_test=xt if test_record_fn is not None else None,
+                     test_record_fn=test_record_fn)
     return data, xt, yt
 
 
@@ -393,12 +402,17 @@ def train_ensemble(
     batch_size: int | None | Sequence[int | None] = None,
     config: TrainConfig | None = None,
     model: EnsembleMLP | None = None,
+    arch: str = "mlp",
     depth: int = DEPTH,
     width: int = WIDTH,
+    channels: int = CHANNELS,
+    kernel_size: int = KERNEL_SIZE,
     norm: str = "batchnorm",
     bias: bool = True,
     weight_init: str = "default",
+    image_shape: tuple[int, int, int] | None = None,
     record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
+    test_record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
 ) -> TrainResult:
     """Train M models, one per entry of ``seeds``, and return per-model results.
 
@@ -414,10 +428,12 @@ def train_ensemble(
     ``None`` = full batch). At fixed epochs the batch size also sets the number of
     optimizer steps (``steps_run``).
 
-    The network: ``depth`` hidden layers of ``width`` units, ``norm`` one of
-    :data:`dnnphase.model.NORMS` ("batchnorm", "scale": Eq. (1)'s constant, "none"),
-    ``bias``, and ``weight_init`` one of :data:`dnnphase.model.WEIGHT_INITS`
-    ("default", "orthogonal"; see :class:`dnnphase.model.MLP`).
+    The network (:class:`dnnphase.architecture.Architecture`, whose fields these are):
+    ``arch`` "mlp", "cnn" (the images' ``image_shape`` (C, H, W) is then required) or
+    "linear"; ``depth`` hidden layers of ``width`` units (``channels`` channels and
+    ``kernel_size`` for the CNN), ``norm`` one of :data:`dnnphase.model.NORMS`
+    ("batchnorm", "scale": Eq. (1)'s constant, "none"), ``bias``, and ``weight_init``
+    one of :data:`dnnphase.model.WEIGHT_INITS` ("default", "orthogonal").
 
     ``model``: start from these weights instead (e.g. :meth:`EnsembleMLP.from_models`);
     its alpha/dropout are used unless ``alpha``/``dropout`` are given; its architecture
@@ -430,17 +446,18 @@ def train_ensemble(
     ``(epoch, record_fn(features))``; ``record_fn`` maps ``[h_0..h_L]`` (each
     ``(m, N, F)``, on the training device) to a tensor (or list of tensors) with the
     m models first; without it the features themselves are kept (memory!).
+    ``test_record_fn``: likewise for the test set (which it needs) at the same epochs,
+    stored in ``test_snapshots`` (``lambda f: f`` keeps its features); without it the
+    test set is not recorded.
 
     Every argument is checked (ConfigError before any work); then
     :func:`train_models` trains.
     """
     cfg = config or TrainConfig()
-    check_norm(norm)
-    check_weight_init(weight_init)
-    return _train(x_train, y_train, x_test, y_test, cfg, record_fn, model, depth, width,
-                  norm, weight_init, bias,
+    net = Architecture(arch, depth, width, channels, kernel_size, norm, bias, weight_init)
+    return _train(x_train, y_train, x_test, y_test, cfg, record_fn, model, net, image_shape,
                   lambda n: _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg,
-                                   model))
+                                   model), test_record_fn=test_record_fn)
 
 
 def train_models(
@@ -451,40 +468,45 @@ def train_models(
     *,
     knobs: ModelKnobs,
     config: TrainConfig | None = None,
+    arch: str = "mlp",
     depth: int = DEPTH,
     width: int = WIDTH,
+    channels: int = CHANNELS,
+    kernel_size: int = KERNEL_SIZE,
     norm: str = "batchnorm",
     bias: bool = True,
     weight_init: str = "default",
+    image_shape: tuple[int, int, int] | None = None,
     record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
+    test_record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
 ) -> TrainResult:
     """:func:`train_ensemble` for per-model knobs checked already (a sweep checks its
     whole grid before any work, :class:`~dnnphase.phase.SweepConfig`): the same
     training and result, seeded initialisation from ``knobs.seeds``, and no second
-    check of the knobs' values (each batch size must be at most N; ``norm`` and
-    ``weight_init`` are checked)."""
+    check of the knobs' values (each batch size must be at most N; the network's
+    fields are checked)."""
     cfg = config or TrainConfig()
-    check_norm(norm)
-    check_weight_init(weight_init)
-    return _train(x_train, y_train, x_test, y_test, cfg, record_fn, None, depth, width,
-                  norm, weight_init, bias, lambda n: knobs)
+    net = Architecture(arch, depth, width, channels, kernel_size, norm, bias, weight_init)
+    return _train(x_train, y_train, x_test, y_test, cfg, record_fn, None, net, image_shape,
+                  lambda n: knobs, test_record_fn=test_record_fn)
 
 
 def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,
-           model: EnsembleMLP | None, depth: int, width: int, norm: str, weight_init: str,
-           bias: bool, per_model_knobs: Callable[[int], ModelKnobs]) -> TrainResult:
+           model: EnsembleMLP | None, net: Architecture, image_shape,
+           per_model_knobs: Callable[[int], ModelKnobs], *,
+           test_record_fn=None) -> TrainResult:
     """Both entry points: the data on the device, then ``per_model_knobs(N)`` (checked
     or trusted), the initial models, and every stack trained."""
     device = resolve_device(cfg.device)
     with _threads(device, cfg.cpu_threads):
-        data, xt, yt = _device_data(x_train, y_train, x_test, y_test, cfg, device, record_fn)
+        data, xt, yt = _device_data(x_train, y_train, x_test, y_test, cfg, device, record_fn,
+                                    test_record_fn)
         n, d = data.x.shape
         k = per_model_knobs(n)
         # None: the configuration's batch size, whose None is the full batch.
         k = replace(k, batch_size=tuple(int(cfg.batch_size or n) if v is None else v
                                         for v in k.batch_size))
-        start = _start_model(k, model, d, int(data.y.max()) + 1, depth, width, norm,
-                             weight_init, bias, cfg.dtype)
+        start = _start_model(k, model, d, int(data.y.max()) + 1, net, image_shape, cfg.dtype)
         data.n_classes = start.n_classes
         lo, hi = int(data.y.min()), int(data.y.max())
         require(0 <= lo and hi < start.n_classes, "y_train",
@@ -530,7 +552,7 @@ def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg:
             retired[j] = out
             history[j] = hist[j]
     return TrainResult(
-        model=EnsembleMLP.cat([r.model.to("cpu") for r in retired]),
+        model=type(retired[0].model).cat([r.model.to("cpu") for r in retired]),
         **{name: torch.from_numpy(v) for name, v in metrics.items()},
         epochs_run=torch.tensor([r.epochs for r in retired], dtype=torch.long),
         steps_run=torch.tensor([r.steps for r in retired], dtype=torch.long),
@@ -540,6 +562,8 @@ def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg:
         batch_size=torch.tensor(k.batch_size, dtype=torch.long),
         snapshots=_snapshots(retired, data.record_epochs),
         x_train=data.x.cpu(),
+        test_snapshots=(_snapshots(retired, data.record_epochs, "test")
+                        if data.x_test is not None else []),
         device=device,
         diverged_reason=[r.diverged_reason for r in retired],
         cpu_threads=cfg.cpu_threads,

@@ -49,6 +49,8 @@ class PhasePanel:
     phase labels (-1 concave, 0 linear, +1 convex, see
     :func:`phasecore.loadcurve.phase_label`); the edges between
     neighbouring cells of different label are drawn as phase boundaries.
+    ``dashed``: (R, C, L+1) second curves drawn dashed in the curve's colour (the
+    networks' test set), named in the figure's legend by ``dashed_label``.
     """
 
     curves: np.ndarray
@@ -66,6 +68,8 @@ class PhasePanel:
     flip_cols: bool = False
     flip_rows: bool = False
     boundary: np.ndarray | None = None
+    dashed: np.ndarray | None = None
+    dashed_label: str = "dashed"
 
 
 def symmetric_limit(values) -> float:
@@ -111,7 +115,9 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
     colormap = plt.get_cmap(panel.cmap or ("RdBu_r" if panel.diverging else "viridis"))
     cols = list(range(n_c))[::-1] if panel.flip_cols else list(range(n_c))
     rows = list(range(n_r))[::-1] if panel.flip_rows else list(range(n_r))
-    finite_curves = curves[np.isfinite(curves)]
+    dashed = None if panel.dashed is None else np.asarray(panel.dashed, dtype=float)
+    both = curves if dashed is None else np.concatenate([curves.ravel(), dashed.ravel()])
+    finite_curves = both[np.isfinite(both)]
     y_lo, y_hi = (finite_curves.min(), finite_curves.max()) if finite_curves.size else (0, 1)
     pad = 0.05 * (y_hi - y_lo or 1.0)
     gap = 0.07 * ax_size
@@ -127,6 +133,8 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
                 if panel.reference:
                     ax.plot(layers[[0, -1]], curve[[0, -1]], color="0.35", lw=0.6, ls="--")
                 ax.plot(layers, curve, color="k", lw=1.1, marker=".", ms=2.5)
+            if dashed is not None and np.all(np.isfinite(dashed[i, j])):
+                ax.plot(np.arange(dashed[i, j].size), dashed[i, j], color="k", lw=1.1, ls="--")
             ax.set_ylim(y_lo - pad, y_hi + pad)
             ax.set_xticks([])
             ax.set_yticks([])
@@ -205,6 +213,12 @@ def plot_phase_grid(panels: PhasePanel | list[PhasePanel], *, title: str = "",
     if any(not np.isfinite(np.asarray(p.shade, dtype=float)).all() for p in panels):
         fig.text(0.01, 0.01, "grey cells: no finite value (every seed diverged, or the load "
                  "curve does not drop)", fontsize=7, color="0.3", ha="left", va="bottom")
+    labels = list(dict.fromkeys(p.dashed_label for p in panels if p.dashed is not None))
+    if labels:
+        from matplotlib.lines import Line2D
+
+        fig.legend(handles=[Line2D([], [], color="k", lw=1.1, ls="--", label=label)
+                            for label in labels], loc="lower right", fontsize=7, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10, y=1 - 0.1 / fig_h, va="top")
     return fig

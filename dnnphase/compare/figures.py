@@ -256,16 +256,22 @@ def plot_worst_fit(fit: xr.Dataset, n_frames: int = 4):
 def plot_dynamics(network_epochs, chain_times, cells):
     """Network load curves over epochs beside the fitted chain over time (Fig. 4).
 
-    network_epochs : list of (epochs (E,), curves (E, L+1)) per cell
+    network_epochs : list of (epochs (E,), curves (E, L+1)[, test curves (E, L+1)])
+        per cell; test curves (the sweep's ``load_curve_epochs_test``) are drawn
+        dashed in their epoch's colour, scaled as the training curves
     chain_times : list of (times (R,), curves (R, L+1)) per cell
     cells : list of titles. Curves are normalised to start 1, end 0 at the
     final time, so shapes compare; colour runs from early (light) to late.
     """
+    from matplotlib.lines import Line2D
+
     n = len(cells)
     fig, axes = plt.subplots(2, n, figsize=(3.4 * n, 6.2), squeeze=False)
     for k, title in enumerate(cells):
-        for row, (times, curves, unit) in enumerate(
-                ((*network_epochs[k], "epoch"), (*chain_times[k], "time"))):
+        net = tuple(network_epochs[k])
+        test = net[2] if len(net) > 2 else None
+        for row, (times, curves, unit, dashed) in enumerate(
+                ((*net[:2], "epoch", test), (*chain_times[k], "time", None))):
             ax = axes[row, k]
             curves = np.asarray(curves, dtype=float)
             final = curves[-1]
@@ -274,6 +280,13 @@ def plot_dynamics(network_epochs, chain_times, cells):
             colours = plt.cm.viridis(np.linspace(0.9, 0.0, len(times)))
             for c, col in zip(scaled, colours, strict=True):
                 ax.plot(np.arange(c.size), c, color=col, lw=1.0)
+            if dashed is not None and np.isfinite(dashed).any():
+                dashed = np.asarray(dashed, dtype=float)
+                dashed = (dashed - final[-1]) / drop if abs(drop) > 1e-12 else dashed
+                for c, col in zip(dashed, colours, strict=True):
+                    ax.plot(np.arange(c.size), c, color=col, lw=1.0, ls="--")
+                ax.legend(handles=[Line2D([], [], color="0.3", lw=1.0, ls="--",
+                                          label="dashed: test set")], fontsize=6)
             ax.set_title(f"{title}\n{'network' if row == 0 else 'fitted chain'}: "
                          f"{unit} {times[0]:g} (yellow) .. {times[-1]:g} (purple)", fontsize=8)
             ax.set_xlabel("layer" if row == 0 else "block", fontsize=8)

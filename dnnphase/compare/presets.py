@@ -284,7 +284,11 @@ def _dynamics_figure(network: xr.Dataset, fit: xr.Dataset, knob: str, steps: int
         epochs = network["epoch"].values
         curves = network["load_curve_epochs"].sel(alpha=alpha, **{knob: v}).mean(
             "seed", skipna=True).values
-        net_curves.append((epochs, curves))
+        if "load_curve_epochs_test" in network:  # drawn dashed (older sweeps have none)
+            net_curves.append((epochs, curves, network["load_curve_epochs_test"].sel(
+                alpha=alpha, **{knob: v}).mean("seed", skipna=True).values))
+        else:
+            net_curves.append((epochs, curves))
         cell = fit.sel(alpha=alpha, **{knob: v})
         if np.isfinite(cell["mu_right"]):
             every = max(1, steps // max(1, len(epochs) - 1))  # as many frames as epochs
