@@ -1,4 +1,5 @@
-"""The paper's single-figure experiments, as presets: the linear network of Fig. 5(a).
+"""The paper's single-figure experiments, as presets: the linear network of Fig. 5(a) and
+the training vs test load curves of Fig. S4.
 
 An experiment is a few sweeps (:func:`dnnphase.phase.sweep`) that differ in one
 setting, gathered into one ``xarray.Dataset`` with a ``setting`` dimension, and
@@ -25,7 +26,8 @@ import xarray as xr
 
 from phasecore.checks import require
 
-__all__ = ["LINEAR_NETWORK", "LINEAR_SETTINGS", "linear_network", "plot_linear_network"]
+__all__ = ["LINEAR_NETWORK", "LINEAR_SETTINGS", "TRAIN_TEST", "linear_network",
+           "plot_linear_network", "plot_train_test", "train_test"]
 
 #: Fig. 5(a)'s network, data and training (fields of :class:`dnnphase.phase.SweepConfig`).
 LINEAR_NETWORK = dict(
@@ -96,4 +98,57 @@ def plot_linear_network(ds: xr.Dataset):
     ax.set_ylabel(f"{ds.attrs.get('measure', 'D')}, normalised")
     ax.set_title("Linear network (Fig. 5a): SGD on orthogonal data", fontsize=10)
     ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
+#: Fig. S4: the paper's MLP at alpha = 0 (ReLU), a small, a middle and a large learning
+#: rate (concave side, next to the boundary, convex side of the committed lr diagram,
+#: figures/paper: boundary at lr 0.017, accuracy peak at 0.003), 200 epochs.
+TRAIN_TEST = dict(knob="lr", values=(1e-4, 3e-3, 0.2), alphas=(0.0,), seeds=(0, 1, 2),
+                  epochs=200, measures=("trace_ratio",))
+
+
+def train_test(scale: str = "paper", **changes):
+    """Run Fig. S4: one lr sweep at alpha = 0 (:data:`TRAIN_TEST`); its Dataset has
+    ``load_curve`` and ``load_curve_test`` (training and test set, final models).
+    ``scale`` "quick": the digits data set, 60 epochs (seconds)."""
+    from dnnphase.phase import sweep
+
+    require(scale in ("paper", "quick"), "scale", "paper or quick", scale)
+    quick = dict(dataset="digits", n_train=600, depth=4, width=64, epochs=60,
+                 values=(1e-4, 3e-3, 0.1))
+    return sweep(**{**TRAIN_TEST, **(quick if scale == "quick" else {}), **changes})
+
+
+def plot_train_test(ds: xr.Dataset):
+    """Fig. S4: per learning rate, the seed-mean load curve of the training set (solid)
+    and of the test set (dashed), both divided by the training curve's D_0, with the
+    scale-free curvatures and the test accuracy (mean over seeds)."""
+    import matplotlib.pyplot as plt
+
+    knob = ds.attrs["knob"]
+    measure = str(ds["measure"].values[0])
+    values = ds[knob].values
+    fig, axes = plt.subplots(1, len(values), figsize=(3.0 * len(values), 3.0), sharey=True,
+                             layout="constrained")
+    layers = ds["layer"].values
+    for ax, v in zip(np.atleast_1d(axes), values, strict=True):
+        cell = ds.sel({knob: v, "measure": measure}).isel(alpha=0)
+        train = cell["load_curve"].values  # (seed, layer)
+        test = cell["load_curve_test"].values
+        scale = train[:, :1]
+        for curve, style, name in ((train, "-", "training"), (test, "--", "test")):
+            norm = curve / scale
+            ax.plot(layers, np.nanmean(norm, 0), style, marker="o", ms=3, color="k",
+                    label=name)
+            ax.fill_between(layers, np.nanmin(norm, 0), np.nanmax(norm, 0), color="0.6",
+                            alpha=0.25, lw=0)
+        c_tr = np.nanmean(cell["curvature_scaled"].values)
+        c_te = np.nanmean(cell["curvature_scaled_test"].values)
+        acc = np.nanmean(cell["test_accuracy"].values)
+        ax.set_title(f"{knob} {v:g}\ncurvature {c_tr:+.2f} (train) {c_te:+.2f} (test)\n"
+                     f"test accuracy {acc:.3f}", fontsize=8)
+        ax.set_xlabel("layer")
+    np.atleast_1d(axes)[0].set_ylabel(f"{measure} / training D_0")
+    np.atleast_1d(axes)[0].legend(fontsize=8, frameon=False)
     return fig

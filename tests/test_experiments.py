@@ -48,3 +48,17 @@ def test_bad_scale_and_fields_are_refused_before_work():
         linear_network("huge")
     with pytest.raises(ConfigError, match="depth"):
         linear_network("quick", depth=0)
+
+
+def test_train_test_figure_draws_both_curves_per_learning_rate():
+    from dnnphase.experiments import plot_train_test, train_test
+
+    ds = train_test("quick", seeds=(0,), epochs=5)
+    assert ds["load_curve_test"].dims == ds["load_curve"].dims
+    fig = plot_train_test(ds)
+    assert len(fig.axes) == 3
+    for ax, lr in zip(fig.axes, ds["lr"].values, strict=True):
+        styles = [line.get_linestyle() for line in ax.get_lines()]
+        assert styles == ["-", "--"] and f"lr {lr:g}" in ax.get_title()
+        train = ax.get_lines()[0].get_ydata()
+        assert np.isclose(train[0], 1.0)  # divided by the training curve's D_0
