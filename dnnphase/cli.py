@@ -28,7 +28,14 @@ _PARSED = {
     "values": lambda text: _floats(text, "values"),
     "alphas": lambda text: _floats(text, "alpha"),
     "measures": lambda text: [m.strip() for m in str(text).split(",") if m.strip()],
+    "schedule": lambda text: _schedule(text),
 }
+
+
+def _schedule(text: str) -> tuple:
+    from dnnphase.schedule import parse_schedule
+
+    return parse_schedule(text, name="--schedule")
 
 
 def _sweep_defaults() -> dict:
@@ -43,7 +50,7 @@ def _sweep_defaults() -> dict:
 
 def _shown(default) -> str:
     """A default as the help shows it ("" when there is none to show)."""
-    if default is None:
+    if default is None or default == ():
         return ""
     if isinstance(default, tuple):
         default = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default)
@@ -62,6 +69,7 @@ def _sweep_options():
     from dnnphase.metrics import MEASURE_NAMES
     from dnnphase.model import NORMS, WEIGHT_INITS
     from dnnphase.optim import OPTIMIZERS
+    from dnnphase.schedule import SCHEDULED
     from dnnphase.train import DTYPES
 
     def knob(name: str, default: str = "") -> str:  # a knob held fixed in this sweep
@@ -112,6 +120,12 @@ def _sweep_options():
          "epochs of the moving mean watched by the plateau rule (0: no plateau rule)"),
         ("--rel-tol", "rel_tol", float,
          "stop when that mean changes by less than this, relatively"),
+        ("--schedule", "schedule", str,
+         "knobs that change during training: comma-separated KNOB@EPOCH=VALUE, from that "
+         f"epoch (counted from 1) on, KNOB ({', '.join(SCHEDULED)}) is VALUE; KNOB@EPOCH: "
+         "each model's own value (the swept one); e.g. dropout@1=0,dropout@51 trains "
+         "without dropout for 50 epochs, then with each model's p. The stopping rules wait "
+         "for the last scheduled epoch (default: none)"),
         ("--dtype", "dtype", str, " or ".join(DTYPES)),
         ("--device", "device", str, "auto (CUDA if present), cpu, cuda or cuda:N"),
         ("--models-per-chunk", "models_per_chunk", int,

@@ -19,6 +19,7 @@ from torch.nn import functional as F
 
 from .optim import OptimizerSettings, StackedOptimizer
 from .randomness import DropoutMasks, ModelStreams, corrupt_batch, dropout_span
+from .schedule import changes, last_epoch
 from .stack import EnsembleMLP, row_mean
 
 __all__ = ["LoopSettings", "Retired", "StackData", "TrainingStack", "divergence",
@@ -34,6 +35,7 @@ class LoopSettings(Protocol):
     patience: int
     rel_tol: float
     explode_factor: float
+    schedule: tuple  # (epoch, knob, value) entries, dnnphase.schedule
 
     def optimizer_settings(self) -> OptimizerSettings: ...
 
@@ -91,14 +93,18 @@ def divergence(losses: torch.Tensor, limit: float) -> torch.Tensor:
     return torch.where(torch.isnan(losses), 1, code)
 
 
-def stop_reason(hist: np.ndarray, e: int, cfg: LoopSettings) -> str | None:
+def stop_reason(hist: np.ndarray, e: int, cfg: LoopSettings, start: int = 1) -> str | None:
     """Early-stopping rule (see :class:`~dnnphase.train.TrainConfig`) on the epoch
-    losses ``hist[:e]`` of one model."""
+    losses ``hist[start - 1 : e]`` of one model: before epoch ``start`` (a schedule's
+    last epoch, :func:`dnnphase.schedule.last_epoch`) no model stops, and the plateau
+    windows lie within epochs ``start..e``."""
+    if e < start:
+        return None
     last = hist[e - 1]
     if last < cfg.loss_threshold:
         return "loss_threshold"
     p = cfg.patience
-    if p > 0 and cfg.rel_tol > 0 and e >= 2 * p:
+    if p > 0 and cfg.rel_tol > 0 and e - start + 1 >= 2 * p:
         old = hist[e - 2 * p : e - p].mean()
         new = hist[e - p : e].mean()
         if abs(new - old) <= cfg.rel_tol * abs(old):
@@ -145,6 +151,10 @@ class TrainingStack:
         self.retired: dict[int, Retired] = {}
         self._records: dict[int, dict[int, Any]] = {j: {} for j in self.ids}
         self._x_full = self._y_full = None  # full-batch data replicated per model
+        # A schedule's "None": each model's own value of the knob, by model id.
+        self._own = {"dropout": dict(zip(self.ids, self.model.dropouts, strict=True)),
+                     "lr": dict(zip(self.ids, map(float, lr), strict=True))}
+        self._rules_from = last_epoch(cfg.schedule)  # stopping rules wait for the schedule
 
     # ------------------------------------------------------------ the loop
 
@@ -154,12 +164,27 @@ class TrainingStack:
         self._record(0)
         epoch = 0
         for epoch in range(1, self.cfg.epochs + 1):
+            self._reschedule(epoch)
             losses, code, bad_step = self._epoch(epoch)
             self._after_epoch(epoch, losses, code, bad_step)
             if not self.ids:
                 break
         self._retire(list(range(len(self.ids))), epoch, ["max_epochs"] * len(self.ids))
         return [self.retired[j] for j in order]
+
+    def _reschedule(self, epoch: int) -> None:
+        """The schedule's changes at the start of ``epoch`` (:mod:`dnnphase.schedule`),
+        to the models still training; a value None is each model's own."""
+        for knob, value in changes(self.cfg.schedule, epoch):
+            new = [self._own[knob][j] if value is None else float(value) for j in self.ids]
+            if knob == "dropout" and new != list(self.model.dropouts):
+                # A copy with the same parameter values and other dropout constants. The
+                # optimizer holds its state by stack position, not the parameter tensors
+                # (step() is given them), so Adam's moments and step count carry on.
+                self.model = self.model.with_hyper(self.model.alphas, new).train(
+                    self.model.training)
+            elif knob == "lr" and new != self.opt.lr:
+                self.opt.set_lr(new)
 
     def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All steps of one epoch. Returns, per model, the epoch loss (mean of its step
@@ -225,7 +250,7 @@ class TrainingStack:
                 reasons.append(_DIVERGED[int(code[pos])])
                 continue
             self.history[j][epoch - 1] = losses[pos]
-            why = stop_reason(self.history[j], epoch, self.cfg)
+            why = stop_reason(self.history[j], epoch, self.cfg, self._rules_from)
             if why is not None:
                 gone.append(pos)
                 reasons.append(why)

@@ -78,6 +78,12 @@ class StackedOptimizer:
         self.fused = fusable if s.fused is None else s.fused
         self._set_lr(lr)
 
+    def set_lr(self, lr: Sequence[float]) -> None:
+        """New per-model learning rates (a schedule, :mod:`dnnphase.schedule`); the state
+        (moments, step count) carries on, as torch.optim's after changing a group's lr."""
+        assert len(lr) == len(self.lr), "StackedOptimizer.set_lr: one lr per model"
+        self._set_lr(lr)
+
     def _set_lr(self, lr: Sequence[float]) -> None:
         self.lr = [float(v) for v in lr]
         self.runs = _lr_runs(self.lr)

@@ -29,6 +29,7 @@ from dnnphase.architecture import KERNEL_SIZE, Architecture
 from dnnphase.cnn import CHANNELS
 from dnnphase.data import dataset_key
 from dnnphase.metrics import check_measures
+from dnnphase.schedule import own_value_used
 from dnnphase.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore import loadcurve
 from phasecore.checks import is_int, require
@@ -56,6 +57,12 @@ class SweepConfig(TrainingSettings):
         device : the training settings, :class:`dnnphase.train.TrainingSettings`
         (their defaults and checks); ``batch_size=None``: full batch; ``device``
         "auto" picks CUDA if present.
+    schedule : dropout / lr changes during training, ``(epoch, knob, value)`` entries
+        (:mod:`dnnphase.schedule`, a training setting too); a value None is each model's
+        own: the swept value for the swept knob, ``dropout`` / ``lr`` otherwise. E.g.
+        ``knob="dropout", schedule=((1, "dropout", 0.0), (51, "dropout", None))``: no
+        dropout in epochs 1..50, each model's p from epoch 51 (Fig. S2). A schedule that
+        never lets the swept knob's values act is refused.
     dropout, label_noise : the other per-model knobs. The swept knob's own field
         (of these, ``lr`` or ``batch_size``) must stay at its default: its values
         are ``values``.
@@ -135,6 +142,10 @@ class SweepConfig(TrainingSettings):
         require(fixed == default, self.knob,
                 f"left at its default {default!r} when it is the swept knob (its values come "
                 "from values / --values)", fixed)
+        require(own_value_used(self.schedule, self.knob), "schedule",
+                f"entries that leave the swept {self.knob}'s values in effect at some epoch "
+                f"(no {self.knob} entry at epoch 1, or one whose value is None: each model's "
+                "own)", self.schedule)
         require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
                 "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
         check_measures(self.measures, "measures")
@@ -178,13 +189,24 @@ class SweepConfig(TrainingSettings):
                           alpha=[self.alphas[ia] for ia, _, _ in models], **per_model)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields as a JSON-ready dict (stored with the result and hashed to resume a
+        sweep): ``SweepConfig(**to_dict())`` is this configuration. A field of
+        :data:`_LATER_FIELDS` at its default is left out, so a sweep that does not use it
+        has the configuration, and hash, it had before the field existed."""
+        out = dataclasses.asdict(self)
+        for name in _LATER_FIELDS:
+            if out[name] == _FIELD_DEFAULTS[name]:
+                del out[name]
+        return out
 
     def replace(self, **changes) -> SweepConfig:
         return SweepConfig(**{**self.to_dict(), **changes})
 
 
 _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
+#: Fields added after results were stored (figures/): left out of a stored configuration
+#: while at their default, so such results resume and are reused as before.
+_LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule")
 
 
 def _runs_on_cuda(device: str) -> bool:

@@ -24,6 +24,7 @@ from .defaults import DEPTH, EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL, WIDT
 from .knobs import check, check_batch_fits
 from .loop import Retired, StackData, TrainingStack
 from .optim import OptimizerSettings
+from .schedule import check_schedule, normalise
 from .stack import EnsembleMLP, per_model
 
 __all__ = [
@@ -87,6 +88,12 @@ class TrainingSettings:
     loss_threshold, patience, rel_tol : the early-stopping rules (0 switches a rule off).
     dtype : "float32" or "float64" (:data:`DTYPES`; a torch dtype too, held by name).
     device : "auto" (CUDA if present), "cpu", "cuda" or "cuda:N" (a torch device too).
+    schedule : knobs that change during training, ``(epoch, knob, value)`` entries — "from
+        epoch ``epoch`` on (counted from 1), ``knob`` ("dropout" or "lr") is ``value``
+        (None: each model's own value)"; e.g. ``((1, "dropout", 0.0), (51, "dropout",
+        None))`` trains without dropout for 50 epochs, then with each model's own p. The
+        stopping rules wait for the last scheduled epoch. Semantics and checks:
+        :mod:`dnnphase.schedule`. Default ``()``: every knob fixed.
     """
 
     epochs: int = EPOCHS
@@ -98,10 +105,12 @@ class TrainingSettings:
     rel_tol: float = REL_TOL
     dtype: str | torch.dtype = "float32"
     device: str | torch.device = "auto"
+    schedule: tuple = ()  # (epoch, knob, value) entries: dnnphase.schedule
 
     def __post_init__(self) -> None:
         if _dtype_name(self.dtype) in DTYPES:  # held by name: a configuration is JSON
             object.__setattr__(self, "dtype", _dtype_name(self.dtype))
+        object.__setattr__(self, "schedule", normalise(self.schedule))  # JSON lists: tuples
         self.validate()
 
     def validate(self) -> None:
@@ -120,6 +129,7 @@ class TrainingSettings:
         require(self.dtype in DTYPES, "dtype", " or ".join(DTYPES), self.dtype)
         require(str(self.device) == "auto" or str(self.device).startswith(("cpu", "cuda")),
                 "device", "auto, cpu or cuda[:N]", self.device)
+        check_schedule(self.schedule, self.epochs)
 
 
 @dataclass(frozen=True)
@@ -138,7 +148,9 @@ class TrainConfig(TrainingSettings):
       L_old are the means of ℓ over the last ``patience`` epochs and over the
       ``patience`` epochs before those → stop ("plateau").
 
-    ``loss_threshold=0`` or ``rel_tol=0`` / ``patience=0`` switch a rule off.
+    ``loss_threshold=0`` or ``rel_tol=0`` / ``patience=0`` switch a rule off. With a
+    ``schedule`` both rules wait for its last epoch E and then look at the epochs since E
+    only (:mod:`dnnphase.schedule`).
 
     Divergence: a model stops as "diverged" at the end of an epoch in which a step
     loss was NaN ("nan"), ±inf ("inf") or above ``explode_factor · ln C`` ("exploded";
@@ -426,7 +438,9 @@ def train_ensemble(
     (default 0), ``lr`` (default ``config.lr``), ``label_noise`` (q, see
     :class:`TrainConfig`), ``batch_size`` (``None`` = ``config.batch_size``, whose
     ``None`` = full batch). At fixed epochs the batch size also sets the number of
-    optimizer steps (``steps_run``).
+    optimizer steps (``steps_run``). ``config.schedule`` may change dropout and lr during
+    training; its value None is the model's own ``dropout`` / ``lr`` given here
+    (:mod:`dnnphase.schedule`).
 
     The network (:class:`dnnphase.architecture.Architecture`, whose fields these are):
     ``arch`` "mlp", "cnn" (the images' ``image_shape`` (C, H, W) is then required) or
