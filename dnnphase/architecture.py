@@ -17,6 +17,7 @@ normalisation, biases and initialisation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -119,7 +120,7 @@ class Architecture:
             require(image_shape is not None, "image_shape",
                     "(C, H, W) of the images, for the CNN", image_shape)
             self.check_data(image_shape)
-            require(int(torch.tensor(image_shape).prod()) == in_features, "image_shape",
+            require(math.prod(image_shape) == in_features, "image_shape",
                     f"the shape of the {in_features} input features", image_shape)
             return EnsembleCNN.init(n_models, image_shape, n_classes, seeds=seeds,
                                     depth=self.depth, channels=self.channels, alpha=alpha,

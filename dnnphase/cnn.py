@@ -26,7 +26,6 @@ uses of :class:`~dnnphase.stack.EnsembleMLP`, with the same meaning.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import torch
 from torch import nn
@@ -37,7 +36,7 @@ from phasecore.checks import is_int, require
 from .defaults import DEPTH
 from .knobs import check
 from .randomness import LEVELS, dropout_levels
-from .stack import _default_linear_, _LeakyReLUPerModel, per_model, row_mean
+from .stack import StackedModels, _default_linear_, _LeakyReLUPerModel, per_model
 
 __all__ = ["CHANNELS", "CNN", "NORMS", "EnsembleCNN", "check_architecture"]
 
@@ -177,7 +176,7 @@ class CNN(nn.Module):
                 f"bias={self.bias}")
 
 
-class EnsembleCNN(nn.Module):
+class EnsembleCNN(StackedModels):
     """M independent :class:`CNN` s in stacked tensors, evaluated with grouped convolutions.
 
     Parameters (model dimension first, so ``p[a:b]`` is models a..b−1, as the trainer's
@@ -375,43 +374,7 @@ class EnsembleCNN(nn.Module):
             out.append(mdl.train(self.training))
         return out
 
-    def select(self, idx: Sequence[int] | torch.Tensor, with_grad: bool = False) -> EnsembleCNN:
-        """A new ensemble with models ``idx`` (copies); ``with_grad`` also slices ``.grad``."""
-        idx_list = [int(i) for i in (idx.tolist() if isinstance(idx, torch.Tensor) else idx)]
-        new = self._like(len(idx_list), [self.alphas[i] for i in idx_list],
-                         [self.dropouts[i] for i in idx_list])
-        it = torch.tensor(idx_list, dtype=torch.long, device=self.weights[0].device)
-        new.load_state_dict({k: v.index_select(0, it) for k, v in self.state_dict().items()})
-        if with_grad:
-            for p_old, p_new in zip(self.parameters(), new.parameters(), strict=True):
-                if p_old.grad is not None:
-                    p_new.grad = p_old.grad.index_select(0, it)
-        return new.train(self.training)
-
-    @staticmethod
-    def cat(ensembles: Sequence[EnsembleCNN]) -> EnsembleCNN:
-        """Concatenate ensembles of one architecture along the model dimension."""
-        first = ensembles[0]
-        alphas = [a for e in ensembles for a in e.alphas]
-        drops = [p for e in ensembles for p in e.dropouts]
-        new = first._like(len(alphas), alphas, drops)
-        states = [e.state_dict() for e in ensembles]
-        new.load_state_dict({k: torch.cat([s[k] for s in states]) for k in states[0]})
-        return new.train(first.training)
-
-    def with_hyper(self, alphas: Sequence[float], drops: Sequence[float]) -> EnsembleCNN:
-        """A copy with other per-model slopes and dropout probabilities."""
-        new = self._like(self.n_models, alphas, drops)
-        new.load_state_dict(self.state_dict())
-        return new.train(self.training)
-
     # ------------------------------------------------------------ forward
-
-    def running_mean(self, i: int) -> torch.Tensor:
-        return getattr(self, f"running_mean_{i}")
-
-    def running_var(self, i: int) -> torch.Tensor:
-        return getattr(self, f"running_var_{i}")
 
     def _bn(self, h: torch.Tensor, i: int) -> torch.Tensor:
         """BatchNorm of every model: ``h`` ``(B, M·c, H, W)``, channel m·c + j is model m's j."""
@@ -513,62 +476,6 @@ class EnsembleCNN(nn.Module):
         logits = torch.baddbmm(self.biases[self.depth], h_t, out_w) if self.bias \
             else torch.bmm(h_t, out_w)  # (M, B, C)
         return (logits, feats) if return_features else logits
-
-    def _global_masks(self, b: int, device: torch.device) -> Callable[[int], torch.Tensor]:
-        """Dropout multipliers from torch's global generator (outside the trainer)."""
-        keep = 1.0 - self.drop_level / LEVELS  # (M,)
-
-        def masks(layer: int) -> torch.Tensor:
-            u = torch.rand(b, self.n_models, self.width, device=device, dtype=keep.dtype)
-            return (u < keep.view(1, -1, 1)).to(keep.dtype) * self.drop_scale.view(1, -1, 1)
-
-        return masks
-
-    # ------------------------------------------------------------ evaluation
-
-    @torch.no_grad()
-    def evaluate(
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor | None = None,
-        return_features: bool = False,
-        stack_size: int | None = None,
-    ) -> dict[str, Any]:
-        """Eval-mode pass on shared inputs ``x`` ``(N, d)``, ``stack_size`` models at a time.
-
-        Returns ``loss`` ``(M,)`` and ``accuracy`` ``(M,)`` (when ``y`` is given; mean
-        cross-entropy and fraction correct) and ``features`` ``[h_0..h_L]``, each
-        ``(M, N, F)`` (when ``return_features``). The training flag is restored.
-        """
-        was_training = self.training
-        step = stack_size or self.n_models
-        out: dict[str, list] = {"loss": [], "accuracy": [], "features": []}
-        try:
-            for a in range(0, self.n_models, step):
-                part = self if step >= self.n_models else \
-                    self.select(range(a, min(a + step, self.n_models)))
-                part.eval()
-                logits, feats = part(x, return_features=True)  # (m, N, C)
-                if y is not None:
-                    mm, n, c = logits.shape
-                    loss = F.cross_entropy(logits.reshape(mm * n, c), y.repeat(mm),
-                                           reduction="none").view(mm, n)
-                    out["loss"].append(row_mean(loss))
-                    out["accuracy"].append(row_mean((logits.argmax(-1) == y).to(logits.dtype)))
-                if return_features:
-                    out["features"].append([f.transpose(0, 1).contiguous() for f in feats])
-        finally:
-            self.train(was_training)
-        res: dict[str, Any] = {}
-        if y is not None:
-            res["loss"], res["accuracy"] = torch.cat(out["loss"]), torch.cat(out["accuracy"])
-        if return_features:
-            res["features"] = [torch.cat(layer) for layer in zip(*out["features"], strict=True)]
-        return res
-
-    def features(self, x: torch.Tensor, stack_size: int | None = None) -> list[torch.Tensor]:
-        """Eval-mode features ``[h_0..h_L]`` on ``x`` ``(N, d)``, each ``(M, N, F)``."""
-        return self.evaluate(x, return_features=True, stack_size=stack_size)["features"]
 
     def extra_repr(self) -> str:
         return (f"n_models={self.n_models}, image_shape={self.image_shape}, depth={self.depth}, "

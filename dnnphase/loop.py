@@ -181,8 +181,7 @@ class TrainingStack:
                 # A copy with the same parameter values and other dropout constants. The
                 # optimizer holds its state by stack position, not the parameter tensors
                 # (step() is given them), so Adam's moments and step count carry on.
-                self.model = self.model.with_hyper(self.model.alphas, new).train(
-                    self.model.training)
+                self.model = self.model.with_hyper(self.model.alphas, new)
             elif knob == "lr" and new != self.opt.lr:
                 self.opt.set_lr(new)
 

@@ -24,7 +24,7 @@ from .knobs import RANGES
 from .model import MLP, activation_scale, check_norm, check_weight_init, orthogonal_linear_
 from .randomness import LEVELS, dropout_levels
 
-__all__ = ["EnsembleMLP", "per_model", "row_mean"]
+__all__ = ["EnsembleMLP", "StackedModels", "per_model", "row_mean"]
 
 
 def per_model(value: Any, m: int, name: str) -> list[float]:
@@ -84,7 +84,116 @@ def _default_linear_(w: torch.Tensor, b: torch.Tensor | None, g: torch.Generator
         b.uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), generator=g)
 
 
-class EnsembleMLP(nn.Module):
+class StackedModels(nn.Module):
+    """What every stack of M models shares (:class:`EnsembleMLP`,
+    :class:`dnnphase.cnn.EnsembleCNN`): parameters and buffers with the model dimension
+    first, per-model ``alphas`` and ``dropouts``, and ``_like(n_models, alphas, drops)``
+    building an empty stack of the same architecture. On these rest selecting,
+    concatenating and re-knobbing models, dropout from the global generator, and
+    evaluation."""
+
+    n_models: int
+    width: int
+    alphas: tuple[float, ...]
+    dropouts: tuple[float, ...]
+
+    def _like(self, n_models: int, alphas, drops) -> StackedModels:
+        raise NotImplementedError
+
+    def select(self, idx: Sequence[int] | torch.Tensor, with_grad: bool = False):
+        """A new stack with models ``idx`` (copies); ``with_grad`` also slices ``.grad``."""
+        idx_list = [int(i) for i in (idx.tolist() if isinstance(idx, torch.Tensor) else idx)]
+        new = self._like(len(idx_list), [self.alphas[i] for i in idx_list],
+                         [self.dropouts[i] for i in idx_list])
+        it = torch.tensor(idx_list, dtype=torch.long, device=self.weights[0].device)
+        new.load_state_dict({k: v.index_select(0, it) for k, v in self.state_dict().items()})
+        if with_grad:
+            for p_old, p_new in zip(self.parameters(), new.parameters(), strict=True):
+                if p_old.grad is not None:
+                    p_new.grad = p_old.grad.index_select(0, it)
+        return new.train(self.training)
+
+    @staticmethod
+    def cat(stacks: Sequence[StackedModels]):
+        """Concatenate stacks of one architecture along the model dimension."""
+        first = stacks[0]
+        alphas = [a for e in stacks for a in e.alphas]
+        drops = [p for e in stacks for p in e.dropouts]
+        new = first._like(len(alphas), alphas, drops)
+        states = [e.state_dict() for e in stacks]
+        new.load_state_dict({k: torch.cat([s[k] for s in states]) for k in states[0]})
+        return new.train(first.training)
+
+    def with_hyper(self, alphas: Sequence[float], drops: Sequence[float]):
+        """A copy with other per-model slopes and dropout probabilities."""
+        new = self._like(self.n_models, alphas, drops)
+        new.load_state_dict(self.state_dict())
+        return new.train(self.training)
+
+    def running_mean(self, i: int) -> torch.Tensor:
+        return getattr(self, f"running_mean_{i}")
+
+    def running_var(self, i: int) -> torch.Tensor:
+        return getattr(self, f"running_var_{i}")
+
+    def _global_masks(self, b: int, device: torch.device) -> Callable[[int], torch.Tensor]:
+        """Dropout multipliers from torch's global generator (outside the trainer)."""
+        keep = 1.0 - self.drop_level / LEVELS  # (M,)
+
+        def masks(layer: int) -> torch.Tensor:
+            u = torch.rand(b, self.n_models, self.width, device=device, dtype=keep.dtype)
+            return (u < keep.view(1, -1, 1)).to(keep.dtype) * self.drop_scale.view(1, -1, 1)
+
+        return masks
+
+    # ------------------------------------------------------------ evaluation
+
+    @torch.no_grad()
+    def evaluate(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor | None = None,
+        return_features: bool = False,
+        stack_size: int | None = None,
+    ) -> dict[str, Any]:
+        """Eval-mode pass on shared inputs ``x`` ``(N, d)``, ``stack_size`` models at a time.
+
+        Returns ``loss`` ``(M,)`` and ``accuracy`` ``(M,)`` (when ``y`` is given; mean
+        cross-entropy and fraction correct) and ``features`` ``[h_0..h_L]``, each
+        ``(M, N, F)`` (when ``return_features``). The training flag is restored.
+        """
+        was_training = self.training
+        step = stack_size or self.n_models
+        out: dict[str, list] = {"loss": [], "accuracy": [], "features": []}
+        try:
+            for a in range(0, self.n_models, step):
+                part = self if step >= self.n_models else \
+                    self.select(range(a, min(a + step, self.n_models)))
+                part.eval()
+                logits, feats = part(x, return_features=True)  # (m, N, C)
+                if y is not None:
+                    mm, n, c = logits.shape
+                    loss = F.cross_entropy(logits.reshape(mm * n, c), y.repeat(mm),
+                                           reduction="none").view(mm, n)
+                    out["loss"].append(row_mean(loss))
+                    out["accuracy"].append(row_mean((logits.argmax(-1) == y).to(logits.dtype)))
+                if return_features:
+                    out["features"].append([f.transpose(0, 1).contiguous() for f in feats])
+        finally:
+            self.train(was_training)
+        res: dict[str, Any] = {}
+        if y is not None:
+            res["loss"], res["accuracy"] = torch.cat(out["loss"]), torch.cat(out["accuracy"])
+        if return_features:
+            res["features"] = [torch.cat(layer) for layer in zip(*out["features"], strict=True)]
+        return res
+
+    def features(self, x: torch.Tensor, stack_size: int | None = None) -> list[torch.Tensor]:
+        """Eval-mode features ``[h_0..h_L]`` on ``x`` ``(N, d)``, each ``(M, N, F)``."""
+        return self.evaluate(x, return_features=True, stack_size=stack_size)["features"]
+
+
+class EnsembleMLP(StackedModels):
     """M independent :class:`~dnnphase.model.MLP` s in stacked tensors.
 
     Parameters (model dimension first, so ``p[a:b]`` is models a..b−1):
@@ -280,43 +389,7 @@ class EnsembleMLP(nn.Module):
             out.append(mdl.train(self.training))
         return out
 
-    def select(self, idx: Sequence[int] | torch.Tensor, with_grad: bool = False) -> EnsembleMLP:
-        """A new ensemble with models ``idx`` (copies); ``with_grad`` also slices ``.grad``."""
-        idx_list = [int(i) for i in (idx.tolist() if isinstance(idx, torch.Tensor) else idx)]
-        new = self._like(len(idx_list), [self.alphas[i] for i in idx_list],
-                         [self.dropouts[i] for i in idx_list])
-        it = torch.tensor(idx_list, dtype=torch.long, device=self.weights[0].device)
-        new.load_state_dict({k: v.index_select(0, it) for k, v in self.state_dict().items()})
-        if with_grad:
-            for p_old, p_new in zip(self.parameters(), new.parameters(), strict=True):
-                if p_old.grad is not None:
-                    p_new.grad = p_old.grad.index_select(0, it)
-        return new.train(self.training)
-
-    @staticmethod
-    def cat(ensembles: Sequence[EnsembleMLP]) -> EnsembleMLP:
-        """Concatenate ensembles of one architecture along the model dimension."""
-        first = ensembles[0]
-        alphas = [a for e in ensembles for a in e.alphas]
-        drops = [p for e in ensembles for p in e.dropouts]
-        new = first._like(len(alphas), alphas, drops)
-        states = [e.state_dict() for e in ensembles]
-        new.load_state_dict({k: torch.cat([s[k] for s in states]) for k in states[0]})
-        return new.train(first.training)
-
-    def with_hyper(self, alphas: Sequence[float], drops: Sequence[float]) -> EnsembleMLP:
-        """A copy with other per-model slopes and dropout probabilities."""
-        new = self._like(self.n_models, alphas, drops)
-        new.load_state_dict(self.state_dict())
-        return new
-
     # ------------------------------------------------------------ forward
-
-    def running_mean(self, i: int) -> torch.Tensor:
-        return getattr(self, f"running_mean_{i}")
-
-    def running_var(self, i: int) -> torch.Tensor:
-        return getattr(self, f"running_var_{i}")
 
     def _bn(self, h: torch.Tensor, i: int) -> torch.Tensor:
         """BatchNorm of every model: ``h`` ``(B, M·F)`` → ``(B, M·F)``; channel m·F + f."""
@@ -394,62 +467,6 @@ class EnsembleMLP(nn.Module):
         logits = torch.baddbmm(self.biases[self.depth], h_t, w) if self.bias \
             else torch.bmm(h_t, w)  # (M, B, C)
         return (logits, feats) if return_features else logits
-
-    def _global_masks(self, b: int, device: torch.device) -> Callable[[int], torch.Tensor]:
-        """Dropout multipliers from torch's global generator (outside the trainer)."""
-        keep = 1.0 - self.drop_level / LEVELS  # (M,)
-
-        def masks(layer: int) -> torch.Tensor:
-            u = torch.rand(b, self.n_models, self.width, device=device, dtype=keep.dtype)
-            return (u < keep.view(1, -1, 1)).to(keep.dtype) * self.drop_scale.view(1, -1, 1)
-
-        return masks
-
-    # ------------------------------------------------------------ evaluation
-
-    @torch.no_grad()
-    def evaluate(
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor | None = None,
-        return_features: bool = False,
-        stack_size: int | None = None,
-    ) -> dict[str, Any]:
-        """Eval-mode pass on shared inputs ``x`` ``(N, d)``, ``stack_size`` models at a time.
-
-        Returns ``loss`` ``(M,)`` and ``accuracy`` ``(M,)`` (when ``y`` is given; mean
-        cross-entropy and fraction correct) and ``features`` ``[h_0..h_L]``, each
-        ``(M, N, F)`` (when ``return_features``). The training flag is restored.
-        """
-        was_training = self.training
-        step = stack_size or self.n_models
-        out: dict[str, list] = {"loss": [], "accuracy": [], "features": []}
-        try:
-            for a in range(0, self.n_models, step):
-                part = self if step >= self.n_models else \
-                    self.select(range(a, min(a + step, self.n_models)))
-                part.eval()
-                logits, feats = part(x, return_features=True)  # (m, N, C)
-                if y is not None:
-                    mm, n, c = logits.shape
-                    loss = F.cross_entropy(logits.reshape(mm * n, c), y.repeat(mm),
-                                           reduction="none").view(mm, n)
-                    out["loss"].append(row_mean(loss))
-                    out["accuracy"].append(row_mean((logits.argmax(-1) == y).to(logits.dtype)))
-                if return_features:
-                    out["features"].append([f.transpose(0, 1).contiguous() for f in feats])
-        finally:
-            self.train(was_training)
-        res: dict[str, Any] = {}
-        if y is not None:
-            res["loss"], res["accuracy"] = torch.cat(out["loss"]), torch.cat(out["accuracy"])
-        if return_features:
-            res["features"] = [torch.cat(layer) for layer in zip(*out["features"], strict=True)]
-        return res
-
-    def features(self, x: torch.Tensor, stack_size: int | None = None) -> list[torch.Tensor]:
-        """Eval-mode features ``[h_0..h_L]`` on ``x`` ``(N, d)``, each ``(M, N, F)``."""
-        return self.evaluate(x, return_features=True, stack_size=stack_size)["features"]
 
 
 def _mlp_tensor(mdl: MLP, name: str) -> torch.Tensor:
