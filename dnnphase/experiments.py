@@ -1,5 +1,6 @@
-"""The paper's single-figure experiments, as presets: the linear network of Fig. 5(a) and
-the training vs test load curves of Fig. S4.
+"""The paper's single-figure experiments, as presets: the linear network of Fig. 5(a), the
+training vs test load curves of Fig. S4 and the CNN with dropout introduced mid-training
+of Fig. S2.
 
 An experiment is a few sweeps (:func:`dnnphase.phase.sweep`) that differ in one
 setting, gathered into one ``xarray.Dataset`` with a ``setting`` dimension, and
@@ -26,8 +27,9 @@ import xarray as xr
 
 from phasecore.checks import require
 
-__all__ = ["LINEAR_NETWORK", "LINEAR_SETTINGS", "TRAIN_TEST", "linear_network",
-           "plot_linear_network", "plot_train_test", "train_test"]
+__all__ = ["CNN_DROPOUT", "CNN_DROPOUT_SCALES", "LINEAR_NETWORK", "LINEAR_SETTINGS",
+           "TRAIN_TEST", "cnn_dropout", "linear_network", "plot_cnn_dropout",
+           "plot_linear_network", "plot_train_test", "separates", "train_test"]
 
 #: Fig. 5(a)'s network, data and training (fields of :class:`dnnphase.phase.SweepConfig`).
 LINEAR_NETWORK = dict(
@@ -151,4 +153,156 @@ def plot_train_test(ds: xr.Dataset):
         ax.set_xlabel("layer")
     np.atleast_1d(axes)[0].set_ylabel(f"{measure} / training D_0")
     np.atleast_1d(axes)[0].legend(fontsize=8, frameon=False)
+    return fig
+
+
+#: Fig. S2 at the committed ("reduced") scale: the CNN (7 conv layers of 16 channels,
+#: ReLU, BatchNorm) trained full batch by Adam without dropout for 100 epochs, by which
+#: the training loss is below 1e-3 (near convergence, measured), then 100 more epochs with
+#: dropout p from epoch 101 (p = 0 continues without it). About 10 minutes on 2 cores.
+CNN_DROPOUT = dict(
+    arch="cnn", dataset="mnist5k", n_train=1280, depth=7, channels=16, alphas=(0.0,),
+    knob="dropout", values=(0.0, 0.04, 0.16, 0.32, 0.64), seeds=(0, 1, 2),
+    batch_size=None, optimizer="adam", lr=1e-3, epochs=200,
+    schedule=((1, "dropout", 0.0), (101, "dropout", None)),
+    loss_threshold=0.0, rel_tol=0.0,  # the whole run: the change after epoch 100 is the point
+    measures=("trace_ratio",),
+)
+#: Changes to :data:`CNN_DROPOUT` per scale. "paper": the authors' run (2 560 training
+#: images of 10 x 10, 20 channels, Adam at lr 1e-4 full batch, 2 000 epochs, dropout 0 ...
+#: 0.64, 10 seeds; about 75 TFLOP per model: a GPU or a cluster), dropout introduced
+#: half-way; "quick": the 8 x 8 digits, a small CNN in mini-batches, 15 + 15 epochs,
+#: seconds (tests, a first look).
+CNN_DROPOUT_SCALES = {
+    "reduced": {},
+    "paper": dict(n_train=2560, channels=20, lr=1e-4, epochs=2000,
+                  values=(0.0, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64), seeds=tuple(range(10)),
+                  schedule=((1, "dropout", 0.0), (1001, "dropout", None))),
+    "quick": dict(dataset="digits", n_train=600, depth=4, channels=8, batch_size=100,
+                  lr=3e-3, epochs=30, values=(0.0, 0.2, 0.5),
+                  schedule=((1, "dropout", 0.0), (16, "dropout", None))),
+}
+
+
+def cnn_dropout(scale: str = "reduced", **changes) -> xr.Dataset:
+    """Run Fig. S2: the CNN trained without dropout up to epoch E - 1, then with dropout p
+    from epoch E (E: the schedule's last entry), for every p of the preset.
+
+    Two sweeps: the scheduled one, and the same models trained only to epoch E - 1 (the
+    state where dropout is introduced: its load curve and test accuracy; every model's
+    randomness comes from its seed, so these are the scheduled models before the change).
+    ``scale``: a key of :data:`CNN_DROPOUT_SCALES`; ``changes``: any
+    :class:`~dnnphase.phase.SweepConfig` field; ``scheduler``, ``workers``: see
+    :func:`~dnnphase.phase.sweep`.
+
+    Returns, with dims (dropout, seed[, layer]): ``load_curve``, ``load_curve_test``,
+    ``curvature_scaled``, ``curvature_scaled_test``, ``test_accuracy``,
+    ``train_accuracy``, ``train_loss`` at the end of the run, and the same with the suffix
+    ``_before`` (dims (seed[, layer])) at epoch E - 1; with ``record_every``, the
+    scheduled run's ``load_curve_epochs`` (dropout, seed, epoch, layer) and its test
+    set's; both configurations and the chance accuracy 1 / classes in ``attrs``.
+    """
+    from dnnphase.phase import SweepConfig, load_data, sweep
+    from dnnphase.schedule import last_epoch
+
+    require(scale in CNN_DROPOUT_SCALES, "scale", f"one of {', '.join(CNN_DROPOUT_SCALES)}",
+            scale)
+    run = {k: changes.pop(k) for k in ("scheduler", "workers") if k in changes}
+    after = SweepConfig(**{**CNN_DROPOUT, **CNN_DROPOUT_SCALES[scale], **changes})
+    switch = last_epoch(after.schedule)
+    require(after.knob == "dropout" and switch > 1, "schedule",
+            "a dropout sweep whose schedule introduces the dropout after epoch 1",
+            after.schedule)
+    before = after.replace(values=(0.0,), epochs=switch - 1, schedule=())
+    n_classes = load_data(after).n_classes
+    names = ["load_curve", "load_curve_test", "curvature_scaled", "curvature_scaled_test",
+             "test_accuracy", "train_accuracy", "train_loss"]
+    parts = {}
+    for stage, cfg in (("before", before), ("after", after)):
+        ds = sweep(cfg, **run)
+        parts[stage] = ds.isel(alpha=0, drop=True).sel(measure=cfg.measures[0], drop=True)
+        parts[f"config_{stage}"] = ds.attrs["config"]
+    out = parts["after"][names + [n for n in ("load_curve_epochs", "load_curve_epochs_test")
+                                   if n in parts["after"]]]  # with record_every
+    for name in names:
+        out[f"{name}_before"] = parts["before"][name].isel(dropout=0, drop=True)
+    out.attrs = dict(kind="dnnphase.experiments.cnn_dropout", measure=after.measures[0],
+                     dropout_from_epoch=switch, chance_accuracy=1.0 / n_classes,
+                     config=parts["config_after"],
+                     config_before=parts["config_before"],
+                     versions=parts["after"].attrs["versions"])
+    return out
+
+
+def separates(ds: xr.Dataset) -> xr.DataArray:
+    """Per dropout p, whether the networks separate the classes at all: mean test accuracy
+    at least twice chance (:data:`SEPARATES_ABOVE`). A network at chance has a load
+    curve of noise, whose curvature means nothing."""
+    chance = ds.attrs.get("chance_accuracy", 0.0)
+    return ds["test_accuracy"].mean("seed") >= SEPARATES_ABOVE * chance
+
+
+#: A state "separates" when its mean test accuracy is at least this multiple of chance.
+SEPARATES_ABOVE = 2.0
+
+
+def plot_cnn_dropout(ds: xr.Dataset):
+    """Fig. S2: left, the seed-mean load curve (min-max over seeds shaded)
+    where dropout is introduced (black) and at the end for every p (colours), with the
+    test accuracy; right, the scale-free curvature and the test accuracy against p (dots:
+    seeds; dashed: the state before). A p whose networks do not separate the classes
+    (:func:`separates`) is listed but gets no curve and no curvature."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(9.0, 3.8), layout="constrained")
+    grid = fig.add_gridspec(2, 2, width_ratios=(1.4, 1.0))
+    ax = fig.add_subplot(grid[:, 0])
+    ax_c, ax_a = fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
+    layers, ps = ds["layer"].values, ds["dropout"].values
+    colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, len(ps)))
+    epoch = ds.attrs.get("dropout_from_epoch", 0) - 1
+
+    def curve(values, colour, label, style="-"):  # values (seed, layer)
+        ax.plot(layers, np.nanmean(values, 0), style, marker="o", ms=3, color=colour,
+                label=label)
+        ax.fill_between(layers, np.nanmin(values, 0), np.nanmax(values, 0), color=colour,
+                        alpha=0.15, lw=0)
+
+    acc_before = np.nanmean(ds["test_accuracy_before"].values)
+    curve(ds["load_curve_before"].values, "k", f"epoch {epoch}, before: acc {acc_before:.3f}",
+          "--")
+    separating = separates(ds)
+    for p, colour in zip(ps, colours, strict=True):
+        acc = np.nanmean(ds["test_accuracy"].sel(dropout=p).values)
+        if separating.sel(dropout=p):
+            curve(ds["load_curve"].sel(dropout=p).values, colour, f"p = {p:g}: acc {acc:.3f}")
+        else:  # its curve is noise, and its range would flatten the others
+            ax.plot([], [], "x", color=colour, label=f"p = {p:g}: acc {acc:.3f}, no separation")
+    ax.set_xlabel("layer")
+    ax.set_xticks(layers)
+    ax.set_ylabel(ds.attrs.get("measure", "D"))
+    ax.set_title(f"CNN (Fig. S2): dropout p from epoch {epoch + 1}", fontsize=10)
+    ax.legend(fontsize=7, frameon=False)
+
+    x = np.arange(len(ps))  # p = 0 and a geometric grid: evenly spaced by rank
+    for axis, name, label in ((ax_c, "curvature_scaled", "curvature"),
+                              (ax_a, "test_accuracy", "test accuracy")):
+        values = ds[name].values  # (dropout, seed)
+        if name == "curvature_scaled":  # a state that does not separate has no shape
+            values = np.where(separating.values[:, None], values, np.nan)
+            for i in np.flatnonzero(~separating.values):
+                axis.annotate("no\nseparation", (x[i], 0.5), xycoords=("data", "axes fraction"),
+                              ha="center", va="center", fontsize=6, color="0.3")
+        for k in range(values.shape[1]):
+            axis.scatter(x, values[:, k], s=10, color=colours, zorder=3)
+        drawn = ~np.isnan(values).all(1)
+        axis.plot(x[drawn], np.nanmean(values[drawn], 1), "-", color="0.3", lw=1)
+        axis.set_xlim(x[0] - 0.5, x[-1] + 0.5)
+        axis.axhline(np.nanmean(ds[f"{name}_before"].values), ls="--", color="k", lw=1,
+                     label="before")
+        axis.set_ylabel(label, fontsize=8)
+        axis.set_xticks(x, [f"{p:g}" for p in ps], fontsize=7)
+    ax_c.axhline(0.0, ls=":", color="0.5", lw=1)
+    ax_c.legend(fontsize=7, frameon=False, loc="lower right")
+    ax_a.set_xlabel("dropout p (from the switch on)")
     return fig

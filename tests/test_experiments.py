@@ -1,4 +1,7 @@
-"""Fig. 5(a), the linear network: the physics the paper reports, at a quick scale."""
+"""The supplement's experiments (Fig. 5(a), S4, S2): the physics the paper reports, at a quick
+scale."""
+
+import json
 
 import numpy as np
 import pytest
@@ -62,3 +65,57 @@ def test_train_test_figure_draws_both_curves_per_learning_rate():
         assert styles == ["-", "--"] and f"lr {lr:g}" in ax.get_title()
         train = ax.get_lines()[0].get_ydata()
         assert np.isclose(train[0], 1.0)  # divided by the training curve's D_0
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    from dnnphase.experiments import cnn_dropout
+
+    return cnn_dropout("quick", record_every=15, dtype="float64")  # exact: see below
+
+
+def test_dropout_introduced_mid_training_straightens_then_bends_the_cnn_curve(cnn):
+    """Fig. S2 at the quick scale: trained without dropout the CNN's curve is concave;
+    continuing without dropout keeps it so, while dropout from epoch 16 raises the
+    curvature of every seed, the more so the stronger, to convex at p = 0.5."""
+    c = cnn["curvature_scaled"]  # (dropout, seed)
+    assert (cnn["curvature_scaled_before"] < -1).all()
+    assert (abs(c.sel(dropout=0.0) - cnn["curvature_scaled_before"]) < 0.5).all()
+    assert (c.sel(dropout=0.2) > c.sel(dropout=0.0) + 1).all()
+    assert (c.sel(dropout=0.5) > c.sel(dropout=0.2)).all() and c.sel(dropout=0.5).mean() > 0
+    assert (cnn["test_accuracy"].sel(dropout=0.5) < cnn["test_accuracy_before"]).all()
+
+
+def test_the_state_before_is_the_scheduled_models_at_the_switch(cnn):
+    """The separate run to epoch 15 is the scheduled run's models at epoch 15 (whatever
+    their p and stack): each model's randomness comes from its seed alone. Float64, so
+    the stack size's rounding (float32: up to 4e-3 after 90 Adam steps) cannot hide a
+    difference."""
+    at_switch = cnn["load_curve_epochs"].sel(epoch=15)  # (dropout, seed, layer)
+    for p in cnn["dropout"].values:
+        np.testing.assert_allclose(at_switch.sel(dropout=p), cnn["load_curve_before"],
+                                   rtol=0, atol=1e-12)
+    assert cnn.attrs["dropout_from_epoch"] == 16
+    assert json.loads(cnn.attrs["config"])["schedule"] == [[1, "dropout", 0.0],
+                                                           [16, "dropout", None]]
+    assert json.loads(cnn.attrs["config_before"])["epochs"] == 15
+
+
+def test_cnn_dropout_bad_input_is_refused_before_work():
+    from dnnphase.experiments import cnn_dropout
+
+    with pytest.raises(ConfigError, match="scale"):
+        cnn_dropout("huge")
+    with pytest.raises(ConfigError, match="schedule"):
+        cnn_dropout("quick", schedule=())
+    with pytest.raises(ConfigError, match="dataset"):
+        cnn_dropout("quick", dataset="orthogonal")  # not an image data set
+
+
+def test_cnn_dropout_figure_names_every_state(cnn):
+    from dnnphase.experiments import plot_cnn_dropout
+
+    fig = plot_cnn_dropout(cnn)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels[0].startswith("epoch 15, before: acc")
+    assert [label.split(":")[0] for label in labels[1:]] == ["p = 0", "p = 0.2", "p = 0.5"]
