@@ -70,9 +70,24 @@ def plot_sweep(ds, measure: str = MEASURE, tolerance: float = PHASE_TOLERANCE):
     """Two panels side by side: shading by test accuracy and by curvature."""
     data = ds.attrs.get("data", "")
     title = (f"Network phase diagram: {measure} load curves (normalised to 1 -> 0), "
-             f"knob = {ds.attrs['knob']}, depth {ds.sizes['layer'] - 1}"
+             f"knob = {ds.attrs['knob']}, depth {ds.sizes['layer'] - 1}{_network_name(ds)}"
              + (f"\n{_dataset_name(data)}" if data else ""))
     return plot_phase_grid(sweep_panels(ds, measure, tolerance), title=title)
+
+
+def _network_name(ds) -> str:
+    """", cnn, norm scale": what differs from the paper's MLP with BatchNorm (a stored
+    configuration leaves fields out at their defaults)."""
+    import json
+
+    try:
+        config = json.loads(ds.attrs.get("config", "{}"))
+    except ValueError:
+        return ""
+    parts = [config["arch"]] if config.get("arch", "mlp") != "mlp" else []
+    if config.get("norm", "batchnorm") != "batchnorm":
+        parts.append(f"norm {config['norm']}")
+    return "".join(f", {part}" for part in parts)
 
 
 def _dataset_name(info_json: str) -> str:

@@ -147,3 +147,19 @@ def test_norm_and_weight_init_names_have_one_home():
         MLP(3, 2, weight_init="xavier")
     with pytest.raises(ConfigError, match="alpha"):
         activation_scale(2.0)
+
+
+def test_a_sweep_figure_names_a_network_that_is_not_the_paper_mlp():
+    import json
+
+    import xarray as xr
+
+    from dnnphase.plotting import _network_name
+
+    def named(**config):
+        return _network_name(xr.Dataset(attrs={"config": json.dumps(config)}))
+
+    assert named(arch="mlp", norm="batchnorm") == ""
+    assert named() == ""  # stored before the fields existed: the defaults
+    assert named(norm="scale") == ", norm scale"
+    assert named(arch="cnn", norm="none") == ", cnn, norm none"
