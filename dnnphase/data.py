@@ -158,6 +158,28 @@ def load_dataset(name: str = DATASET, *, n_train: int | None = None, data_seed: 
 # ---------------------------------------------------------------------------
 # Validation, splitting, resizing (shared by the loaders)
 
+#: Training samples every class needs for a load curve: its within-class spread (Tr Σ_w,
+#: paper Eq. 3) is zero with one sample a class, and the curve -inf.
+MIN_PER_CLASS = 2
+
+
+def check_class_sizes(data: ClassificationData, dataset: str = "",
+                      minimum: int = MIN_PER_CLASS) -> None:
+    """ConfigError naming ``n_train`` unless every class has ``minimum`` training samples.
+
+    The smallest n_train quoted is ``minimum`` x the number of classes (what a balanced
+    split needs); the class that falls short and its count say why.
+    """
+    counts = np.bincount(data.y_train, minlength=data.n_classes)
+    short = int(np.argmin(counts))
+    if counts[short] < minimum:
+        name = f" for dataset {dataset!r}" if dataset else ""
+        raise ConfigError(
+            f"n_train must be at least {minimum * data.n_classes}{name} ({minimum} training "
+            f"samples in each of its {data.n_classes} classes: a load curve needs each "
+            f"class's spread; got {data.n_train}, class {short} has {int(counts[short])})")
+
+
 def _check_size(size) -> int | None:
     return None if size is None else check_int("size", size, minimum=1)
 

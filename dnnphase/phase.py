@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import json
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,13 +28,21 @@ import xarray as xr
 from dnnphase import defaults, knobs
 from dnnphase.architecture import KERNEL_SIZE, Architecture
 from dnnphase.cnn import CHANNELS
-from dnnphase.data import dataset_key
+from dnnphase.data import check_class_sizes, dataset_key
+from dnnphase.memory import check_sweep_memory
 from dnnphase.metrics import check_measures
 from dnnphase.schedule import own_value_used
 from dnnphase.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore import loadcurve
-from phasecore.checks import is_int, require
-from phasecore.executors import validate_workers
+from phasecore.checks import (
+    check_distinct,
+    check_grid,
+    check_pool_can_start,
+    is_int,
+    require,
+    seed_list,
+)
+from phasecore.executors import validate_scheduler, validate_workers
 from phasecore.results import check_output
 from phasecore.sweeps import finish, run_chunked
 
@@ -44,8 +53,12 @@ class SweepConfig(TrainingSettings):
 
     knob, values : the noise knob (:mod:`dnnphase.knobs`) and its values
         (None: the knob's ``default_values``, four points over the paper's range).
-    alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear).
-    seeds : the model seeds (initialisation and all of a model's randomness).
+    alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear). ``values``
+        and ``alphas`` are numbers (one, or a list); text such as "0.1,0.2" is the
+        command line's and is refused here (:func:`phasecore.checks.parse_values` reads it).
+    seeds : the model seeds (initialisation and all of a model's randomness): a count n
+        (seeds 0..n-1, as ``--seeds n`` and springblock's ``seeds``) or a list of
+        distinct integers >= 0.
     dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
     arch, depth, width, channels, kernel_size, norm, bias, weight_init : the network,
         :class:`dnnphase.architecture.Architecture` (their meaning and checks): "mlp"
@@ -104,8 +117,12 @@ class SweepConfig(TrainingSettings):
     def __post_init__(self):
         if self.values is None:
             object.__setattr__(self, "values", knobs.lookup(self.knob).default_values)
-        for name in ("values", "alphas", "seeds", "measures"):
-            object.__setattr__(self, name, tuple(np.atleast_1d(getattr(self, name)).tolist()))
+        # Grids given from Python are checked as numbers here, so that text or a nested
+        # list gets an error naming the field rather than numpy's conversion error.
+        object.__setattr__(self, "values", tuple(check_grid("values", self.values)))
+        object.__setattr__(self, "alphas", tuple(check_grid("alphas", self.alphas)))
+        object.__setattr__(self, "seeds", seed_list(self.seeds))
+        object.__setattr__(self, "measures", tuple(np.atleast_1d(self.measures).tolist()))
         super().__post_init__()  # validates
         if self.models_per_chunk is None:
             object.__setattr__(self, "models_per_chunk", self._default_chunk())
@@ -124,11 +141,9 @@ class SweepConfig(TrainingSettings):
         require(len(self.values) > 0, "values", "a non-empty list", self.values)
         require(len(self.alphas) > 0, "alphas", "a non-empty list", self.alphas)
         knobs.check("alpha", self.alphas)
-        require(len(self.seeds) > 0 and all(is_int(s) and s >= 0 for s in self.seeds),
-                "seeds", "a non-empty list of integers >= 0", self.seeds)
+        seed_list(self.seeds)
         for name in ("seeds", "values", "alphas"):  # a repeated cell would be trained twice
-            listed = getattr(self, name)
-            require(len(set(listed)) == len(listed), name, "distinct", listed)
+            check_distinct(name, getattr(self, name))
         dataset_key(self.dataset)
         self.architecture().check_alphas(self.alphas)  # and its own fields, on construction
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
@@ -139,9 +154,10 @@ class SweepConfig(TrainingSettings):
             knobs.check(name, getattr(self, name))
         knobs.check(self.knob, self.values, label=f"values of {self.knob}")
         fixed, default = getattr(self, self.knob), _FIELD_DEFAULTS[self.knob]
+        left = "unset (full batch)" if default is None else f"at its default {default!r}"
         require(fixed == default, self.knob,
-                f"left at its default {default!r} when it is the swept knob (its values come "
-                "from values / --values)", fixed)
+                f"left {left} when it is the swept knob (its values come from values / "
+                "--values)", fixed)
         require(own_value_used(self.schedule, self.knob), "schedule",
                 f"entries that leave the swept {self.knob}'s values in effect at some epoch "
                 f"(no {self.knob} entry at epoch 1, or one whose value is None: each model's "
@@ -149,8 +165,7 @@ class SweepConfig(TrainingSettings):
         require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
                 "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
         check_measures(self.measures, "measures")
-        require(len(set(self.measures)) == len(self.measures), "measures", "distinct",
-                self.measures)
+        check_distinct("measures", self.measures)
 
     def architecture(self) -> Architecture:
         """The network every model of the sweep is (checked on construction)."""
@@ -158,12 +173,27 @@ class SweepConfig(TrainingSettings):
                             self.kernel_size, self.norm, self.bias, self.weight_init)
 
     def check_data(self, data) -> None:
-        """Checks that need the data set (before any training): batch sizes fit its size,
-        a CNN has images."""
+        """Checks that need the data set (before any training): every class has the two
+        training samples a load curve needs, batch sizes fit its size, a CNN has images."""
+        check_class_sizes(data, self.dataset)
         n_train = data.n_train
         knobs.check_batch_fits(list(self.values) if self.knob == "batch_size"
                                else [self.batch_size or n_train], n_train)
         self.architecture().check_data(data.image_shape, self.dataset)
+
+    def preflight(self, scheduler: str = defaults.PYTHON_SCHEDULER,
+                  workers: int | None = None):
+        """Every check that needs more than the fields, before any work: the device, the
+        scheduler and workers, the data set (loaded, and returned) and the memory the
+        chunks need on this machine (:mod:`dnnphase.memory`)."""
+        validate_scheduler(scheduler)
+        validate_workers(workers, scheduler)
+        self.check_device()
+        data = load_data(self)
+        self.check_data(data)
+        check_sweep_memory(self, data, scheduler=scheduler, workers=workers,
+                           on_cuda=_runs_on_cuda(self.device))
+        return data
 
     def check_device(self) -> None:
         """A CUDA device asked for must exist (checked before any work starts)."""
@@ -256,17 +286,16 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
         cfg = SweepConfig(**params)
     else:  # already checked by its construction; a change makes (and checks) a new one
         cfg = config.replace(**params) if params else config
-    validate_workers(workers, scheduler)
-    cfg.check_device()
-    data = load_data(cfg)
-    cfg.check_data(data)
     if output is not None:
         check_output(output, overwrite)
+    data = cfg.preflight(scheduler, workers)
     models = [(ia, iv, seed) for ia in range(len(cfg.alphas)) for iv in range(len(cfg.values))
               for seed in cfg.seeds]
     # The checked configuration itself travels (pickled), so no worker checks it again.
     payloads = [{"config": cfg, "models": models[k:k + cfg.models_per_chunk]}
                 for k in range(0, len(models), cfg.models_per_chunk)]
+    if len(payloads) > 1:  # one chunk runs here, without a pool
+        check_pool_can_start(scheduler)
     chunks, store = run_chunked(train_chunk, payloads, config=cfg.to_dict(), output=output,
                                 overwrite=overwrite, scheduler=scheduler, workers=workers,
                                 quiet=quiet, label=f"{cfg.knob} sweep")
@@ -374,6 +403,30 @@ def _on_epochs(chunk: xr.Dataset, epochs: np.ndarray,
     return chunk[name].values[:, np.clip(last, 0, None)]
 
 
+def _curvature(curves: np.ndarray, scaled: bool = False) -> np.ndarray:
+    """The paper's (or the scale-free) curvature of load curves ``(..., L+1)``; NaN where a
+    curve is not finite at every layer (diverged, or a layer whose features have no
+    within- or between-class spread: D = -inf or +inf), which has no shape to measure."""
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: masked just below
+        values = (loadcurve.curvature_scaled if scaled else loadcurve.curvature)(curves)
+    return np.where(np.isfinite(curves).all(axis=-1), values, np.nan)
+
+
+def _warn_non_finite(curves: np.ndarray, diverged: np.ndarray, measures) -> None:
+    """One warning per measure whose load curve is -inf, +inf or NaN at some layer of a
+    model that trained (a diverged model's NaN is expected and recorded as diverged)."""
+    trained = ~diverged.astype(bool)  # (alpha, value, seed)
+    for k, measure in enumerate(measures):
+        bad = ~np.isfinite(curves[..., k, :]).all(axis=-1) & trained
+        if bad.any():
+            warnings.warn(
+                f"{int(bad.sum())} of {int(trained.sum())} trained models have a {measure} "
+                "load curve that is not finite at some layer (-inf: no within-class spread, "
+                "e.g. collapsed features or one sample a class; +inf or NaN: no "
+                "between-class spread); the curves are recorded as they are and their "
+                "curvatures are NaN", stacklevel=4)
+
+
 def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
     n_a, n_v, n_s = len(cfg.alphas), len(cfg.values), len(cfg.seeds)
     n_l, n_m = cfg.depth + 1, len(cfg.measures)
@@ -401,20 +454,21 @@ def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
             per_epoch[ia, iv, js] = _on_epochs(chunk, epochs)
             if "load_curve_epochs_test" in chunk:
                 per_epoch_test[ia, iv, js] = _on_epochs(chunk, epochs, "load_curve_epochs_test")
+    _warn_non_finite(curves, arrays["diverged"], cfg.measures)
     data_vars = {
         "load_curve": (dims + ("measure", "layer"), curves,
                        {"long_name": "separation D per layer (see measure)"}),
-        "curvature": (dims + ("measure",), loadcurve.curvature(curves),
+        "curvature": (dims + ("measure",), _curvature(curves),
                       {"long_name": "curvature (paper: first minus last gain)"}),
-        "curvature_scaled": (dims + ("measure",), loadcurve.curvature_scaled(curves),
+        "curvature_scaled": (dims + ("measure",), _curvature(curves, scaled=True),
                              {"long_name": "scale-free curvature", "units": "1"}),
         "load_curve_test": (dims + ("measure", "layer"), curves_test,
                             {"long_name": "separation D per layer on the test set (see "
                                           "measure; NaN without a test set)"}),
-        "curvature_test": (dims + ("measure",), loadcurve.curvature(curves_test),
+        "curvature_test": (dims + ("measure",), _curvature(curves_test),
                            {"long_name": "curvature of the test-set load curve (paper: first "
                                          "minus last gain)"}),
-        "curvature_scaled_test": (dims + ("measure",), loadcurve.curvature_scaled(curves_test),
+        "curvature_scaled_test": (dims + ("measure",), _curvature(curves_test, scaled=True),
                                   {"long_name": "scale-free curvature of the test-set load "
                                                 "curve", "units": "1"}),
         "test_accuracy": (dims, arrays["test_accuracy"], {"units": "1"}),

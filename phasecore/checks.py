@@ -8,6 +8,10 @@ lines can print it as one line (exit code 2) before any work starts.
 from __future__ import annotations
 
 import math
+import numbers
+import os
+import sys
+from collections import Counter
 
 import numpy as np
 
@@ -32,6 +36,12 @@ def is_finite(value) -> bool:
         return False
 
 
+def is_real(value) -> bool:
+    """A finite real number: a Python or numpy int or float (booleans, text and None are not)."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+            and math.isfinite(value))
+
+
 def is_int(value) -> bool:
     """A Python or numpy integer (booleans excluded)."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
@@ -41,6 +51,103 @@ def check_int(name: str, value, *, minimum: int = 0) -> int:
     """``value`` as an int, or a ConfigError naming ``name`` and the minimum."""
     require(is_int(value) and value >= minimum, name, f"an integer >= {minimum}", value)
     return int(value)
+
+
+def check_distinct(name: str, values) -> None:
+    """ConfigError naming the repeated entries of ``values`` (a repeat would be computed twice)."""
+    repeated = [v for v, n in Counter(values).items() if n > 1]
+    if repeated:
+        raise ConfigError(f"{name} must be distinct (got {', '.join(map(repr, repeated))} more "
+                          f"than once in {list(values)!r})")
+
+
+def check_grid(name: str, values) -> list:
+    """Grid values given from Python: one number or a flat, non-empty sequence of finite real
+    numbers, returned as a list of Python numbers (ints if all are, else floats). Text is
+    refused rather than guessed at: "0.1,0.2" or "0:0.3:4" is command-line syntax, read by
+    :func:`parse_values`."""
+    if isinstance(values, (str, bytes)):
+        raise ConfigError(f"{name} must be a list of numbers, e.g. [0.1, 0.2] (got the text "
+                          f"{values!r}; text like '0.1,0.2' or '0:0.3:4' is read by "
+                          "phasecore.checks.parse_values)")
+    try:
+        listed = np.atleast_1d(np.asarray(values, dtype=object))
+    except (TypeError, ValueError):  # e.g. an object numpy cannot hold
+        listed = None
+    ok = listed is not None and listed.ndim == 1 and listed.size > 0 and all(
+        is_real(v) for v in listed.tolist())
+    require(ok, name, "one or more finite numbers (a number or a flat list of them)", values)
+    # Plain Python numbers of one type (ints only if all are), as numpy promotes them: a
+    # configuration is stored (JSON) and hashed to resume it, so [0, 0.5] stays [0.0, 0.5].
+    return np.asarray(listed.tolist()).tolist()
+
+
+def seed_list(seeds, name: str = "seeds") -> tuple[int, ...]:
+    """Seeds as both packages take them: a count n >= 1 (seeds 0..n-1) or a non-empty list
+    of distinct integers >= 0 (as the command lines' ``--seeds N``)."""
+    allowed = "a count >= 1 or a non-empty list of distinct integers >= 0"
+    if is_int(seeds):
+        require(seeds >= 1, name, allowed, seeds)
+        return tuple(range(int(seeds)))
+    require(not isinstance(seeds, (str, bytes)), name, allowed, seeds)
+    try:
+        listed = np.atleast_1d(np.asarray(seeds, dtype=object)).tolist()
+    except (TypeError, ValueError):
+        listed = None
+    require(listed is not None and np.ndim(listed) == 1 and len(listed) > 0
+            and all(is_int(s) and s >= 0 for s in listed), name, allowed, seeds)
+    check_distinct(name, listed)
+    return tuple(int(s) for s in listed)
+
+
+def check_pool_can_start(scheduler: str) -> None:
+    """A process pool must be able to start its workers (checked before any work).
+
+    Pool workers are spawned: each re-imports the main module from its file. A script
+    read from stdin (``python - < script.py``, ``__file__ == "<stdin>"``) has no file to
+    re-import, and every worker would die at start (BrokenProcessPool). An interactive
+    session or ``python -c`` has no ``__file__`` at all and is fine.
+    """
+    if scheduler != "processes":
+        return
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main_file is not None and not os.path.exists(main_file):
+        raise ConfigError(
+            f"scheduler 'processes' cannot start its workers from a script without a file "
+            f"(the main module is {main_file!r}; spawned workers re-import it): save the "
+            "script to a file and run that, or use scheduler='serial'")
+
+
+def host_available_memory() -> float | None:
+    """Bytes of memory this machine can still give a process (Linux MemAvailable, else the
+    free physical pages), or None where neither can be read."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024  # given in KiB
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory(name: str, needed: float, available: float | None, what: str,
+                 hint: str) -> None:
+    """Refuse, before any work, a job needing ``needed`` bytes where ``available`` bytes
+    remain: one line naming the parameter ``name``, ``what`` needs it and ``hint`` (how to
+    need less). ``available`` None (unknown) lets it run."""
+    if available is not None and needed > available:
+        raise ConfigError(f"{name} is too large for this machine: {what} would need about "
+                          f"{_gib(needed)} of memory, more than the {_gib(available)} "
+                          f"available ({hint})")
+
+
+def _gib(n_bytes: float) -> str:
+    """Bytes in words: '3.2 GiB', '1.5e+06 GiB'."""
+    return f"{n_bytes / 2**30:.3g} GiB"
 
 
 #: The largest result a sweep or simulation may build in memory (its arrays of float64).

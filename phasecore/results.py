@@ -18,11 +18,15 @@ from pathlib import Path
 
 import xarray as xr
 
+from phasecore.checks import ConfigError, require
+
 ENGINE = "netcdf4"  # the fastest NetCDF4 writer for many small chunk files
 
 
 #: Suffixes of pictures: a NetCDF result written under one is a mistake.
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps")
+#: Suffixes a NetCDF result may have (anything else would hide what the file holds).
+NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf")
 
 
 class OutputExistsError(FileExistsError):
@@ -51,22 +55,90 @@ def provenance(kind: str, config: dict) -> dict:
 
 
 def check_output(path, overwrite: bool = False, figure: bool = False) -> Path:
-    """Refuse an existing output unless ``overwrite`` (and, unless ``figure``, a picture's
-    name for a NetCDF result); return it as a Path."""
+    """Check an output file before any work; return it as a Path.
+
+    Refused, each with one line naming the output: an empty name or a folder; a name
+    that is not NetCDF (``.nc``) for a result (unless ``figure``: the figure's own check,
+    :func:`phasecore.panels.check_figure_path`, reads its suffix); an existing file
+    unless ``overwrite``; a folder that is missing, is a file, or does not accept new
+    files (read-only, ``/sys``, ``/proc``). Nothing is left behind.
+    """
+    require(str(path).strip() != "", "output", "a file name", str(path))
     path = Path(path)
     if path.is_dir():
         raise OutputExistsError(f"output {str(path)!r} is a folder; give a file name")
-    if not figure and path.suffix.lower() in FIGURE_SUFFIXES:
-        raise ValueError(f"output {str(path)!r} names a picture, but results are NetCDF: give "
-                         "a .nc file (figures have their own option)")
+    suffix = path.suffix.lower()
+    if not figure and suffix in FIGURE_SUFFIXES:
+        raise ConfigError(f"output {str(path)!r} names a picture, but results are NetCDF: "
+                          "give a .nc file (figures have their own option)")
+    if not figure and suffix not in NETCDF_SUFFIXES:
+        raise ConfigError(f"output must be a NetCDF file name ending in "
+                          f"{' or '.join(NETCDF_SUFFIXES[:2])}: results are NetCDF "
+                          f"(got {str(path)!r})")
     if path.exists() and not overwrite:
         raise OutputExistsError(
             f"output {str(path)!r} exists; choose another path or pass overwrite=True "
             "(--overwrite)"
         )
-    if not path.parent.exists():
-        raise FileNotFoundError(f"output directory {str(path.parent)!r} does not exist")
+    _check_folder_accepts(path.parent, f"output {str(path)!r}", create=False)
     return path
+
+
+def check_output_folder(path) -> Path:
+    """Check an output folder before any work (it is created later, when needed): not
+    empty, not a file, and either present or creatable where its nearest existing
+    parent accepts new entries. Returns it as a Path; creates nothing."""
+    require(str(path).strip() != "", "output", "a folder name", str(path))
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"output must be a folder (got the file {str(path)!r})")
+    _check_folder_accepts(path, f"output folder {str(path)!r}", create=True)
+    return path
+
+
+def _check_folder_accepts(folder: Path, what: str, create: bool) -> None:
+    """ConfigError unless new entries can be written in ``folder`` (or, with ``create``,
+    in its nearest existing parent, where it will be made): a parent that is a file or
+    is missing, or a folder the system refuses to write in, is named."""
+    folder = Path(folder) if str(folder) else Path(".")
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise ConfigError(f"{what} cannot be written: {str(existing)!r} is a file, not a "
+                          "folder")
+    if existing != folder and not create:
+        raise FileNotFoundError(f"output directory {str(folder)!r} does not exist")
+    reason = _write_probe(existing)
+    if reason:
+        raise ConfigError(f"{what} cannot be written: the folder {str(existing)!r} does not "
+                          f"accept new files (making one there failed: {reason})")
+
+
+def _write_probe(folder: Path) -> str:
+    """Why a new file cannot be made in ``folder`` ("" if it can): one is created and
+    removed at once. Permission bits alone do not tell (root ignores them; read-only
+    and virtual file systems such as /sys and /proc refuse anyway)."""
+    probe = folder / f".{os.getpid()}.{uuid.uuid4().hex[:8]}.probe"
+    try:
+        with open(probe, "x"):
+            pass
+    except OSError as err:
+        return err.strerror or type(err).__name__
+    probe.unlink(missing_ok=True)
+    return ""
+
+
+def as_result(result, name: str, kind: str) -> xr.Dataset:
+    """A result given from Python: a Dataset, or the path (str or Path) of a result file of
+    ``kind``, which is opened (:func:`load`); anything else is a ConfigError naming
+    ``name``."""
+    if isinstance(result, xr.Dataset):
+        return result
+    if isinstance(result, (str, os.PathLike)):
+        return load(result, kind=kind)
+    raise ConfigError(f"{name} must be an xarray Dataset or the path (str or Path) of a "
+                      f"{kind} result file (got {type(result).__name__} {result!r})")
 
 
 def _replace_atomically(path: Path, write) -> None:

@@ -60,6 +60,9 @@ class ChunkStore:
         """Create the store, or check that an existing one belongs to ``config``."""
         digest = config_hash({"config": config, "n_chunks": n_chunks})
         check_output(self.output, overwrite)
+        if self.path.exists() and not self.path.is_dir():  # the store's folder is taken
+            raise OutputExistsError(f"{str(self.path)!r} is a file where the sweep keeps its "
+                                    "chunks (a folder); remove or rename it")
         if self.meta.exists():
             stored = self._stored_hash()
             if stored == digest and not overwrite:

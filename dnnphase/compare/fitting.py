@@ -10,13 +10,15 @@ the one place both ``dnnphase fit`` and ``reproduce`` fit a sweep.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import xarray as xr
 
 from dnnphase.compare.alignment import check_network
 from dnnphase.defaults import MEASURE
 from phasecore.checks import ConfigError, require
-from phasecore.results import provenance
+from phasecore.results import as_result, provenance
 from springblock.fit.spring import fit_spring
 from springblock.fit.trajectory import fit_trajectory, seed_weights
 
@@ -67,9 +69,12 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     return ds
 
 
-def fit_chain(network: xr.Dataset, *, measure: str = MEASURE, trajectory: bool = False,
+def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
               source: str | None = None, **fit_options) -> xr.Dataset:
     """The chain fitted to every cell of a network sweep, labelled, with provenance.
+
+    ``network``: the sweep's Dataset, or the path (str or Path) of a file written by
+    ``dnnphase sweep`` (opened; its name is the default ``source``).
 
     ``trajectory=False``: :func:`fit_sweep_final` on each cell's seed-mean
     final load curve of ``measure`` (fast; mu<- / mu-> and the horizon fixed).
@@ -78,6 +83,9 @@ def fit_chain(network: xr.Dataset, *, measure: str = MEASURE, trajectory: bool =
     intervals; needs ``record_every`` and the first measure). ``fit_options``
     go to the fit; ``source`` (a file name) is kept in the provenance.
     """
+    if source is None and isinstance(network, (str, os.PathLike)):
+        source = str(network)
+    network = as_result(network, "network", "dnnphase.sweep")
     check_network(network, measure)
     if trajectory:
         if "load_curve_epochs" not in network:

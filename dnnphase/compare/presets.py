@@ -22,7 +22,10 @@ is printed before a preset starts.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
 import time
 from pathlib import Path
 
@@ -36,7 +39,7 @@ from dnnphase.compare.report import compare
 from dnnphase.compare.text import dictionary_summary, summary
 from dnnphase.knobs import larger_is_noisier
 from phasecore import results
-from phasecore.checks import ConfigError, parse_axis
+from phasecore.checks import ConfigError, check_distinct, check_pool_can_start, parse_axis
 from phasecore.executors import check_reachable, validate_scheduler, validate_workers
 from phasecore.progress import overall_progress
 from springblock import defaults as chain
@@ -47,6 +50,10 @@ ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
 CHAIN_GRID = dict(rows=parse_axis(chain.ROWS), cols=parse_axis(chain.COLS), seeds=chain.SEEDS,
                   steps=chain.STEPS, mu_left_ratio=chain.MU_LEFT_RATIO)
 
+#: Each preset: the chain's grid, the network sweeps, the fit's grid and
+#: ``seconds_per_model``, the core-seconds one of its networks takes at 100 epochs (measured:
+#: 3 quick-preset models train and are measured in 12.5 s on one core), which the printed
+#: estimate and the progress's stage weights are built on (:func:`stage_seconds`).
 PRESETS = {
     "test": {
         "spring": dict(rows=("mu_right", [0.0, 0.015, 0.03]), cols=("noise", [0.0, 0.01, 0.03]),
@@ -64,7 +71,7 @@ PRESETS = {
                           seeds=(0, 1), dataset="mnist5k", epochs=100, record_every=10,
                           measures=("trace_ratio", "fuzziness", "cdnv", "ncc"))],
         "fit_grid": (24, 24),
-        "seconds_per_model": 4.0,
+        "seconds_per_model": 4.2,
     },
     "knobs": {
         "spring": CHAIN_GRID,
@@ -81,7 +88,7 @@ PRESETS = {
                  seeds=(0, 1), epochs=100, record_every=10),
         ],
         "fit_grid": (24, 24),
-        "seconds_per_model": 4.0,
+        "seconds_per_model": 4.2,
     },
     "paper": {
         "spring": CHAIN_GRID,
@@ -96,7 +103,7 @@ PRESETS = {
                  alphas=ALPHAS_PAPER, seeds=tuple(range(10)), epochs=100, record_every=10),
         ],
         "fit_grid": (24, 24),
-        "seconds_per_model": 4.0,
+        "seconds_per_model": 4.2,
     },
 }
 
@@ -106,19 +113,91 @@ def _say(text: str, quiet: bool) -> None:
         print(text, flush=True)
 
 
-def expected_seconds(preset: dict, cores: int | None = None) -> float:
-    """A rough wall-time estimate: models x measured core-seconds per model / cores."""
-    import os
+#: Times measured on a 2-core Xeon (one model alone, in core-seconds; the quick preset end to
+#: end and stage by stage: 119 s with other work keeping about 1.3-2 cores busy, which the
+#: estimate below puts at 107-126 s): the interpreter and imports before the first stage (s)
+STARTUP_SECONDS = 3.0
+#: ... spawning the sweep's pool workers, which import torch and load the data (s) ...
+POOL_START_SECONDS = 3.0
+#: ... one step of one chain of the phase diagram (core-seconds; L = 7), after the chain's
+#: own start (loading its compiled kernels, s) ...
+CHAIN_CORE_SECONDS_PER_STEP = 2.2e-7
+CHAIN_START_SECONDS = 0.5
+#: ... a sweep chunk's own cost besides its models' (stacking, measuring, storing; s) ...
+CHUNK_SECONDS = 0.1
+#: ... and one knob's analysis: the fit, the dictionary's bootstrap and the figures, as
+#: seconds plus seconds per network cell (at fit_grid 24 x 24).
+ANALYSIS_SECONDS = (1.0, 0.65)
+
+
+def core_share(busy: int, cores: int, load: float) -> float:
+    """The fraction of a core each of ``busy`` threads gets on ``cores`` cores with ``load``
+    (runnable processes of other work, the 1-minute load average) beside them."""
+    return min(1.0, cores / max(busy + max(load, 0.0), 1.0))
+
+
+def stage_seconds(preset: dict, cores: int | None = None, load: float | None = None,
+                  workers: int | None = None, serial: bool = False) -> list[float]:
+    """Estimated wall seconds of each stage of a preset, in the order they run: the
+    chain's phase diagram, then per network knob its sweep and its analysis.
+
+    A sweep is its chunks in rounds over the pool's workers (``serial``: one, in this
+    process), each model ``seconds_per_model`` core-seconds at 100 epochs (measured; more
+    epochs and smaller batches take longer); ``load`` (default: this machine's 1-minute
+    load average) slows every stage by the share of the ``cores`` it leaves.
+    """
+    from dnnphase.phase import SweepConfig
 
     cores = cores or os.cpu_count() or 1
-    total = 0.0
+    load = os.getloadavg()[0] if load is None and hasattr(os, "getloadavg") else (load or 0.0)
+    chain_spec = preset["spring"]
+    chains = len(chain_spec["rows"][1]) * len(chain_spec["cols"][1]) * chain_spec["seeds"]
+    chain_core_seconds = CHAIN_CORE_SECONDS_PER_STEP * chains * chain_spec["steps"]
+    stages = [CHAIN_START_SECONDS
+              + chain_core_seconds / (cores * core_share(cores, cores, load))]
     for net in preset["networks"]:
-        n = len(net["values"]) * len(net["alphas"]) * len(net["seeds"])
-        factor = net.get("epochs", 100) / 100
-        if net["knob"] == "batch_size":  # small batches: many more steps per epoch
-            factor *= np.mean([max(1.0, 2560 / v / 20) for v in net["values"]])
-        total += n * preset["seconds_per_model"] * factor / cores
-    return total + 20.0  # the chain, the fits and the figures
+        cfg = SweepConfig(**net)
+        n = len(cfg.values) * len(cfg.alphas) * len(cfg.seeds)
+        per_model = preset["seconds_per_model"] * cfg.epochs / 100
+        if cfg.knob == "batch_size":  # small batches: many more steps per epoch
+            per_model *= np.mean([max(1.0, 2560 / v / 20) for v in cfg.values])
+        chunks = math.ceil(n / cfg.models_per_chunk)
+        pool = 1 if serial or chunks == 1 else min(workers or cores, chunks)
+        rounds = math.ceil(chunks / pool)
+        sweep = rounds * (CHUNK_SECONDS + cfg.models_per_chunk * per_model) \
+            / core_share(pool, cores, load)
+        stages.append(sweep + (POOL_START_SECONDS if pool > 1 else 0.0))
+        fixed, per_cell = ANALYSIS_SECONDS
+        grid = preset["fit_grid"][0] * preset["fit_grid"][1] / 24**2
+        stages.append(fixed + per_cell * grid * len(cfg.values) * len(cfg.alphas))
+    return stages
+
+
+def expected_seconds(preset: dict, cores: int | None = None, load: float | None = None,
+                     workers: int | None = None, serial: bool = False) -> float:
+    """Estimated wall seconds of a whole preset, start-up included (:func:`stage_seconds`)."""
+    return STARTUP_SECONDS + sum(stage_seconds(preset, cores, load, workers, serial))
+
+
+def _duration(seconds: float) -> str:
+    """'45 s', '2.1 min', '3.4 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+@contextlib.contextmanager
+def _stage(progress, weight: float):
+    """Within one stage, count its progress (its sweep's chunks, or one advance at its end)
+    as ``weight`` stages: its share of the estimated work, so that the percentage and the
+    ETA of unequal stages are right."""
+    plain = progress.advance
+    # never past the total: the weights' float sum may overshoot it by a rounding error
+    progress.advance = lambda n=1: plain(min(n * weight, progress.total - progress.done))
+    try:
+        yield
+    finally:
+        del progress.advance  # the class's own method again
 
 
 def _result(path: Path, kind: str, config: dict, make, overwrite: bool,
@@ -162,11 +241,7 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     if preset not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")
     spec = PRESETS[preset]
-    if not str(output).strip():
-        raise ConfigError("output must name a folder (got an empty name)")
-    out = Path(output)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"output must be a folder (got the file {str(out)!r})")
+    out = results.check_output_folder(output)
     chosen = _chosen_knobs(spec, knobs)
     spec = {**spec, "networks": [net for net in spec["networks"] if net["knob"] in chosen]}
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
@@ -174,26 +249,39 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     validate_scheduler(net_scheduler)
     validate_workers(workers, net_scheduler)
     check_reachable(net_scheduler)
+    for cfg in configs:  # the data, the device and the memory, before the chain starts
+        cfg.preflight(net_scheduler, workers)
+    check_pool_can_start(net_scheduler)
     out.mkdir(parents=True, exist_ok=True)
     n_models = sum(len(c.values) * len(c.alphas) * len(c.seeds) for c in configs)
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    serial = net_scheduler == "serial"
+    stages = stage_seconds(spec, cores, load, workers, serial)
+    busy = f", {load:.1f} busy with other work" if load >= 0.5 else ""
     _say(f"reproduce --preset {preset}: chain {len(spec['spring']['rows'][1])} x "
          f"{len(spec['spring']['cols'][1])} cells x {spec['spring']['seeds']} seeds; "
-         f"{n_models} networks; expected about {expected_seconds(spec) / 60:.1f} min", quiet)
+         f"{n_models} networks; expected about "
+         f"{_duration(STARTUP_SECONDS + sum(stages))} on the CPU ({cores} cores{busy})", quiet)
+    weights = [len(stages) * t / sum(stages) for t in stages]  # sum: the number of stages
     start = time.monotonic()
     reports = {}
-    with overall_progress(1 + 2 * len(configs), f"reproduce {preset}", quiet) as progress:
-        spring, computed = _chain(spec["spring"], out / "spring_phase.nc", overwrite, quiet)
-        progress.advance(0 if computed else 1)  # a computed diagram advanced it chunk by chunk
-        for cfg in configs:
+    with overall_progress(len(stages), f"reproduce {preset}", quiet) as progress:
+        with _stage(progress, weights[0]):
+            spring, computed = _chain(spec["spring"], out / "spring_phase.nc", overwrite, quiet)
+            progress.advance(0 if computed else 1)  # a computed diagram advanced it by chunks
+        for k, cfg in enumerate(configs):
             path = out / f"dnn_{cfg.knob}.nc"
-            network, computed = _result(
-                path, "dnnphase.sweep", cfg.to_dict(),
-                lambda cfg=cfg, path=path: sweep(cfg, output=path, overwrite=True,
-                                                 scheduler=net_scheduler, workers=workers,
-                                                 quiet=quiet), overwrite, quiet)
-            progress.advance(0 if computed else 1)  # a sweep advances the bar chunk by chunk
-            reports[cfg.knob] = _analyse(spring, network, spec, out, quiet)
-            progress.advance()
+            with _stage(progress, weights[1 + 2 * k]):
+                network, computed = _result(
+                    path, "dnnphase.sweep", cfg.to_dict(),
+                    lambda cfg=cfg, path=path: sweep(cfg, output=path, overwrite=True,
+                                                     scheduler=net_scheduler, workers=workers,
+                                                     quiet=quiet), overwrite, quiet)
+                progress.advance(0 if computed else 1)  # a sweep advances it chunk by chunk
+            with _stage(progress, weights[2 + 2 * k]):
+                reports[cfg.knob] = _analyse(spring, network, spec, out, quiet)
+                progress.advance()
     _say(f"done in {time.monotonic() - start:.0f} s; results and figures in {out}/", quiet)
     return reports
 
@@ -212,6 +300,7 @@ def _chosen_knobs(spec: dict, knobs) -> list[str]:
     bad = [repr(k) for k in chosen if k not in available]
     if not chosen or bad:
         raise ConfigError(f"knobs must be {allowed} (not {', '.join(bad) or 'none'})")
+    check_distinct("knobs", chosen)  # a repeated knob would be run, and reported, twice
     return chosen
 
 
