@@ -11,7 +11,7 @@ import numpy as np
 from dnnphase import knobs
 from dnnphase.defaults import MEASURE
 from phasecore.checks import is_finite, require
-from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
+from phasecore.loadcurve import PHASE_TOLERANCE, phase_label, separates
 from phasecore.panels import PhasePanel, plot_phase_grid, save_figure
 
 __all__ = ["normalised", "sweep_panels", "plot_sweep", "save_figure"]
@@ -37,7 +37,9 @@ def sweep_panels(ds, measure: str = MEASURE, tolerance: float = PHASE_TOLERANCE)
     (:func:`dnnphase.compare.figures.plot_side_by_side`: most friction on top,
     most noise to the right). A sweep with test-set load curves (``load_curve_test``)
     also draws their seed mean dashed, scaled by the training curve's normalisation,
-    so the gap shows how much less the test set separates.
+    so the gap shows how much less the test set separates. Cells whose mean training
+    curve does not separate the classes (:func:`phasecore.loadcurve.separates`) are
+    hatched in the curvature panel and left out of the boundaries.
     """
     require(is_finite(tolerance) and tolerance >= 0, "tolerance", "a finite number >= 0",
             tolerance)
@@ -50,11 +52,14 @@ def sweep_panels(ds, measure: str = MEASURE, tolerance: float = PHASE_TOLERANCE)
         test = normalised(sub["load_curve_test"].mean("seed", skipna=True).values, train)
         dashed = test if np.isfinite(test).any() else None
     curv = sub["curvature_scaled"].mean("seed", skipna=True).values
+    drop = train[..., 0] - train[..., -1]  # (alpha, knob)
+    separating = separates(drop) | np.isnan(drop)  # no curve at all: grey, as before
     acc = sub["test_accuracy"].mean("seed", skipna=True).values
+    labels = np.where(separating, phase_label(curv, tolerance), np.nan)
     common = dict(row_values=sub["alpha"].values, col_values=sub[knob].values,
                   row_label="LeakyReLU slope alpha (0 = ReLU)",
                   col_label=knobs.label(knob) + " (noisier to the right)",
-                  flip_cols=not knobs.larger_is_noisier(ds), boundary=phase_label(curv, tolerance),
+                  flip_cols=not knobs.larger_is_noisier(ds), boundary=labels,
                   dashed=dashed, dashed_label="dashed: test set")
     n_seeds = ds.sizes["seed"]
     seeds = f"{n_seeds} seed{'s' if n_seeds != 1 else ''}"
@@ -62,7 +67,8 @@ def sweep_panels(ds, measure: str = MEASURE, tolerance: float = PHASE_TOLERANCE)
         PhasePanel(curves, acc, shade_label="mean test accuracy", diverging=False,
                    cmap="viridis", title=f"test accuracy ({seeds})", **common),
         PhasePanel(curves, curv, shade_label=f"mean scale-free curvature ({measure})",
-                   title="load-curve curvature (blue concave, red convex)", **common),
+                   title="load-curve curvature (blue concave, red convex)",
+                   separates=separating, **common),
     ]
 
 

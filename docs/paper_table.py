@@ -3,8 +3,9 @@
     python docs/paper_table.py [figures/paper]
 
 One row per alpha, one column per knob: where seed-mean test accuracy peaks
-along the knob (the values the seeds cannot tell from the peak in brackets)
-and where the load curve turns from concave to convex (the boundary).
+along the knob (the set of values the seeds cannot tell from the peak in braces)
+and where the load curve turns from concave to convex (the boundary); then the
+pooled accuracy-vs-curvature peaks with intervals that resample cells.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from dnnphase.compare.peaks import row_shape
+from dnnphase.compare.text import boundary_summary, tied_set
 from phasecore import results
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
@@ -24,9 +26,8 @@ TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size
 
 def cell(report, i: int) -> str:
     r = report.isel(nonlinearity=i)
-    low, high = float(r["row_tied_low"]), float(r["row_tied_high"])
-    ties = f"{low:g}" if low == high else f"{low:g}–{high:g}"
-    text = f"{float(r['row_peak_accuracy']):.3f} at {float(r['row_peak_value']):g} ({ties})"
+    ties = tied_set(report[report.attrs["knob"]].values, r["row_tied"].values)
+    text = f"{float(r['row_peak_accuracy']):.3f} at {float(r['row_peak_value']):g} {ties}"
     boundary = float(r["row_boundary_value"])
     if np.isfinite(boundary):
         arrow = "↗" if r["row_boundary_direction"] > 0 else "↘"
@@ -48,6 +49,24 @@ def main(folder: str = "figures/paper") -> None:
         print(f"| {alpha:g} | " + " | ".join(cells) + " |")
     print("| κ (phase labels vs chain) | " + " | ".join(
         f"{rep.attrs['label_kappa']:+.2f}" for rep in reports.values()) + " |")
+    print("| best cell ties with a cell next to the boundary | " + " | ".join(
+        f"{rep.attrs['rows_tied_adjacent_to_boundary']} of {rep.attrs['rows_with_boundary']} "
+        "rows" for rep in reports.values()) + " |")
+    print()
+    print("Pooled over all models (95 % intervals resampling cells, all seeds of a cell "
+          "together):")
+    print()
+    print("| knob | quadratic peak | best of 8 equal-count bins | models left out |")
+    print("|---|---|---|---|")
+    for knob, rep in reports.items():
+        a = rep.attrs
+        print(f"| {TITLES[knob]} | {a['accuracy_peak_curvature']:+.2f} "
+              f"({a['accuracy_peak_low']:+.2f} … {a['accuracy_peak_high']:+.2f}) "
+              f"| {a['accuracy_binned_peak_curvature']:+.2f} "
+              f"({a['accuracy_binned_peak_low']:+.2f} … {a['accuracy_binned_peak_high']:+.2f}) "
+              f"| {a['accuracy_fit_excluded']} |")
+    for knob, rep in reports.items():
+        print(f"{TITLES[knob]}: {boundary_summary(rep)}")
 
 
 if __name__ == "__main__":

@@ -118,3 +118,23 @@ def far_out_fences(values) -> tuple[float, float]:
         return np.nan, np.nan
     q1, q3 = np.quantile(v, [0.25, 0.75])
     return float(q1 - 3 * (q3 - q1)), float(q3 + 3 * (q3 - q1))
+
+
+#: A load curve "separates" when its drop D_0 - D_L is at least this share of the median
+#: drop of its diagram (:func:`separates`).
+MIN_DROP_SHARE = 0.1
+
+
+def separates(drop, share: float = MIN_DROP_SHARE) -> np.ndarray:
+    """Whether each cell's load curve separates the classes at all, from its drop
+    D_0 - D_L (any shape; one diagram's cells): at least ``share`` of the median finite
+    drop of the diagram. A curve that barely drops, or rises (a network that noise kept
+    from separating: ReLU at lr 0.5, batch 5), has a shape of noise and a scale-free
+    curvature that means nothing; figures mark it instead of shading its curvature.
+    NaN drops count as not separating."""
+    d = np.asarray(drop, dtype=float)
+    finite = d[np.isfinite(d)]
+    if not finite.size:
+        return np.zeros(d.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(d) & (d > 0) & (d >= share * np.median(finite))

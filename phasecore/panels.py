@@ -51,6 +51,11 @@ class PhasePanel:
     neighbouring cells of different label are drawn as phase boundaries.
     ``dashed``: (R, C, L+1) second curves drawn dashed in the curve's colour (the
     networks' test set), named in the figure's legend by ``dashed_label``.
+    ``separates``: (R, C) booleans; a cell whose curve does not separate the classes
+    (:func:`phasecore.loadcurve.separates`) is hatched grey with its curve in grey,
+    not shaded by a value that means nothing, and takes no part in the boundaries.
+    ``shared_scale``: one y-range for every small plot (default: each plot its own, so
+    every curve's shape fills its box whatever the other cells do).
     """
 
     curves: np.ndarray
@@ -70,6 +75,8 @@ class PhasePanel:
     boundary: np.ndarray | None = None
     dashed: np.ndarray | None = None
     dashed_label: str = "dashed"
+    separates: np.ndarray | None = None
+    shared_scale: bool = False
 
 
 def symmetric_limit(values) -> float:
@@ -116,26 +123,19 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
     cols = list(range(n_c))[::-1] if panel.flip_cols else list(range(n_c))
     rows = list(range(n_r))[::-1] if panel.flip_rows else list(range(n_r))
     dashed = None if panel.dashed is None else np.asarray(panel.dashed, dtype=float)
-    both = curves if dashed is None else np.concatenate([curves.ravel(), dashed.ravel()])
-    finite_curves = both[np.isfinite(both)]
-    y_lo, y_hi = (finite_curves.min(), finite_curves.max()) if finite_curves.size else (0, 1)
-    pad = 0.05 * (y_hi - y_lo or 1.0)
+    separating = (np.ones(shade.shape, dtype=bool) if panel.separates is None
+                  else np.asarray(panel.separates, dtype=bool))
+    shared = _y_range(curves, dashed)
     gap = 0.07 * ax_size
     for ii, i in enumerate(rows):
         for jj, j in enumerate(cols):
             rect = [(x0 + jj * ax_size) / fw, (y0 + (n_r - 1 - ii) * ax_size) / fh,
                     (ax_size - gap) / fw, (ax_size - gap) / fh]
             ax = fig.add_axes(rect)
-            ax.set_facecolor(colormap(norm(shade[i, j])) if np.isfinite(shade[i, j]) else "0.85")
-            curve = curves[i, j]
-            if np.all(np.isfinite(curve)):
-                layers = np.arange(curve.size)
-                if panel.reference:
-                    ax.plot(layers[[0, -1]], curve[[0, -1]], color="0.35", lw=0.6, ls="--")
-                ax.plot(layers, curve, color="k", lw=1.1, marker=".", ms=2.5)
-            if dashed is not None and np.all(np.isfinite(dashed[i, j])):
-                ax.plot(np.arange(dashed[i, j].size), dashed[i, j], color="k", lw=1.1, ls="--")
-            ax.set_ylim(y_lo - pad, y_hi + pad)
+            face = (None if not separating[i, j] else colormap(norm(shade[i, j]))
+                    if np.isfinite(shade[i, j]) else "0.85")
+            _draw_cell(ax, curves[i, j], None if dashed is None else dashed[i, j], face,
+                       panel.reference, shared if panel.shared_scale else None)
             ax.set_xticks([])
             ax.set_yticks([])
             if ii == n_r - 1:
@@ -144,7 +144,8 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
                 ax.set_ylabel(fmt_value(panel.row_values[i]), fontsize=7, rotation=0, ha="right",
                               va="center")
     if panel.boundary is not None:
-        labels = np.asarray(panel.boundary, dtype=float)[np.ix_(rows, cols)]
+        labels = np.where(separating, np.asarray(panel.boundary, dtype=float),
+                          np.nan)[np.ix_(rows, cols)]
         _draw_boundaries(fig, (x0, y0), labels, ax_size)
     width, height = n_c * ax_size, n_r * ax_size
     fig.text((x0 + width / 2) / fw, (y0 - 0.45) / fh, panel.col_label, ha="center", va="top",
@@ -156,11 +157,42 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
                  va="bottom", fontsize=9)
     cax = fig.add_axes([(x0 + width + 0.15) / fw, y0 / fh, 0.16 / fw, (height - gap) / fh])
     sm = plt.cm.ScalarMappable(norm=norm, cmap=colormap)
-    finite = shade[np.isfinite(shade)]
+    finite = shade[np.isfinite(shade) & separating]
     beyond = (finite.min() < norm.vmin, finite.max() > norm.vmax) if finite.size else (0, 0)
     extend = {(1, 1): "both", (1, 0): "min", (0, 1): "max"}.get(tuple(map(int, beyond)),
                                                               "neither")
     fig.colorbar(sm, cax=cax, extend=extend).set_label(panel.shade_label, fontsize=8)
+
+
+def _draw_cell(ax, curve: np.ndarray, dashed: np.ndarray | None, face, reference: bool,
+               y_range: tuple[float, float] | None) -> None:
+    """One small plot: its load curve (L+1,) over the background colour ``face`` (None: a
+    cell that does not separate, hatched, its curve grey), the dashed companion, and the
+    y-range ``y_range`` (None: the cell's own)."""
+    ink = "k" if face is not None else "0.45"
+    if face is None:
+        ax.set_facecolor("0.92")
+        ax.add_patch(plt.Rectangle((0, 0), 1, 1, transform=ax.transAxes, fill=False,
+                                   hatch="///", edgecolor="0.75", lw=0))
+    else:
+        ax.set_facecolor(face)
+    if np.all(np.isfinite(curve)):
+        layers = np.arange(curve.size)
+        if reference:
+            ax.plot(layers[[0, -1]], curve[[0, -1]], color="0.35", lw=0.6, ls="--")
+        ax.plot(layers, curve, color=ink, lw=1.1, marker=".", ms=2.5)
+    if dashed is not None and np.all(np.isfinite(dashed)):
+        ax.plot(np.arange(dashed.size), dashed, color=ink, lw=1.1, ls="--")
+    y_lo, y_hi = y_range if y_range is not None else _y_range(curve, dashed)
+    pad = 0.08 * (y_hi - y_lo or 1.0)
+    ax.set_ylim(y_lo - pad, y_hi + pad)
+
+
+def _y_range(curves: np.ndarray, dashed: np.ndarray | None) -> tuple[float, float]:
+    """The finite range of some curves (and their dashed companions); (0, 1) if none."""
+    both = curves.ravel() if dashed is None else np.concatenate([curves.ravel(), dashed.ravel()])
+    finite = both[np.isfinite(both)]
+    return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
 
 
 def _draw_boundaries(fig, box, labels: np.ndarray, ax_size: float) -> None:
@@ -210,9 +242,18 @@ def plot_phase_grid(panels: PhasePanel | list[PhasePanel], *, title: str = "",
         _draw_panel(fig, (x + (w - grid_w) / 2, bottom + (max(heights) - h) / 2), panel,
                     ax_size)
         x += w + between
+    notes = []
     if any(not np.isfinite(np.asarray(p.shade, dtype=float)).all() for p in panels):
-        fig.text(0.01, 0.01, "grey cells: no finite value (every seed diverged, or the load "
-                 "curve does not drop)", fontsize=7, color="0.3", ha="left", va="bottom")
+        notes.append("grey cells: no finite value (every seed diverged, or the load curve does "
+                     "not drop)")
+    if any(p.separates is not None and not np.all(p.separates) for p in panels):
+        from phasecore.loadcurve import MIN_DROP_SHARE
+
+        notes.append(f"hatched cells: the load curve does not separate the classes (its drop is "
+                     f"below {MIN_DROP_SHARE:.0%} of the diagram's median drop, or it rises)")
+    if notes:
+        fig.text(0.01, 0.01, "\n".join(notes), fontsize=7, color="0.3", ha="left",
+                 va="bottom")
     labels = list(dict.fromkeys(p.dashed_label for p in panels if p.dashed is not None))
     if labels:
         from matplotlib.lines import Line2D

@@ -113,6 +113,29 @@ def test_accuracy_peak_finds_a_known_maximum():
     assert peak["peak_high"] - peak["peak_low"] < 0.1
 
 
+def test_accuracy_peak_intervals_resample_cells_not_models():
+    """20 cells of 10 seeds: a cell's seeds share a cell-level accuracy offset, so the
+    independent unit is the cell. Resampling cells gives a wider interval than treating
+    the 200 models as independent (each model its own cell, the 1-D form), and both
+    estimates (quadratic vertex, best bin) cover the true peak."""
+    rng = np.random.default_rng(1)
+    c_cell = np.linspace(-1, 1, 20)  # (K,)
+    offset = 0.02 * rng.standard_normal(20)  # shared by a cell's seeds
+    c = c_cell[:, None] + 0.02 * rng.standard_normal((20, 10))  # (K, S)
+    acc = 0.9 - 0.2 * (c - 0.1) ** 2 + offset[:, None] + 0.002 * rng.standard_normal((20, 10))
+    cells = cmp.accuracy_peak(c, acc, n_boot=400)
+    models = cmp.accuracy_peak(c.ravel(), acc.ravel(), n_boot=400)
+    assert cells["n_cells"] == 20 and models["n_cells"] == 200
+    assert cells["peak"] == models["peak"]  # the same fit; only the intervals differ
+    assert cells["peak_high"] - cells["peak_low"] > 1.5 * (models["peak_high"] - models["peak_low"])
+    for low, high in (("peak_low", "peak_high"), ("binned_low", "binned_high")):
+        assert cells[low] < 0.1 < cells[high]
+    assert cells["binned_low"] <= cells["binned_peak"] <= cells["binned_high"]
+    # the binned peak is the mean curvature of the best of 8 equal-count bins
+    best = np.nanargmax(cells["bin_accuracy"])
+    assert cells["binned_peak"] == cells["bin_curvature"][best]
+
+
 def test_far_out_curvatures_do_not_decide_the_accuracy_peak():
     rng = np.random.default_rng(0)
     c = rng.uniform(-1, 1, 400)
@@ -267,6 +290,22 @@ def test_row_accuracy_peaks_find_the_peak_its_ties_and_the_boundary():
     np.testing.assert_allclose(rows["boundary_value"][0], 0.15)
     assert rows["boundary_direction"][0] == 1
     assert np.isnan(rows["boundary_value"][1]) and np.isnan(rows["boundary_direction"][1])
+    # the tied set, the boundary in grid steps and whether a tie flanks it
+    np.testing.assert_array_equal(rows["tied"], [[0, 1, 1, 0], [1, 0, 0, 0]])
+    np.testing.assert_allclose(rows["boundary_position"][0], 1.5)
+    np.testing.assert_allclose(rows["peak_to_boundary_steps"][0], 0.5)
+    np.testing.assert_allclose(rows["tied_to_boundary_steps"][0], 0.5)
+    assert rows["tied_adjacent_to_boundary"][0] == 1
+    assert np.isnan(rows["tied_adjacent_to_boundary"][1])
+    # ties that are not contiguous: best at 0, tied at 0.3, boundary between 0.1 and 0.2
+    gap = cmp.row_accuracy_peaks(curv[:1, :, None] + 0 * noise,
+                                 np.array([[0.90, 0.80, 0.80, 0.8995]])[..., None] + noise,
+                                 values)
+    np.testing.assert_array_equal(gap["tied"], [[1, 0, 0, 1]])
+    assert gap["tied_low"][0] == 0.0 and gap["tied_high"][0] == 0.3
+    assert gap["tied_adjacent_to_boundary"][0] == 0
+    np.testing.assert_allclose(gap["peak_to_boundary_steps"][0], 1.5)
+    np.testing.assert_allclose(gap["tied_to_boundary_steps"][0], 1.5)
     # the other way round, and in log for knobs whose values span decades
     back = cmp.row_accuracy_peaks(np.array([[[0.5], [-0.5]]]), np.ones((1, 2, 1)),
                                   np.array([1e-3, 1e-1]), log_scale=True)

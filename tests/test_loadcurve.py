@@ -72,3 +72,40 @@ def test_the_shared_layer_and_the_network_side_never_import_the_chain(module):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_curve_separates_when_it_drops_a_tenth_of_the_median_drop():
+    drops = np.array([[3.0, 2.8, 0.2], [2.5, -0.5, np.nan]])  # median of finite: 2.5
+    np.testing.assert_array_equal(loadcurve.separates(drops),
+                                  [[True, True, False], [True, False, False]])
+    assert loadcurve.separates(drops, share=0.05)[0, 2]  # 0.2 >= 0.125
+    assert not loadcurve.separates(np.full(3, np.nan)).any()
+
+
+def test_phase_panels_scale_every_cell_and_hatch_cells_that_do_not_separate():
+    """Each small plot spans its own curve (an outlier cell no longer squashes the rest
+    into a sliver); a cell that does not separate is hatched, its curve grey, and no
+    phase boundary is drawn along it."""
+    from phasecore.panels import PhasePanel, plot_phase_grid
+
+    layers = np.arange(5.0)
+    gentle = 1 - layers / 4 - 0.02 * layers * (4 - layers)  # (5,), drops 1 -> 0
+    wild = np.array([1.0, -20.0, 30.0, -10.0, 0.0])
+    curves = np.stack([np.stack([gentle, wild])])  # (1, 2, 5)
+    panel = PhasePanel(curves, np.array([[-0.5, 0.5]]), np.array([0.0]), np.array([0, 1]),
+                       "row", "col", "shade", boundary=np.array([[-1.0, 1.0]]),
+                       separates=np.array([[True, False]]))
+    fig = plot_phase_grid(panel)
+    cells = fig.axes[:2]
+    low, high = cells[0].get_ylim()
+    assert high - low < 1.5  # the gentle curve's own range (1), padded
+    assert cells[1].get_ylim()[1] - cells[1].get_ylim()[0] > 50
+    assert [len(ax.patches) for ax in cells] == [0, 1] and cells[1].patches[0].get_hatch()
+    assert cells[1].get_lines()[-1].get_color() == "0.45"
+    boundaries = [ax for ax in fig.axes[2:] if not ax.axison and ax.get_lines()]
+    assert boundaries == []  # the only label change is next to the hatched cell
+    assert any("hatched cells" in t.get_text() for t in fig.texts)
+    shared = plot_phase_grid(PhasePanel(curves, np.array([[-0.5, 0.5]]), np.array([0.0]),
+                                        np.array([0, 1]), "row", "col", "shade",
+                                        shared_scale=True))
+    assert shared.axes[0].get_ylim() == shared.axes[1].get_ylim()

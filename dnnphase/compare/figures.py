@@ -55,7 +55,8 @@ def plot_side_by_side(spring, network, measure: str = MEASURE,
         title=f"spring-block chain (T = {fmt_value(float(spring['horizon'].mean()))})",
         flip_rows=True,
     )
-    m = max(symmetric_limit(net.shade), symmetric_limit(chain_curv))  # each panel's own fence
+    m = max(symmetric_limit(net.shade[net.separates]),  # each panel's own fence,
+            symmetric_limit(chain_curv))  # cells that do not separate left out
     net.vlim = chain.vlim = (-m, m)  # cells beyond it saturate (the colour bar's arrows)
     n_seeds = network.sizes["seed"]
     net.title = f"networks ({network.attrs['knob']}, {n_seeds} seed{'s' if n_seeds != 1 else ''})"
@@ -68,30 +69,36 @@ def plot_accuracy_vs_curvature(network, report, measure: str = MEASURE):
     """Test accuracy against scale-free curvature: every model, binned means, the peak."""
     curv = network["curvature_scaled"].sel(measure=measure)
     acc = network["test_accuracy"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = plt.subplots(figsize=(8.6, 4.4))  # the legend beside the points, not on them
     alphas = network["alpha"].values
     colours = plt.cm.plasma(np.linspace(0.1, 0.85, alphas.size))
     for k, a in enumerate(alphas):
         ax.scatter(curv.sel(alpha=a).values.ravel(), acc.sel(alpha=a).values.ravel(), s=12,
                    color=colours[k], alpha=0.7, label=f"alpha = {a:g}")
     ax.plot(report["accuracy_bin_curvature"], report["accuracy_bin_mean"], "k-o", ms=4,
-            lw=1.5, label="binned mean")
+            lw=1.5, label="mean of 8 equal-count bins")
     a = report.attrs
     ax.axvspan(a["accuracy_peak_low"], a["accuracy_peak_high"], color="0.6", alpha=0.25,
-               label="peak, 95% bootstrap")
+               label=f"quadratic peak {a['accuracy_peak_curvature']:+.2f}, 95% interval")
     ax.axvline(a["accuracy_peak_curvature"], color="0.3", lw=1)
+    if "accuracy_binned_peak_curvature" in a:  # reports from before the bins have none
+        b = a["accuracy_binned_peak_curvature"]
+        ax.errorbar([b], [np.nanmax(report["accuracy_bin_mean"])], ms=9, mfc="none",
+                    xerr=[[b - a["accuracy_binned_peak_low"]],
+                          [a["accuracy_binned_peak_high"] - b]], fmt="s", color="C3",
+                    capsize=3, lw=1.2, label=f"best bin {b:+.2f}, 95% interval")
     ax.axvline(0.0, color="k", lw=0.6, ls=":")
+    title = "Do linear load curves generalise best? (intervals resample cells)"
     left_out = a.get("accuracy_fit_excluded", 0)
     if left_out:  # far-out curvatures would squeeze every other model into a sliver
         low, high = a["accuracy_fit_low"], a["accuracy_fit_high"]
         ax.set_xlim(low - 0.05 * (high - low), high + 0.05 * (high - low))
-        ax.text(0.99, 0.01, f"{left_out} model(s) with curvature outside "
-                f"{low:+.1f} .. {high:+.1f} not shown, not fitted",
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
+        title += (f"\n{left_out} model(s) with curvature outside {low:+.1f} .. {high:+.1f} "
+                  "not shown, not fitted")
     ax.set_xlabel(f"scale-free curvature of the {measure} load curve (< 0 concave, > 0 convex)")
     ax.set_ylabel("test accuracy")
-    ax.set_title("Do linear load curves generalise best?", fontsize=10)
-    ax.legend(fontsize=7, loc="best")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig

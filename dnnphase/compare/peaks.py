@@ -1,8 +1,8 @@
 """Where test accuracy peaks: against curvature over all models, and along each alpha row.
 
-* :func:`accuracy_peak` — the vertex of a quadratic fit of accuracy vs
-  scale-free curvature, with a bootstrap interval (do linear load curves
-  generalise best?);
+* :func:`accuracy_peak` — where accuracy peaks against scale-free curvature: the
+  vertex of a quadratic fit and the best of equal-count bins, each with a bootstrap
+  interval over cells (do linear load curves generalise best?);
 * :func:`row_accuracy_peaks` — per nonlinearity row, the knob value of best
   accuracy, the values the seeds cannot tell from it, and where curvature
   changes sign (the phase boundary); :func:`row_shape` names a row without one.
@@ -20,55 +20,94 @@ from dnnphase.knobs import KNOBS, larger_is_noisier
 from phasecore.loadcurve import far_out_fences
 
 
+def _cells(values) -> np.ndarray:
+    """(K, S): cells by seeds. A 1-D array is K models, each its own cell."""
+    v = np.asarray(values, dtype=float)
+    return v[:, None] if v.ndim == 1 else v.reshape(-1, v.shape[-1])
+
+
+def _quadratic_vertex(c: np.ndarray, a: np.ndarray) -> float:
+    """Curvature of the highest point of accuracy ~ a + b c + q c^2 (the best end of the
+    range if the parabola opens upwards)."""
+    with warnings.catch_warnings():  # few distinct resampled points: ill-conditioned
+        warnings.simplefilter("ignore", np.exceptions.RankWarning)
+        q, b, _ = np.polyfit(c, a, 2)
+    lo, hi = c.min(), c.max()
+    if q < 0:
+        return float(np.clip(-b / (2 * q), lo, hi))
+    return float(lo if np.polyval([q, b, 0], lo) > np.polyval([q, b, 0], hi) else hi)
+
+
+def _bin_means(c: np.ndarray, a: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean curvature and mean accuracy of the models in each bin (NaN where empty), (B,)."""
+    bins = len(edges) - 1
+    which = np.clip(np.searchsorted(edges, c, side="right") - 1, 0, bins - 1)
+    count = np.bincount(which, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = np.bincount(which, c, minlength=bins) / count
+        mean = np.bincount(which, a, minlength=bins) / count
+    return centre, mean
+
+
 def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 1000,
                   bins: int = 8, seed: int = 0) -> dict:
-    """Where test accuracy peaks as a function of scale-free curvature.
+    """Where test accuracy peaks as a function of scale-free curvature, two ways, with
+    intervals that resample cells.
 
-    ``curvature``, ``accuracy``: matching arrays over all cells and seeds.
-    Fits accuracy ~ a + b c + q c^2 and reports the vertex -b / (2q) (if
-    q < 0, else the best end of the range) with a percentile bootstrap 95 %
-    interval over samples, and a binned mean curve. Far-out curvatures (beyond
-    Tukey's fences, 3 interquartile ranges outside the quartiles) are left out
-    of the fit and counted in ``excluded``: a network that barely separates the
-    classes has a tiny drop, so its scale-free curvature can reach -90 and
-    would alone decide where a quadratic peaks. ``low`` / ``high``: the range
-    kept.
+    ``curvature``, ``accuracy``: matching arrays (..., S), the last axis a cell's seeds
+    and the leading axes the cells (a 1-D array: every model its own cell). Two
+    estimates of the peak:
+
+    * ``peak``: the vertex of a quadratic fit accuracy ~ a + b c + q c^2 over all models
+      (if q < 0, else the best end of the range);
+    * ``binned_peak``: non-parametric, the mean curvature of the best of ``bins``
+      equal-count bins of curvature (``bin_curvature``, ``bin_accuracy``).
+
+    Intervals (``peak_low`` / ``peak_high``, ``binned_low`` / ``binned_high``): 95 %
+    percentile bootstrap that resamples whole *cells* with all their seeds. The seeds of
+    a cell share its curvature up to noise, so they are not independent draws along the
+    curvature axis; resampling single models would make the interval too narrow
+    (the cell is the independent unit). The bins' edges stay those of the data.
+
+    Far-out curvatures (beyond Tukey's fences, 3 interquartile ranges outside the
+    quartiles) are left out and counted in ``excluded``: a network that barely
+    separates the classes has a tiny drop, so its scale-free curvature can reach -90
+    and would alone decide where a quadratic peaks. ``low`` / ``high``: the range kept;
+    ``n_cells``: cells with at least one model kept.
     """
-    c = np.asarray(curvature, dtype=float).ravel()
-    a = np.asarray(accuracy, dtype=float).ravel()
+    c, a = _cells(curvature), _cells(accuracy)  # (K, S)
+    if c.shape != a.shape:
+        raise ValueError(f"curvature {c.shape} and accuracy {a.shape} must match")
     ok = np.isfinite(c) & np.isfinite(a)
-    c, a = c[ok], a[ok]
-    if c.size < 4:
+    if ok.sum() < 4:
         raise ValueError("accuracy vs curvature needs at least 4 finite samples")
-    low, high = far_out_fences(c)
-    inside = (c >= low) & (c <= high)
-    excluded = int(c.size - inside.sum())
-    c, a = c[inside], a[inside]
+    low, high = far_out_fences(c[ok])
+    kept = ok & (c >= low) & (c <= high)  # (K, S)
+    excluded = int(ok.sum() - kept.sum())
+    cells = np.flatnonzero(kept.any(axis=1))
+    flat_c, flat_a = c[kept], a[kept]
+    edges = np.quantile(flat_c, np.linspace(0, 1, bins + 1))
+    centres, means = _bin_means(flat_c, flat_a, edges)
 
-    def vertex(cc, aa):
-        with warnings.catch_warnings():  # few distinct resampled points: ill-conditioned
-            warnings.simplefilter("ignore", np.exceptions.RankWarning)
-            q, b, _ = np.polyfit(cc, aa, 2)
-        lo, hi = cc.min(), cc.max()
-        if q < 0:
-            return float(np.clip(-b / (2 * q), lo, hi))
-        return float(lo if np.polyval([q, b, 0], lo) > np.polyval([q, b, 0], hi) else hi)
+    def both(rows):  # the two peaks of the models of these cells (repeats allowed)
+        keep = kept[rows]
+        cc, aa = c[rows][keep], a[rows][keep]
+        centre, mean = _bin_means(cc, aa, edges)
+        best = np.nanargmax(mean) if np.isfinite(mean).any() else 0
+        return _quadratic_vertex(cc, aa), centre[best]
 
     rng = np.random.default_rng(seed)
-    boot = np.array([vertex(c[idx], a[idx])
-                     for idx in (rng.integers(0, c.size, c.size) for _ in range(n_boot))])
-    edges = np.quantile(c, np.linspace(0, 1, bins + 1))
-    which = np.clip(np.searchsorted(edges, c, side="right") - 1, 0, bins - 1)
-    centres = np.array([c[which == k].mean() if np.any(which == k) else np.nan
-                        for k in range(bins)])
-    means = np.array([a[which == k].mean() if np.any(which == k) else np.nan
-                      for k in range(bins)])
+    boot = np.array([both(rng.choice(cells, cells.size)) for _ in range(n_boot)])  # (B, 2)
+    lo_q, hi_q = np.nanquantile(boot, [0.025, 0.975], axis=0)
     return {"excluded": excluded, "low": float(low), "high": float(high),
-            "peak": vertex(c, a), "peak_low": float(np.quantile(boot, 0.025)),
-            "peak_high": float(np.quantile(boot, 0.975)), "bin_curvature": centres,
-            "bin_accuracy": means, "spearman_abs": float(
-                stats.spearmanr(np.abs(c), a).statistic) if np.ptp(a) > 0 and np.ptp(
-                np.abs(c)) > 0 else np.nan}
+            "n_cells": int(cells.size),
+            "peak": _quadratic_vertex(flat_c, flat_a),
+            "peak_low": float(lo_q[0]), "peak_high": float(hi_q[0]),
+            "binned_peak": float(centres[np.nanargmax(means)]),
+            "binned_low": float(lo_q[1]), "binned_high": float(hi_q[1]),
+            "bin_curvature": centres, "bin_accuracy": means,
+            "spearman_abs": float(stats.spearmanr(np.abs(flat_c), flat_a).statistic)
+            if np.ptp(flat_a) > 0 and np.ptp(np.abs(flat_c)) > 0 else np.nan}
 
 
 def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray, values: np.ndarray,
@@ -90,7 +129,15 @@ def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray, values: np.n
       changes sign along the noise axis, interpolated between the two columns
       (NaN if the row never crosses), and ``boundary_direction``: +1 where it
       turns from concave (< 0) to convex (>= 0), as the theory predicts, -1
-      the other way.
+      the other way;
+    * ``boundary_position``: the boundary in grid steps, j + share between
+      columns j and j + 1 (the same interpolation); ``peak_to_boundary_steps``:
+      |peak column - boundary_position|; ``tied_to_boundary_steps``: the same for
+      the tied column nearest the boundary; ``tied_adjacent_to_boundary``: 1 if a
+      tied column is one of the two that flank the boundary, else 0 (NaN without
+      a boundary);
+    * ``tied`` (R, C): 1 where a column ties with the row's peak, else 0 — the
+      tied *set* (a row's ties need not be contiguous).
     """
     with warnings.catch_warnings():  # a cell whose seeds all diverged is NaN, as it should be
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -103,11 +150,17 @@ def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray, values: np.n
     rows = curv.shape[0]
     out = {k: np.full(rows, np.nan) for k in (
         "peak_value", "peak_accuracy", "peak_accuracy_se", "tied_low", "tied_high",
-        "tied_curvature_low", "tied_curvature_high", "boundary_value", "boundary_direction")}
+        "tied_curvature_low", "tied_curvature_high", "boundary_value", "boundary_direction",
+        "boundary_position", "peak_to_boundary_steps", "tied_to_boundary_steps",
+        "tied_adjacent_to_boundary")}
+    out["tied"] = np.zeros(curv.shape)
+    peak_column = np.full(rows, -1)
     for i in range(rows):
         if np.isfinite(acc[i]).any():
             j = int(np.nanargmax(acc[i]))
             tied = acc[i] >= acc[i, j] - 2 * np.sqrt(se[i, j] ** 2 + se[i] ** 2)  # (C,)
+            out["tied"][i] = tied
+            peak_column[i] = j
             out["peak_value"][i], out["peak_accuracy"][i] = values[j], acc[i, j]
             out["peak_accuracy_se"][i] = se[i, j]
             out["tied_low"][i], out["tied_high"][i] = values[tied].min(), values[tied].max()
@@ -124,6 +177,13 @@ def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray, values: np.n
             at = ends[0] + share * (ends[1] - ends[0])
             out["boundary_value"][i] = np.exp(at) if log_scale else at
             out["boundary_direction"][i] = 1.0 if convex[j + 1] else -1.0
+            out["boundary_position"][i] = position = j + share
+            if peak_column[i] >= 0:
+                tied_columns = np.flatnonzero(out["tied"][i])
+                out["peak_to_boundary_steps"][i] = abs(peak_column[i] - position)
+                out["tied_to_boundary_steps"][i] = np.min(np.abs(tied_columns - position))
+                out["tied_adjacent_to_boundary"][i] = float(
+                    np.isin([j, j + 1], tied_columns).any())
     return out
 
 

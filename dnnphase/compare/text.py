@@ -58,15 +58,53 @@ def summary(report: xr.Dataset) -> str:
     if a.get("accuracy_missing"):
         lines.append(f"test accuracy vs curvature: n/a ({a['accuracy_missing']})")
     else:
+        lines += peak_summary(a)
         lines.append(
-            f"test accuracy peaks at scale-free curvature {a['accuracy_peak_curvature']:+.3f} "
-            f"(95% bootstrap {a['accuracy_peak_low']:+.3f} .. {a['accuracy_peak_high']:+.3f}); "
-            f"Spearman(|curvature|, accuracy) = "
-            f"{_num(a['accuracy_spearman_abs_curvature'])}"
+            f"  Spearman(|curvature|, accuracy) = {_num(a['accuracy_spearman_abs_curvature'])}"
             + (f"; {a['accuracy_fit_excluded']} far-out curvature(s) outside "
                f"{a['accuracy_fit_low']:+.2f} .. {a['accuracy_fit_high']:+.2f} left out"
                if a.get("accuracy_fit_excluded") else ""))
+        if "accuracy_test_curve_peak_curvature" in a:
+            lines += peak_summary(a, "accuracy_test_curve", "the test set's curvature")
     return "\n".join(lines + row_summary(report))
+
+
+def peak_summary(attrs: dict, prefix: str = "accuracy",
+                 against: str = "scale-free curvature") -> list[str]:
+    """Where test accuracy peaks against curvature: the quadratic's vertex and the best
+    bin, their 95 % intervals over resampled cells, and whether they agree."""
+    if "accuracy_binned_peak_curvature" not in attrs:  # a report from before the bins
+        return [f"test accuracy peaks at {against} {attrs[f'{prefix}_peak_curvature']:+.3f} "
+                f"(95% bootstrap {attrs[f'{prefix}_peak_low']:+.3f} .. "
+                f"{attrs[f'{prefix}_peak_high']:+.3f})"]
+    q, q_lo, q_hi = (attrs[f"{prefix}_peak{k}"] for k in ("_curvature", "_low", "_high"))
+    b, b_lo, b_hi = (attrs[f"{prefix}_binned_peak{k}"] for k in ("_curvature", "_low", "_high"))
+    lines = [f"test accuracy vs {against} (95% intervals resampling cells): quadratic peak "
+             f"{q:+.2f} ({q_lo:+.2f} .. {q_hi:+.2f}), best of 8 equal-count bins {b:+.2f} "
+             f"({b_lo:+.2f} .. {b_hi:+.2f})"]
+    if not q_lo <= b <= q_hi:
+        lines.append("  the best bin lies outside the quadratic's interval: a parabola's "
+                     "vertex is set by the whole range, tails included; the bins are the "
+                     "local reading")
+    return lines
+
+
+def tied_set(values, tied) -> str:
+    """The knob values tied with a row's best, as a set: ``{0.003, 0.01, 0.2}``."""
+    chosen = sorted(float(v) for v, t in zip(values, tied, strict=True) if t)
+    return "{" + ", ".join(f"{v:g}" for v in chosen) + "}"
+
+
+def boundary_summary(report: xr.Dataset) -> str:
+    """One line per knob: in how many rows the best cell ties with a cell flanking the
+    concave -> convex boundary."""
+    a = report.attrs
+    if "rows_with_boundary" not in a:
+        return ""
+    n_rows = report.sizes["nonlinearity"]
+    return (f"in {a['rows_tied_adjacent_to_boundary']} of {a['rows_with_boundary']} rows with "
+            f"a boundary ({n_rows} rows in all) the best cell ties with a cell next to the "
+            f"boundary")
 
 
 def row_summary(report: xr.Dataset) -> list[str]:
@@ -90,12 +128,19 @@ def row_summary(report: xr.Dataset) -> list[str]:
             where = f"{turn} at {boundary:.3g}"
         else:
             where = f"none ({row_shape(r['network_curvature'].values)})"
+        ties = (tied_set(values, r["row_tied"].values) if "row_tied" in r
+                else f"{float(r['row_tied_low']):g}..{float(r['row_tied_high']):g}")
+        steps = (f", {float(r['row_peak_to_boundary_steps']):.1f} grid steps from the best"
+                 if "row_peak_to_boundary_steps" in r
+                 and np.isfinite(r["row_peak_to_boundary_steps"]) else "")
         lines.append(
             f"  alpha {float(r['alpha']):g}: {float(r['row_peak_accuracy']):.3f} "
             f"± {float(r['row_peak_accuracy_se']):.3f} at {knob} {float(r['row_peak_value']):g} "
-            f"(ties {float(r['row_tied_low']):g}..{float(r['row_tied_high']):g}, curvature "
+            f"(ties {ties}, curvature "
             f"{_num(r['row_tied_curvature_low'])}..{_num(r['row_tied_curvature_high'])}); "
-            f"boundary {where}")
+            f"boundary {where}{steps}")
+    if boundary_summary(report):
+        lines.append("  " + boundary_summary(report))
     return lines
 
 
