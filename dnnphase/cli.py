@@ -1,4 +1,4 @@
-"""Command line: ``dnnphase sweep | plot | compare | fit | reproduce``.
+"""Command line: ``dnnphase sweep | plot | compare | fit | reproduce | tune``.
 
 Every bad input ends with a one-line ``dnnphase: error: ...`` naming the
 parameter and its allowed values, exit code 2, before any training starts.
@@ -227,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="recompute existing results")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_reproduce)
+    _add_tune_parser(sub)
     return parser
 
 
@@ -269,11 +270,9 @@ def cmd_plot(args) -> None:
 def cmd_compare(args) -> None:
     from dnnphase.compare import compare, figures, summary
     from phasecore.panels import save_figure
-    from phasecore.results import load, save
+    from phasecore.results import check_output_folder, load, save
 
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"output must be a folder (got the file {str(out)!r})")
+    out = check_output_folder(args.output)
     report_path = out / "report.nc"
     if report_path.exists() and not args.overwrite:
         raise OutputExistsError(f"output {str(report_path)!r} exists; pass --overwrite")
@@ -318,7 +317,8 @@ def cmd_fit(args) -> None:
     given = {flag: getattr(args, flag[2:].replace("-", "_"))
              for flag, _, _, _ in FINAL_FIT_OPTIONS}
     if args.trajectory and any(v is not None for v in given.values()):
-        raise ConfigError(f"{', '.join(f for f, v in given.items() if v is not None)} apply to "
+        named = [flag for flag, value in given.items() if value is not None]
+        raise ConfigError(f"{', '.join(named)} {'applies' if len(named) == 1 else 'apply'} to "
                           "the final-curve fit only (--trajectory fits the chain's parameters "
                           "and time scale itself)")
     network = load(args.network, kind="dnnphase.sweep")
@@ -348,6 +348,78 @@ def cmd_reproduce(args) -> None:
 
     reproduce(args.preset, args.output, knobs=args.knobs, overwrite=args.overwrite,
               scheduler=args.scheduler, workers=args.workers, quiet=args.quiet)
+
+
+def _add_tune_parser(sub) -> None:
+    """``dnnphase tune``: the sweep's network and training options, and the search's."""
+    from dnnphase import tune
+
+    # no abbreviations: a sweep's --values 5 must not be read as --values-per-round 5
+    p = sub.add_parser("tune", allow_abbrev=False,
+                       help="the knob value at which the training load curve is linear",
+                       description="Search the knob's range [--low, --high] for the value at "
+                                   "which the seed-mean scale-free curvature of the training "
+                                   "load curve is 0, training a few values per round together "
+                                   "(no validation set; docs/tune.md). Resumable: rerun the "
+                                   "same command after an interruption.")
+    shown = _sweep_defaults()
+    own = {"measures": "measures computed, comma-separated (default: --measure only)",
+           "models_per_chunk": "models per resumable chunk (default: a round's models, at most "
+                               f"{defaults.MODELS_PER_CHUNK} on the CPU, "
+                               f"{defaults.MODELS_PER_CHUNK_CUDA} on CUDA: one stack)"}
+    add_options(p.add_argument_group("network and training"),
+                [(flag, dest, typ, None, own.get(dest, text + _shown(shown[dest])))
+                 for flag, dest, typ, text in _sweep_options()
+                 if dest not in ("values", "alphas")])
+    g = p.add_argument_group("search")
+    g.add_argument("--low", type=float, default=None,
+                   help="lower end of the range (default: the knob's default grid's lowest)")
+    g.add_argument("--high", type=float, default=None,
+                   help="upper end of the range (default: the knob's default grid's highest)")
+    g.add_argument("--alpha", type=float, default=None,
+                   help="LeakyReLU slope in [0, 1], one number (default 0, ReLU)")
+    g.add_argument("--seeds", type=int, default=tune.SEEDS,
+                   help="models per value (default %(default)s)")
+    g.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
+    g.add_argument("--values-per-round", type=int, default=tune.VALUES_PER_ROUND,
+                   help="values trained together per round, >= 2 (default %(default)s)")
+    g.add_argument("--rounds", type=int, default=tune.ROUNDS,
+                   help="at most this many rounds (default %(default)s)")
+    g.add_argument("--tolerance", type=float, default=tune.TOLERANCE,
+                   help="stop when the bracket is this fraction of the range, on the knob's "
+                        "axis (log for lr and batch_size; default %(default)s)")
+    g.add_argument("--within-se", type=float, default=tune.WITHIN_SE,
+                   help="stop when both ends of the bracket are within this many standard "
+                        "errors of 0 (0: never; default %(default)s)")
+    g.add_argument("--max-models", type=int, default=None,
+                   help="model budget, the final models included (default: rounds only)")
+    g.add_argument("--measure", default=defaults.MEASURE,
+                   help="the load curve whose curvature is zeroed (default %(default)s)")
+    p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
+    _scheduler_options(p, defaults.SCHEDULER)
+    output_options(p, "output NetCDF file")
+    p.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args) -> None:
+    from dnnphase.tune import tune
+
+    fields = {dest: _PARSED.get(dest, lambda v: v)(getattr(args, dest))
+              for _, dest, *_ in _sweep_options()
+              if dest not in ("values", "alphas") and getattr(args, dest) is not None}
+    if args.seeds < 1 or args.first_seed < 0:
+        raise ConfigError(f"seeds must be >= 1 and first-seed >= 0 (got {args.seeds}, "
+                          f"{args.first_seed})")
+    if args.no_bias:
+        fields["bias"] = False
+    ds = tune(low=args.low, high=args.high, alpha=args.alpha,
+              seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
+              values_per_round=args.values_per_round, rounds=args.rounds,
+              tolerance=args.tolerance, within_se=args.within_se, max_models=args.max_models,
+              measure=args.measure, output=args.output, overwrite=args.overwrite,
+              scheduler=args.scheduler, workers=args.workers, quiet=args.quiet, **fields)
+    if not args.quiet:
+        print(f"wrote {args.output}: {int(ds['models_trained'])} models trained")
 
 
 def main(argv=None) -> int:
