@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 
 from phasecore.loadcurve import curvature_scaled, phase_label
-from phasecore.panels import PhasePanel, plot_phase_grid, save_figure
+from phasecore.panels import PhasePanel, save_figure
 from phasecore.results import load, provenance, save
 from springblock.config import ChainConfig
 from springblock.ensemble import infinite_horizon_steps, run_ensemble
@@ -91,22 +91,56 @@ def _title(stem: str, horizon: float, dist: str) -> str:
     return f"T = {horizon:.0e}".replace("e+0", "e")
 
 
+#: The panels' layout: the finite horizons on top, the two infinite ones below.
+LAYOUT = ((0, 1, 2), (3, 4))
+#: Inches per small load-curve plot, and the figure's resolution: cells of ~55 px, 7 pt
+#: labels ~10 px high.
+AX_SIZE, DPI = 0.55, 100
+#: Inches: left margin (row labels), between panels (colour bar, next row labels), right
+#: margin (colour bar label), below a row (column labels), above a row (its titles).
+LEFT, BETWEEN, RIGHT, BELOW, ABOVE = 1.2, 2.1, 1.3, 0.85, 0.5
+TITLE = ("The chain's phase diagram as the horizon grows (L = 7, k = 1, step 0.01, 10 seeds; "
+         "blue concave, red convex)\nGaussian noise: the concave -> convex boundary moves to "
+         "smaller noise as T grows and vanishes at T = inf (F* = (mu-> - mu<-)/2 for every "
+         "s > 0);\nbounded noise keeps a true noise-driven transition at T = inf (F_T = "
+         "max(mu-> - 2s, -mu->/2))")
+
+
+def panel(stem: str, horizon: float, dist: str, folder: Path) -> PhasePanel:
+    """One horizon's diagram, oriented as every other figure: friction grows upwards."""
+    ds = load(folder / f"{stem}.nc")
+    shade = ds["curvature_scaled"].mean("seed").values
+    return PhasePanel(
+        curves=ds["load_curve"].mean("seed").values, shade=shade,
+        row_values=MU_RIGHT, col_values=NOISE,
+        row_label="friction mu-> (mu<- = 2 mu->; more on top)",
+        col_label="noise s (noisier to the right)", shade_label="scale-free curvature",
+        vlim=(-1.0, 1.0), title=_title(stem, horizon, dist), boundary=phase_label(shade),
+        flip_rows=True)
+
+
 def plot(folder: Path):
-    panels = []
-    for stem, horizon, dist in PANELS:
-        ds = load(folder / f"{stem}.nc")
-        shade = ds["curvature_scaled"].mean("seed").values
-        panels.append(PhasePanel(
-            curves=ds["load_curve"].mean("seed").values, shade=shade,
-            row_values=MU_RIGHT, col_values=NOISE, row_label="friction mu-> (mu<- = 2 mu->)",
-            col_label="noise s", shade_label="scale-free curvature", vlim=(-1.0, 1.0),
-            title=_title(stem, horizon, dist), boundary=phase_label(shade)))
-    return plot_phase_grid(panels, title=(
-        "The chain's phase diagram as the horizon grows (L = 7, k = 1, step 0.01, 10 seeds; "
-        "blue concave, red convex)\nGaussian noise: the concave -> convex boundary moves to "
-        "smaller noise as T grows and vanishes at T = inf (F* = (mu-> - mu<-)/2 for every "
-        "s > 0);\nbounded noise keeps a true noise-driven transition at T = inf (F_T = "
-        "max(mu-> - 2s, -mu->/2))"), ax_size=0.5)
+    """The five diagrams in two rows (:data:`LAYOUT`), one colour scale."""
+    import matplotlib.pyplot as plt
+
+    from phasecore.panels import _draw_panel  # one panel at a given place (plot_phase_grid's)
+
+    panels = [panel(stem, horizon, dist, folder) for stem, horizon, dist in PANELS]
+    width, height = NOISE.size * AX_SIZE, MU_RIGHT.size * AX_SIZE
+    widest = max(len(row) for row in LAYOUT)
+    fig_w = LEFT + widest * width + (widest - 1) * BETWEEN + RIGHT
+    top = 0.35 + 0.2 * TITLE.count("\n")
+    fig_h = top + len(LAYOUT) * (ABOVE + height + BELOW)
+    fig = plt.figure(figsize=(fig_w, fig_h))
+    for r, row in enumerate(LAYOUT):
+        used = len(row) * width + (len(row) - 1) * BETWEEN
+        x = LEFT + (widest * width + (widest - 1) * BETWEEN - used) / 2  # a short row centred
+        y = (len(LAYOUT) - 1 - r) * (ABOVE + height + BELOW) + BELOW
+        for k in row:
+            _draw_panel(fig, (x, y), panels[k], AX_SIZE)
+            x += width + BETWEEN
+    fig.suptitle(TITLE, fontsize=10, y=1 - 0.1 / fig_h, va="top")
+    return fig
 
 
 def main(argv=None) -> int:
@@ -118,7 +152,7 @@ def main(argv=None) -> int:
         for stem, horizon, dist in PANELS:
             save(compute(horizon, dist), args.folder / f"{stem}.nc", overwrite=True)
             print(f"wrote {args.folder / stem}.nc", flush=True)
-    save_figure(plot(args.folder), args.folder / "horizons.png", dpi=72)
+    save_figure(plot(args.folder), args.folder / "horizons.png", dpi=DPI)
     print(f"wrote {args.folder / 'horizons.png'}")
     return 0
 

@@ -17,12 +17,13 @@ class Progress:
     """
 
     def __init__(self, total: float, done: float = 0, label: str = "sweep", quiet: bool = False,
-                 stream=None, unit: str = "chunk"):
+                 stream=None, unit: str = "chunk", since: tuple[float, float] | None = None):
         self.total, self.done, self.label, self.quiet = total, done, label, quiet
         self.unit = unit
         self.stream = stream or sys.stderr
-        self.start = time.monotonic()
-        self.start_done = done
+        # (time.monotonic(), work done then) the elapsed time and the ETA count from: a
+        # progress shown only once a run proves long still measures from its start
+        self.start, self.start_done = since if since is not None else (time.monotonic(), done)
         self.bar = None
         if not quiet and getattr(self.stream, "isatty", lambda: False)():
             from tqdm import tqdm

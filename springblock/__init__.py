@@ -12,6 +12,9 @@ asymmetric friction mu-> / mu<- and force noise s. Entry points:
 The chain knows nothing about networks; what both sides share (checks, load
 curve shape, results, sweeps, figures) is :mod:`phasecore`. Importing this
 package compiles no kernel: numba compiles each one on first use (and caches it).
+Every run is stoppable: the kernels run in slices of ~0.1 s
+(:mod:`springblock.runner`), so Ctrl-C or SIGTERM stops it between two, and a
+run given an output resumes from where it stopped, bit for bit.
 """
 
 from phasecore import __version__

@@ -113,7 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     chain = _chain_parent()
 
     p = sub.add_parser("simulate", parents=[chain], help="one configuration, many seeds",
-                       description="Simulate an ensemble of identical chains (one per seed).")
+                       description="Simulate an ensemble of identical chains (one per seed). "
+                                   "Ctrl-C keeps the chains' state beside the output; the same "
+                                   "command then resumes the run.")
+    p.add_argument("--no-theory", action="store_true", help="skip the mean-drift prediction")
     output_options(p, "output NetCDF file")
     p.set_defaults(func=cmd_simulate)
 
@@ -148,18 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_simulate(args) -> None:
-    from phasecore.results import check_output, save
     from springblock.ensemble import simulate
 
     config = _chain_config(args)
     seeds = _seeds(args, default=1)
-    check_output(args.output, args.overwrite)
-    ds = simulate(config, seeds=seeds)
-    save(ds, args.output, overwrite=args.overwrite)
+    # resumable: the state of an interrupted run is kept beside the output
+    ds = simulate(config, seeds=seeds, output=args.output, overwrite=args.overwrite,
+                  quiet=args.quiet, theory_prediction=not args.no_theory)
     if not args.quiet:
-        curv = ds["curvature_scaled"]  # NaN for a diverged chain
+        curv = ds["curvature_scaled"]  # NaN for a diverged chain or a flat load curve
         shape = (f"mean scale-free curvature {curv.mean().item():+.3f}"
-                 if np.isfinite(curv).any() else "no finite load curve (all diverged)")
+                 if np.isfinite(curv).any() else "no scale-free curvature (see the warnings)")
         horizon = (f"T = {config.horizon:g}" if config.steps != float("inf") else
                    f"T = inf (the stationary state, reached at T = {ds['horizon'].max().item():g})")
         print(f"wrote {args.output}: {len(seeds)} chain(s), {horizon}, {shape}")

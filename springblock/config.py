@@ -17,7 +17,14 @@ import numpy as np
 
 from phasecore.checks import ConfigError, is_finite, is_int, require
 from springblock import dynamics as _dyn
-from springblock.theory import laplacian_eigenvalues, max_stable_step
+from springblock.checks import (
+    check_blocks,
+    check_modulus,
+    check_nonnegative,
+    check_step,
+    check_target,
+)
+from springblock.theory import laplacian_extremes, max_stable_step
 
 DYNAMICS = ("overdamped", "second_order", "langevin")
 NOISE_DISTS = ("gaussian", "truncated")
@@ -93,7 +100,9 @@ class ChainConfig:
         Target position y of the right end (the wall is at 0).
     step : float, > 0  [time]
         Time step eta; must satisfy the scheme's stability bound
-        (:func:`springblock.theory.max_stable_step`).
+        (:func:`springblock.theory.max_stable_step`) and be at least
+        1e-10 / modulus (:data:`springblock.checks.MIN_STEP_MODULUS`: shorter
+        steps move a block by less than the rounding of its position).
     steps : int >= 1, or ``math.inf``
         Number of time steps; the horizon is T = steps * step. Any size
         (1e10 and beyond; a whole float such as 1e10 is taken as an int).
@@ -157,8 +166,12 @@ class ChainConfig:
         self.validate()
 
     def validate(self) -> None:
-        require(is_int(self.blocks) and self.blocks >= 1, "blocks", "an integer >= 1",
-                 self.blocks)
+        """Every parameter in its range (the shared checks of :mod:`springblock.checks`).
+
+        Noise or friction far above the spring force k |y| is allowed but
+        flagged in results (``out_of_scale``), like overflow (``diverged``).
+        """
+        check_blocks(self.blocks)
         require(self.dynamics in DYNAMICS, "dynamics", f"one of {', '.join(DYNAMICS)}",
                  self.dynamics)
         require(self.noise_dist in NOISE_DISTS, "noise_dist",
@@ -166,15 +179,13 @@ class ChainConfig:
         require(self.noise_sharing in NOISE_SHARING, "noise_sharing",
                  f"one of {', '.join(NOISE_SHARING)}", self.noise_sharing)
         require(self.rng in RNGS, "rng", f"one of {', '.join(RNGS)}", self.rng)
-        require(is_finite(self.modulus) and self.modulus > 0, "modulus", "> 0", self.modulus)
+        check_modulus(self.modulus)
         for name in ("mu_right", "mu_left", "noise", "noise_decay", "damping"):
             value = getattr(self, name)
             if value is None and name in ("mu_left", "damping"):
                 continue
-            require(is_finite(value) and value >= 0, name, "a finite number >= 0", value)
-        # y = 0 gives a load curve with no drop: every curvature would be NaN
-        require(is_finite(self.target) and self.target != 0, "target",
-                "a finite number other than 0", self.target)
+            check_nonnegative(name, value)
+        check_target(self.target)
         require(is_finite(self.truncation) and self.truncation > 0, "truncation",
                  "> 0 (standard deviations)", self.truncation)
         require(self.algorithm in ALGORITHMS, "algorithm", f"one of {', '.join(ALGORITHMS)}",
@@ -195,11 +206,10 @@ class ChainConfig:
             require(self.gamma > 0, "damping", "> 0 for the Langevin dynamics "
                      "(Euler-Maruyama is unstable without damping)", self.damping)
         limit = max_stable_step(int(self.blocks), self.modulus, self.dynamics, self.gamma)
-        require(is_finite(self.step) and 0 < self.step < limit, "step",
-                 f"in (0, {limit:.6g}): the {self.dynamics} scheme is unstable beyond "
-                 f"that for blocks={self.blocks}, modulus={self.modulus:g}"
-                 + (f", damping={self.gamma:g}" if self.dynamics != "overdamped" else ""),
-                 self.step)
+        check_step(self.step, self.modulus, limit,
+                   f"the {self.dynamics} scheme is unstable beyond that for "
+                   f"blocks={self.blocks}, modulus={self.modulus:g}"
+                   + (f", damping={self.gamma:g}" if self.dynamics != "overdamped" else ""))
         if self.rng == "legacy":
             require(self.dynamics == "overdamped" and self.noise_dist == "gaussian"
                      and self.stop_tol is None, "rng",
@@ -255,7 +265,7 @@ class ChainConfig:
         """Damping in use: ``damping``, or critical damping 2 sqrt(k lambda_max)."""
         if self.damping is not None:
             return self.damping
-        return 2.0 * math.sqrt(self.modulus * laplacian_eigenvalues(int(self.blocks))[-1])
+        return 2.0 * math.sqrt(self.modulus * laplacian_extremes(int(self.blocks))[1])
 
     @property
     def effective_truncation(self) -> float:

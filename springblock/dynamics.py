@@ -1,9 +1,17 @@
 """Numba kernels that advance an ensemble of spring-block chains.
 
-One call advances ``M`` chains of ``L`` blocks by ``n_steps`` time steps, in
-parallel over chains. Each chain has its own parameters (a row of
-``params``, columns ``P_*`` below) and its own xoshiro256++ stream, so the
-result for a chain depends only on its parameters and seed.
+One call of a ``*_slice`` kernel advances the chains listed in ``chains``
+(indices into the ``M`` rows of every array) by ``n_steps`` time steps from
+global step ``step0``, in parallel over chains, in place. Each chain has its
+own parameters (a row of ``params``, columns ``P_*`` below) and its own
+xoshiro256++ stream, whose state ``states[m]`` is written back, so the
+result for a chain depends only on its parameters and seed — and not on how
+its steps are cut into calls: ``n`` steps in one call and the same steps in
+any number of calls give the same bits. :mod:`springblock.runner` uses that
+to return to Python every ~0.1 s (a numba kernel never runs a signal
+handler: a whole run in one call could not be stopped). ``overdamped``,
+``second_order`` and ``langevin`` are the whole-run forms (every chain, one
+call).
 
 Positions ``x`` have shape ``(M, L)`` (the wall x_0 = 0 and the target
 x_{L+1} = y are not stored). All blocks are updated from the previous
@@ -12,6 +20,10 @@ positions (a Jacobi step): the loop carries the old left neighbour in
 
 Time is discrete: step ``n`` (counted from the start of the run, ``step0``
 plus the local index) is at time ``t = n * eta``.
+
+Shapes: ``x``, ``v`` (M, L); ``states`` (M, 4) uint64; ``params`` (M,
+N_PARAMS); ``chains`` (K,) int64; ``traj`` (M, R+1, L), row r = step r *
+record_every (R = 0: nothing recorded).
 """
 
 from __future__ import annotations
@@ -35,6 +47,9 @@ P_DAMPING = 6  # damping gamma (second order, Langevin)
 P_TRUNCATION = 7  # noise bound in standard deviations (inf: plain Gaussian)
 P_DECAY = 8  # noise decay rate lambda: s(t) = s exp(-lambda t)
 N_PARAMS = 9
+#: Chains up to this many blocks work on a private copy of their row; longer ones in
+#: place (the copy no longer fits a cache, and a slice of one step would copy 2x its work).
+PRIVATE_ROW_BLOCKS = 65_536
 
 
 @numba.njit(inline="always")
@@ -74,23 +89,27 @@ def _overdamped_block(cur, left, right, k, noisy, mu_r, mu_l, eta):
 
 
 @numba.njit(parallel=True, cache=True)
-def overdamped(x, states, params, n_steps, step0, synchronous, record_every, traj):
+def overdamped_slice(x, states, params, chains, n_steps, step0, synchronous, record_every,
+                     traj):
     """Overdamped chain with friction on the noisy force (paper Eqs. 5-6).
 
     x_l <- x_l + eta * f(F_l + s xi_l),  F_l = k (x_{l+1} - 2 x_l + x_{l-1}).
     Each chain works on a private copy of its row (no aliasing with other
-    chains, so the compiler keeps it in cache-friendly form), and the last
-    block, whose right neighbour is the target, is peeled out of the loop.
+    chains, so the compiler keeps it in cache-friendly form; chains longer than
+    PRIVATE_ROW_BLOCKS in place), and the last block, whose right neighbour is
+    the target, is peeled out of the loop.
     """
-    n_chains, n_blocks = x.shape
+    n_blocks = x.shape[1]
     last = n_blocks - 1
-    for m in numba.prange(n_chains):
+    for i in numba.prange(chains.size):
+        m = chains[i]
         p = params[m]
         mu_r, mu_l, k, y, eta, bound = (
             p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP], p[P_TRUNCATION]
         )
         s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
-        xm = x[m].copy()
+        private = n_blocks <= PRIVATE_ROW_BLOCKS
+        xm = x[m].copy() if private else x[m]
         for t in range(n_steps):
             s = noise_level(p, step0 + t)
             xi = 0.0
@@ -105,12 +124,14 @@ def overdamped(x, states, params, n_steps, step0, synchronous, record_every, tra
                 xm[j] = _overdamped_block(cur, left, right, k, s * xi, mu_r, mu_l, eta)
                 left = cur
             _record_row(traj, m, xm, step0 + t + 1, record_every)
-        x[m] = xm
+        if private:
+            x[m] = xm
         states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
 
 
 @numba.njit(parallel=True, cache=True)
-def second_order(x, v, states, params, n_steps, step0, synchronous, record_every, traj):
+def second_order_slice(x, v, states, params, chains, n_steps, step0, synchronous, record_every,
+                       traj):
     """Damped second-order chain with static and sliding friction (paper Eq. 4).
 
     Unit mass, x'' = F - gamma x' + friction + s xi. A moving block feels the
@@ -119,8 +140,9 @@ def second_order(x, v, states, params, n_steps, step0, synchronous, record_every
     applied force leaves [-mu<-, mu->], reduced by the threshold (SM Eqs. 10-11).
     Semi-implicit Euler: v first, then x with the new v.
     """
-    n_chains, n_blocks = x.shape
-    for m in numba.prange(n_chains):
+    n_blocks = x.shape[1]
+    for i in numba.prange(chains.size):
+        m = chains[i]
         p = params[m]
         mu_r, mu_l, k, y, eta, gamma, bound = (
             p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP], p[P_DAMPING],
@@ -156,7 +178,8 @@ def second_order(x, v, states, params, n_steps, step0, synchronous, record_every
 
 
 @numba.njit(parallel=True, cache=True)
-def langevin(x, v, states, params, n_steps, step0, synchronous, record_every, traj):
+def langevin_slice(x, v, states, params, chains, n_steps, step0, synchronous, record_every,
+                   traj):
     """Second-order Langevin chain, noise on the velocity (SM Eqs. 12-13).
 
     x <- x + dt v,  v <- v + dt (F - gamma v + friction(v, F)) + sigma(t) xi,
@@ -171,8 +194,9 @@ def langevin(x, v, states, params, n_steps, step0, synchronous, record_every, tr
     (tests/test_physics.py); reading sigma_0 as eps instead leaves the chain
     ~0.03 away from it.
     """
-    n_chains, n_blocks = x.shape
-    for m in numba.prange(n_chains):
+    n_blocks = x.shape[1]
+    for i in numba.prange(chains.size):
+        m = chains[i]
         p = params[m]
         mu_r, mu_l, k, y, dt, gamma, bound = (
             p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP], p[P_DAMPING],
@@ -204,8 +228,9 @@ def langevin(x, v, states, params, n_steps, step0, synchronous, record_every, tr
         states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
 
 
-@numba.njit
-def overdamped_legacy(x, seeds, params, n_steps, synchronous, record_every, traj):
+@numba.njit(cache=True)
+def overdamped_legacy(x, seeds, params, chains, n_steps, step0, synchronous, record_every,
+                      traj):
     """Overdamped chain driven by numpy's legacy global generator.
 
     ``np.random.seed(seed)`` then one ``standard_normal`` per block and step
@@ -214,14 +239,21 @@ def overdamped_legacy(x, seeds, params, n_steps, synchronous, record_every, traj
     chain reproduces a plain Python loop written that way bit for bit. Serial
     (numba's legacy state is per thread) and several times slower than the
     default generator; plain Gaussian noise only.
+
+    The generator is seeded at ``step0 == 0`` only: a later call continues
+    the calling thread's stream, so one chain's steps may be cut into calls
+    (the same chain, one after the other, on one thread) without changing a
+    bit. That state cannot be saved, so a legacy chain resumes from step 0.
     """
-    n_chains, n_blocks = x.shape
-    for m in range(n_chains):
-        np.random.seed(seeds[m])  # noqa: NPY002 (bit-compatibility is the point)
+    n_blocks = x.shape[1]
+    for i in range(chains.size):
+        m = chains[i]
+        if step0 == 0:
+            np.random.seed(seeds[m])  # noqa: NPY002 (bit-compatibility is the point)
         p = params[m]
         mu_r, mu_l, k, y, eta = p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP]
         for t in range(n_steps):
-            s = noise_level(p, t)
+            s = noise_level(p, step0 + t)
             xi = np.random.standard_normal() if synchronous else 0.0  # noqa: NPY002
             left = 0.0
             for j in range(n_blocks):
@@ -231,4 +263,25 @@ def overdamped_legacy(x, seeds, params, n_steps, synchronous, record_every, traj
                 if not synchronous:
                     xi = np.random.standard_normal()  # noqa: NPY002
                 x[m, j] += eta * dead_zone(force + s * xi, mu_r, mu_l)
-            _record_row(traj, m, x[m], t + 1, record_every)
+            _record_row(traj, m, x[m], step0 + t + 1, record_every)
+
+
+def _all(x) -> np.ndarray:
+    return np.arange(x.shape[0], dtype=np.int64)
+
+
+def overdamped(x, states, params, n_steps, step0, synchronous, record_every, traj):
+    """:func:`overdamped_slice` for every chain in one call (not interruptible)."""
+    overdamped_slice(x, states, params, _all(x), n_steps, step0, synchronous, record_every, traj)
+
+
+def second_order(x, v, states, params, n_steps, step0, synchronous, record_every, traj):
+    """:func:`second_order_slice` for every chain in one call (not interruptible)."""
+    second_order_slice(x, v, states, params, _all(x), n_steps, step0, synchronous,
+                       record_every, traj)
+
+
+def langevin(x, v, states, params, n_steps, step0, synchronous, record_every, traj):
+    """:func:`langevin_slice` for every chain in one call (not interruptible)."""
+    langevin_slice(x, v, states, params, _all(x), n_steps, step0, synchronous, record_every,
+                   traj)

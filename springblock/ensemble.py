@@ -1,16 +1,20 @@
 """Run chain ensembles: :func:`run_ensemble` (arrays) and :func:`simulate` (Dataset).
 
 Data flows config -> parameter table -> kernel -> labelled Dataset. The
-kernels in :mod:`springblock.dynamics` do the physics; this module validates,
-seeds, applies the stopping rule and labels the result.
+kernels in :mod:`springblock.dynamics` and :mod:`springblock.events` do the
+physics, :mod:`springblock.runner` calls them in short slices (stoppable,
+resumable, with progress) and :mod:`springblock.budget` prices a run before
+it starts; this module validates, seeds and labels the result.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -18,10 +22,11 @@ from scipy.special import log_ndtr, ndtr
 
 from phasecore import loadcurve
 from phasecore.checks import ConfigError, check_result_size
-from phasecore.results import provenance
-from springblock import dynamics, events, theory
+from phasecore.results import check_output, provenance, save
+from phasecore.store import config_hash
+from springblock import budget, runner, theory
+from springblock.checks import OUT_OF_SCALE, out_of_scale
 from springblock.config import MAX_KERNEL_STEPS, ChainConfig
-from springblock.rng import seed_states
 
 FINITE_HORIZON_NOTE = (
     "Gaussian-noise load curves are finite-horizon objects: with unbounded noise "
@@ -76,7 +81,7 @@ INFINITE_HORIZON_RELAXATIONS = 20.0
 #: The largest step count an infinite horizon resolves to (tau beyond it: a/s > ~37).
 MAX_HORIZON_STEPS = 1e300
 #: Moves a chain may make on its way to a frozen state before it is given up.
-MAX_EVENTS = 10_000_000
+MAX_EVENTS = runner.MAX_EVENTS
 #: Cost of one event-driven move in block-steps of the step kernel (measured on
 #: L = 7 chains, benchmarks/bench_chain.py): the exchange rate ``auto`` uses.
 EVENT_COST = 100.0
@@ -112,7 +117,7 @@ def infinite_horizon_steps(cfg: ChainConfig) -> float:
     log_p = _log_move_probability_at_rest(cfg)
     if log_p == -math.inf:
         return math.inf
-    lam = theory.laplacian_eigenvalues(cfg.blocks)[0]
+    lam = theory.laplacian_extremes(cfg.blocks)[0]
     log_steps = (math.log(INFINITE_HORIZON_RELAXATIONS) - log_p
                  - math.log(cfg.modulus * lam * cfg.step))
     return math.ceil(math.exp(min(log_steps, math.log(MAX_HORIZON_STEPS))))
@@ -134,7 +139,7 @@ def expected_events(cfg: ChainConfig, n_steps: float) -> float:
     (benchmarks/bench_chain.py prints the measured counts); it only has to rank
     the two algorithms.
     """
-    lam = theory.laplacian_eigenvalues(cfg.blocks)[0]
+    lam = theory.laplacian_extremes(cfg.blocks)[0]
     n_relax = 1.0 / (cfg.step * cfg.modulus * lam)
     startup = 0.8 * cfg.blocks * n_relax * math.log1p(n_steps / n_relax)
     p_star = math.exp(_log_move_probability_at_rest(cfg))
@@ -158,6 +163,9 @@ def run_ensemble(
     configs: Sequence[ChainConfig],
     seeds: np.ndarray,
     groups: np.ndarray | None = None,
+    *,
+    checkpoint: runner.Checkpoint | None = None,
+    progress: str | None = None,
 ) -> EnsembleResult:
     """Advance one chain per (config, seed) pair.
 
@@ -168,7 +176,25 @@ def run_ensemble(
     (M,) labels the chains whose seed-mean load curve the stopping rule
     watches (default: all chains one group). A chain's result depends only on
     its own config and seed (and the algorithm that ran it).
+
+    The kernels run in slices of ~0.1 s (:mod:`springblock.runner`): Ctrl-C
+    or SIGTERM stops the run within about that (KeyboardInterrupt). With a
+    ``checkpoint`` the state is saved there periodically and when
+    interrupted, and a run with the same chains resumes from it bit for bit.
+    ``progress``: a label; a long run then reports its progress on stderr.
     """
+    plan = _plan(configs, seeds, groups)
+    state = checkpoint.load(plan) if checkpoint is not None else None
+    if state is not None and progress:
+        print(f"{progress}: resuming at {100 * runner.fraction_done(plan, state):.1f}% of the "
+              f"run from {str(checkpoint.path.parent)!r}", file=sys.stderr, flush=True)
+    state = runner.fresh_state(plan) if state is None else state
+    report = runner.Report(plan, state, progress) if progress else None
+    runner.run(plan, state, checkpoint=checkpoint, report=report)
+    return _result(plan, state)
+
+
+def _plan(configs: Sequence[ChainConfig], seeds, groups) -> runner.Plan:
     base = configs[0]
     shared = ("blocks", "dynamics", "noise_sharing", "steps", "record_every", "stop_tol",
               "stop_window", "rng")
@@ -176,115 +202,58 @@ def run_ensemble(
         for name in shared:
             if getattr(cfg, name) != getattr(base, name):
                 raise ConfigError(f"{name} must be the same for every chain of an ensemble")
-    n_chains, n_blocks = len(configs), base.blocks
-    seeds = np.asarray(seeds, dtype=np.int64)
-    groups = np.zeros(n_chains, dtype=np.int64) if groups is None else np.asarray(groups)
-    params = np.stack([cfg.param_row() for cfg in configs])  # (M, N_PARAMS)
-    algorithm = np.array([choose_algorithm(cfg) for cfg in configs])
-    horizon = np.array([resolved_steps(cfg) for cfg in configs])  # (M,) steps, may be inf
-    every = base.record_every
-    n_records = base.steps // every + 1 if every else 0
-    out = EnsembleResult(
-        positions=np.zeros((n_chains, n_blocks)),
-        steps_run=np.zeros(n_chains),
-        trajectory=np.full((n_chains, n_records, n_blocks), np.nan),
-        algorithm=algorithm,
-        events=np.full(n_chains, -1, dtype=np.int64),
-        frozen=np.zeros(n_chains, dtype=bool),
+    n_chains = len(configs)
+    return runner.Plan(
+        base=base,
+        params=np.stack([cfg.param_row() for cfg in configs]),  # (M, N_PARAMS)
+        seeds=np.asarray(seeds, dtype=np.int64),
+        groups=np.zeros(n_chains, dtype=np.int64) if groups is None else np.asarray(groups),
+        algorithm=np.array([choose_algorithm(cfg) for cfg in configs]),
+        horizon=np.array([resolved_steps(cfg) for cfg in configs], dtype=np.float64),
     )
-    if every:
-        out.trajectory[:, 0] = 0.0
-    states = seed_states(seeds)
 
-    fast = np.flatnonzero(algorithm == "events")
-    if fast.size:
-        _run_events(out, fast, states[fast], params[fast], horizon[fast], base)
-    slow = np.flatnonzero(algorithm == "steps")
-    for n in np.unique(horizon[slow]):  # one step-kernel run per step count
-        idx = slow[horizon[slow] == n]
-        _run_steps(out, idx, seeds[idx], states[idx], params[idx], groups[idx], int(n), base)
+
+def _result(plan: runner.Plan, st: runner.ChainState) -> EnsembleResult:
+    """The finished state as an :class:`EnsembleResult` (diverged chains: one NaN state)."""
+    fast = plan.algorithm == "events"
+    out = EnsembleResult(
+        positions=st.x,
+        steps_run=np.where(fast, st.clock, st.done.astype(np.float64)),
+        trajectory=st.traj if plan.base.record_every else None,
+        algorithm=plan.algorithm,
+        events=np.where(fast, st.events, -1).astype(np.int64),
+        frozen=fast & (st.status == runner.FROZEN),
+    )
+    gave_up = int((fast & (st.status == runner.OUT_OF_EVENTS)).sum())
+    if gave_up:
+        warnings.warn(f"{gave_up} chain(s) made {runner.MAX_EVENTS} moves without freezing; "
+                      "their state is reported at the last move (frozen = False)",
+                      stacklevel=3)
     overflowed = ~np.isfinite(out.positions).all(axis=1)  # (M,)
     # inf - inf inside a kernel leaves a mix of +-inf, NaN and huge numbers: one NaN state
     # says "diverged" the same way for every kernel, and such a chain is not frozen
     out.positions[overflowed] = np.nan
     out.frozen[overflowed] = False
-    if not every:
-        out.trajectory = None
-    return out
-
-
-def _run_events(out: EnsembleResult, idx, states, params, horizon, base: ChainConfig) -> None:
-    """The event-driven kernel (:mod:`springblock.events`) for chains ``idx``."""
-    n = idx.size
-    x = np.zeros((n, base.blocks))
-    traj = np.ascontiguousarray(out.trajectory[idx])
-    steps_run, n_events = np.zeros(n), np.zeros(n, dtype=np.int64)
-    status = np.zeros(n, dtype=np.int64)
-    kernel = events.synchronous if base.noise_sharing == "synchronous" else events.independent
-    kernel(x, states, params, horizon.astype(np.float64), MAX_EVENTS, base.record_every, traj,
-           steps_run, n_events, status)
-    out.positions[idx], out.steps_run[idx], out.events[idx] = x, steps_run, n_events
-    out.frozen[idx] = status == events.FROZEN
-    gave_up = int((status == events.OUT_OF_EVENTS).sum())
-    if gave_up:
-        warnings.warn(f"{gave_up} chain(s) made {MAX_EVENTS} moves without freezing; their "
-                      "state is reported at the last move (frozen = False)", stacklevel=3)
-    out.trajectory[idx] = traj
-
-
-def _run_steps(out: EnsembleResult, idx, seeds, states, params, groups, n_steps: int,
-               base: ChainConfig) -> None:
-    """The step-by-step kernels for chains ``idx`` (with the stopping rule)."""
-    n_chains = idx.size
-    x = np.zeros((n_chains, base.blocks))
-    v = np.zeros((n_chains, base.blocks))
-    sync = base.noise_sharing == "synchronous"
-    every = base.record_every
-    traj = out.trajectory[idx]
-    if base.rng == "legacy":
-        dynamics.overdamped_legacy(x, seeds, params, n_steps, sync, every, traj)
-        out.positions[idx], out.steps_run[idx], out.trajectory[idx] = x, n_steps, traj
-        return
-    steps_run = np.zeros(n_chains)
-    active = np.arange(n_chains)
-    window = base.stop_window if base.stop_tol is not None else n_steps
-    done = 0
-    while done < n_steps and active.size:
-        n = min(window, n_steps - done)
-        xa, va, sa, ta = x[active], v[active], states[active], traj[active]
-        if base.dynamics == "overdamped":
-            dynamics.overdamped(xa, sa, params[active], n, done, sync, every, ta)
-        elif base.dynamics == "second_order":
-            dynamics.second_order(xa, va, sa, params[active], n, done, sync, every, ta)
-        else:
-            dynamics.langevin(xa, va, sa, params[active], n, done, sync, every, ta)
-        before = x[active]
-        x[active], v[active], states[active], traj[active] = xa, va, sa, ta
-        done += n
-        steps_run[active] = done
-        if base.stop_tol is not None and done < n_steps:
-            active = active[~_converged(before, xa, groups[active], params[active], base.stop_tol)]
-    out.positions[idx], out.steps_run[idx], out.trajectory[idx] = x, steps_run, traj
-
-
-def _converged(before, after, groups, params, tol) -> np.ndarray:
-    """Per chain: has its group's seed-mean load curve stopped moving? (M,) bool."""
-    out = np.zeros(len(groups), dtype=bool)
-    for g in np.unique(groups):
-        members = groups == g
-        change = np.abs(after[members].mean(0) - before[members].mean(0)).max()
-        scale = abs(params[members][0, dynamics.P_TARGET]) or 1.0
-        out[members] = change < tol * scale
     return out
 
 
 def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: bool = True,
+             output=None, overwrite: bool = False, quiet: bool = True,
              **params) -> xr.Dataset:
     """Simulate an ensemble of identical chains, one per seed.
 
     ``config`` is a :class:`ChainConfig`, or pass its fields as keywords
     (``simulate(blocks=7, mu_right=0.1, mu_left=0.2, noise=0.1, seeds=64)``).
     ``seeds``: a count n (seeds 0..n-1) or a list of integers.
+
+    Before any work the memory the run needs is estimated and refused beyond
+    what the machine has available (:mod:`springblock.budget`). ``output``:
+    a NetCDF path the result is saved to; while the run goes on its state is
+    kept in ``<output>.parts/`` (every minute, and when Ctrl-C or SIGTERM
+    stops it), so the same call again resumes it, to the identical result.
+    An existing output, or the state of a different run there, is refused
+    unless ``overwrite``. ``quiet=False`` prints the expected run time of a
+    long run (compilation included) and its progress, on stderr.
 
     Returns an ``xarray.Dataset`` with
 
@@ -294,6 +263,8 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     * ``trajectory (seed, time, layer)`` if ``record_every`` > 0;
     * ``algorithm (seed)`` ("steps" or "events"), ``events (seed)`` (moves,
       event-driven chains) and ``frozen (seed)`` (exact stationary state);
+    * ``diverged (seed)`` (positions overflowed) and ``out_of_scale (seed)``
+      (noise or friction above 1e6 k|y|), each with a warning;
     * ``theory_load_curve (layer)``: the mean-drift prediction at the horizon
       (overdamped dynamics), and ``stationary_load_curve (layer)``: the
       infinite-time state of Eq. 8;
@@ -307,8 +278,29 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     records = config.steps // config.record_every + 1 if config.record_every else 1
     check_result_size("seeds x recorded times" if config.record_every else "seeds",
                       len(seed_values) * records * (config.blocks + 1))
-    result = run_ensemble([config] * len(seed_values), seed_values)
-    return _label(config, seed_values, result, theory_prediction)
+    budget.check_memory(budget.simulate_memory(config, len(seed_values), theory_prediction))
+    checkpoint = None
+    if output is not None:
+        output = check_output(output, overwrite)
+        digest = config_hash({"config": config.to_dict(), "seeds": seed_values.tolist()})
+        checkpoint = runner.Checkpoint(parts_folder(output) / "chains.npz", digest)
+        checkpoint.open(overwrite)
+    if not quiet:
+        budget.announce("springblock simulate", budget.simulate_seconds(
+            config, len(seed_values), theory_prediction))
+    result = run_ensemble([config] * len(seed_values), seed_values, checkpoint=checkpoint,
+                          progress=None if quiet else "simulate")
+    ds = _label(config, seed_values, result, theory_prediction)
+    if output is not None:
+        save(ds, output, overwrite=overwrite)
+        checkpoint.clear()
+    return ds
+
+
+def parts_folder(output) -> Path:
+    """``<output>.parts``: where an unfinished run keeps its state (as sweeps do)."""
+    output = Path(output)
+    return output.with_name(output.name + ".parts")
 
 
 def _label(cfg: ChainConfig, seeds, result: EnsembleResult, with_theory: bool) -> xr.Dataset:
@@ -329,6 +321,8 @@ def _label(cfg: ChainConfig, seeds, result: EnsembleResult, with_theory: bool) -
                         {"long_name": "horizon T", "units": "time"}),
             **run_variables(("seed",), result),
             **diverged_variable(("seed",), curves),
+            **scale_variable(("seed",), curves, out_of_scale(
+                cfg.noise, cfg.mu_right, cfg.mu_left_value, cfg.modulus, cfg.target)),
         },
         coords={"seed": seeds, "layer": ("layer", layer, {"long_name": "layer (0 = wall)"})},
     )
@@ -379,6 +373,32 @@ def diverged_variable(dims: tuple, curves: np.ndarray) -> dict:
                       "overflowed: noise or step too large); they are marked in 'diverged'",
                       stacklevel=4)  # the caller of simulate / phase_diagram
     return {"diverged": (dims, diverged, {"long_name": "positions overflowed (not finite)"})}
+
+
+def scale_variable(dims: tuple, curves: np.ndarray, flagged) -> dict:
+    """``out_of_scale``: chains run with noise or friction above 1e6 k|y| (flagged (...)
+    bool, broadcast to the chains), and the warnings that flag absurd results.
+
+    Warns for such chains that did not overflow (those are already
+    ``diverged``), and for finite load curves whose scale-free curvature is
+    undefined because they barely drop: no curvature is NaN without a word.
+    """
+    finite = np.isfinite(curves).all(axis=-1)  # (...,)
+    flagged = np.broadcast_to(np.asarray(flagged, dtype=bool), finite.shape)
+    loud = flagged & finite
+    if loud.any():
+        warnings.warn(f"{int(loud.sum())} of {loud.size} chain(s) ran with noise or friction "
+                      f"above {OUT_OF_SCALE:g} x modulus x |target| (the largest spring "
+                      "force): their load curves measure the noise or friction, not the chain; "
+                      "they are marked in 'out_of_scale'", stacklevel=4)
+    flat = finite & ~loud & ~np.isfinite(loadcurve.curvature_scaled(curves))
+    if flat.any():
+        warnings.warn(f"{int(flat.sum())} of {flat.size} chain(s) have an undefined scale-free "
+                      f"curvature (NaN): their load curve drops by less than "
+                      f"{loadcurve.MIN_RELATIVE_DROP:g} of its size (friction holds the blocks, "
+                      "or the horizon is too short to move them)", stacklevel=4)
+    return {"out_of_scale": (dims, flagged.copy(),
+                             {"long_name": f"noise or friction above {OUT_OF_SCALE:g} k|y|"})}
 
 
 def stationary_positions(cfg: ChainConfig) -> np.ndarray:

@@ -62,6 +62,7 @@ _LOG_SQRT_2PI = 0.9189385332046728
 _INF = np.inf
 
 # Why a kernel stopped (the ``status`` output, per chain).
+RUNNING = -1  # not finished: the next call goes on from the saved state
 REACHED = 0  # the horizon was reached
 FROZEN = 1  # no block can ever move again: the state is final
 OUT_OF_EVENTS = 2  # max_events moves before the horizon (only for horizon = inf)
@@ -315,69 +316,103 @@ def _chain_params(p):
 
 
 @numba.njit(cache=True)
-def _store(m, t, horizon, code, n_events, xm, q, every, state, x, traj, steps_run, events,
-           status, states):
-    """Write chain m's outputs: a chain that reached its horizon (or froze before a finite
-    one) is reported at the horizon; records up to then hold its last state."""
+def _finish(m, t, horizon, code, xm, q, every, traj):
+    """The step a finished chain is reported at, its remaining records filled: a chain that
+    reached its horizon (or froze before a finite one) is reported at the horizon, and
+    records up to then hold its last state."""
     if code == REACHED or (code == FROZEN and horizon < _INF):
         t = horizon
     _fill_records(traj, m, xm, q, every, t + 0.5, traj.shape[1])
+    return t
+
+
+@numba.njit(cache=True)
+def _save(m, t, n_events, q, code, xm, state, x, clock, events, record, status, states):
+    """Write chain m's state back: everything the next call (or the caller) reads."""
     x[m] = xm
-    steps_run[m], events[m], status[m] = t, n_events, code
+    clock[m], events[m], record[m], status[m] = t, n_events, q, code
     states[m, 0], states[m, 1], states[m, 2], states[m, 3] = state
 
 
+@numba.njit(inline="always")
+def _rates(xm, j, k, y, mu_r, mu_l, s, c, eta, q_c, force, right, can_move):
+    """Block j's force and move rate (no random draw): -log(1-p) and log p."""
+    force[j] = _force(xm, j, k, y)
+    nlq, log_p, right[j] = move_rate(force[j], xm[j], mu_r, mu_l, s, c, eta, q_c)
+    can_move[j] = nlq > 0.0 or log_p > -_INF
+    return nlq, log_p
+
+
 # --- the kernels --------------------------------------------------------------
+#
+# A kernel call advances each listed chain whose ``status`` is RUNNING by at most
+# ``budget`` events, then returns; a chain that reaches its horizon, freezes or runs
+# out of events gets its final status. Between calls a chain's whole state is
+# (x, the generator state, clock, events, record) and, for independent noise, each
+# block's scheduled move ``nxt`` and ``touched`` (its force changed since that move
+# was drawn): a chain cut into any number of calls draws the same numbers in the same
+# order as in one call, so its result is the same to the bit.
 
 
 @numba.njit(parallel=True, cache=True)
-def independent(x, states, params, horizon, max_events, every, traj, steps_run, events,
-                status):
+def independent_slice(x, states, params, chains, horizon, max_events, budget, every, traj,
+                      clock, events, record, status, nxt, touched):
     """Event-driven overdamped chains, one noise draw per block and step.
 
-    Advances each chain m from state ``x[m]`` at step 0 to step
-    ``horizon[m]`` (or until frozen). Outputs per chain: ``steps_run`` (the
-    step whose state ``x`` holds: the horizon, or for an infinite horizon
-    the step of the last move), ``events`` (steps in which something moved)
-    and ``status`` (REACHED, FROZEN or OUT_OF_EVENTS).
+    Advances each chain m of ``chains`` from its state (``x[m]`` at step
+    ``clock[m]``) towards step ``horizon[m]`` (or until frozen), by at most
+    ``budget`` events. Per chain, read and written: ``clock`` (the step reached;
+    once finished, the step whose state ``x`` holds: the horizon, or for an
+    infinite horizon the step of the last move), ``events`` (steps in which
+    something moved), ``record`` (the next trajectory row), ``status``
+    (RUNNING, then REACHED, FROZEN or OUT_OF_EVENTS), ``nxt`` and ``touched``
+    (M, L). A new chain starts at clock 0, 0 events, record 1, RUNNING and
+    every block touched.
     """
-    n_chains, n_blocks = x.shape
+    n_blocks = x.shape[1]
     n_records = traj.shape[1]
-    for m in numba.prange(n_chains):
+    for i in numba.prange(chains.size):
+        m = chains[i]
+        if status[m] != RUNNING:
+            continue
         mu_r, mu_l, s, k, y, eta, c = _chain_params(params[m])
         s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
         q_c = 0.5 * math.erfc(c * _SQRT_HALF)  # P(xi > c): 0 for Gaussian noise
         xm = x[m].copy()
+        nxt_m = nxt[m].copy()  # step of each block's next move
+        touched_m = touched[m].copy()
         force = np.empty(n_blocks)
         right = np.empty(n_blocks)  # P(move right | it moves), per block
         can_move = np.empty(n_blocks, dtype=np.bool_)  # p_j > 0
-        nxt = np.empty(n_blocks)  # step of the block's next move
         dx = np.zeros(n_blocks)
         moving = np.zeros(n_blocks, dtype=np.bool_)
-        touched = np.ones(n_blocks, dtype=np.bool_)
-        t, n_events, q, code = 0.0, 0, 1, REACHED
-        while True:
+        for j in range(n_blocks):  # resuming: untouched blocks' rates as when drawn
+            if not touched_m[j]:
+                _rates(xm, j, k, y, mu_r, mu_l, s, c, eta, q_c, force, right, can_move)
+        t, n_events, q, code = clock[m], events[m], record[m], RUNNING
+        stop = n_events + budget
+        while n_events < stop:
             # Fresh waiting times for the blocks whose force changed (all at first);
             # the others keep theirs (memorylessness).
             for j in range(n_blocks):
-                if not touched[j]:
+                if not touched_m[j]:
                     continue
-                touched[j] = False
-                force[j] = _force(xm, j, k, y)
-                nlq, log_p, right[j] = move_rate(force[j], xm[j], mu_r, mu_l, s, c, eta, q_c)
-                can_move[j] = nlq > 0.0 or log_p > -_INF
+                touched_m[j] = False
+                nlq, log_p = _rates(xm, j, k, y, mu_r, mu_l, s, c, eta, q_c, force, right,
+                                    can_move)
                 wait, s0, s1, s2, s3 = geometric(nlq, log_p, s0, s1, s2, s3)
-                nxt[j] = t + wait
-                if nxt[j] <= t:  # beyond 2**53 steps: at least the next float
-                    nxt[j] = t * (1.0 + 2.220446049250313e-16)
+                nxt_m[j] = t + wait
+                if nxt_m[j] <= t:  # beyond 2**53 steps: at least the next float
+                    nxt_m[j] = t * (1.0 + 2.220446049250313e-16)
             t_next, stuck = _INF, True
             for j in range(n_blocks):
-                t_next = min(t_next, nxt[j])
+                t_next = min(t_next, nxt_m[j])
                 stuck &= not can_move[j]
             if stuck:
                 code = FROZEN
                 break
             if t_next > horizon[m]:
+                code = REACHED
                 break
             if n_events >= max_events and horizon[m] == _INF:
                 code = OUT_OF_EVENTS
@@ -385,7 +420,7 @@ def independent(x, states, params, horizon, max_events, every, traj, steps_run, 
             q = _fill_records(traj, m, xm, q, every, t_next, n_records)
             # One Jacobi step: every block scheduled now moves, from the old forces.
             for j in range(n_blocks):
-                moving[j] = nxt[j] == t_next
+                moving[j] = nxt_m[j] == t_next
                 if not moving[j]:
                     continue
                 xi = 0.0
@@ -400,15 +435,18 @@ def independent(x, states, params, horizon, max_events, every, traj, steps_run, 
             for j in range(n_blocks):
                 if moving[j]:
                     xm[j] += dx[j]
-                    touched[j] = True
+                    touched_m[j] = True
                     if j > 0:
-                        touched[j - 1] = True
+                        touched_m[j - 1] = True
                     if j + 1 < n_blocks:
-                        touched[j + 1] = True
+                        touched_m[j + 1] = True
             t = t_next
             n_events += 1
-        _store(m, t, horizon[m], code, n_events, xm, q, every, (s0, s1, s2, s3), x, traj,
-               steps_run, events, status, states)
+        if code != RUNNING:
+            t = _finish(m, t, horizon[m], code, xm, q, every, traj)
+        nxt[m], touched[m] = nxt_m, touched_m
+        _save(m, t, n_events, q, code, xm, (s0, s1, s2, s3), x, clock, events, record, status,
+              states)
 
 
 @numba.njit(cache=True)
@@ -434,18 +472,24 @@ def _union_rate(lo_union, hi_union, c, log_z):
 
 
 @numba.njit(parallel=True, cache=True)
-def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, events,
-                status):
+def synchronous_slice(x, states, params, chains, horizon, max_events, budget, every, traj,
+                      clock, events, record, status, nxt, touched):
     """Event-driven overdamped chains, one noise draw per step shared by all blocks.
 
     A step moves something iff its draw xi falls in the union of the blocks'
     tails, {xi >= min_j r_j} or {xi <= max_j l_j}: a geometric wait with that
     union's mass, then xi conditioned on the union, and every block whose own
-    tail holds xi moves. Same arguments and outputs as :func:`independent`.
+    tail holds xi moves. Same arguments and outputs as
+    :func:`independent_slice`; ``nxt`` and ``touched`` are unused (every event
+    recomputes all forces, so the state between calls is x, clock and the
+    generator).
     """
-    n_chains, n_blocks = x.shape
+    n_blocks = x.shape[1]
     n_records = traj.shape[1]
-    for m in numba.prange(n_chains):
+    for i in numba.prange(chains.size):
+        m = chains[i]
+        if status[m] != RUNNING:
+            continue
         mu_r, mu_l, s, k, y, eta, c = _chain_params(params[m])
         s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
         log_z = log_interval_mass(-c, c) if s > 0.0 else 0.0
@@ -453,8 +497,9 @@ def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, 
         force = np.empty(n_blocks)
         r_lo = np.empty(n_blocks)  # block j moves right iff xi >= r_lo[j]
         l_hi = np.empty(n_blocks)  # ... left iff xi <= l_hi[j]
-        t, n_events, q, code = 0.0, 0, 1, REACHED
-        while True:
+        t, n_events, q, code = clock[m], events[m], record[m], RUNNING
+        stop = n_events + budget
+        while n_events < stop:
             lo_union, hi_union = c, -c
             n_movable = 0
             for j in range(n_blocks):
@@ -477,6 +522,7 @@ def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, 
             if t_next <= t:
                 t_next = t * (1.0 + 2.220446049250313e-16)
             if t_next > horizon[m]:
+                code = REACHED
                 break
             if n_events >= max_events and horizon[m] == _INF:
                 code = OUT_OF_EVENTS
@@ -497,5 +543,47 @@ def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, 
                     xm[j] += eta * dead_zone(force[j] + s * xi, mu_r, mu_l)
             t = t_next
             n_events += 1
-        _store(m, t, horizon[m], code, n_events, xm, q, every, (s0, s1, s2, s3), x, traj,
-               steps_run, events, status, states)
+        if code != RUNNING:
+            t = _finish(m, t, horizon[m], code, xm, q, every, traj)
+        _save(m, t, n_events, q, code, xm, (s0, s1, s2, s3), x, clock, events, record, status,
+              states)
+
+
+# --- whole runs ---------------------------------------------------------------
+
+#: A budget no run reaches: the whole run in one call.
+UNLIMITED = 2**62
+
+
+def fresh_state(n_chains: int, n_blocks: int) -> dict:
+    """The per-chain state arrays of a chain not yet started (see the kernels)."""
+    return {"clock": np.zeros(n_chains), "events": np.zeros(n_chains, dtype=np.int64),
+            "record": np.ones(n_chains, dtype=np.int64),
+            "status": np.full(n_chains, RUNNING, dtype=np.int64),
+            "nxt": np.zeros((n_chains, n_blocks)),
+            "touched": np.ones((n_chains, n_blocks), dtype=np.bool_)}
+
+
+def _whole_run(kernel, x, states, params, horizon, max_events, every, traj, steps_run, events,
+               status):
+    state = fresh_state(*x.shape)
+    kernel(x, states, params, np.arange(x.shape[0], dtype=np.int64), horizon, max_events,
+           UNLIMITED, every, traj, state["clock"], state["events"], state["record"],
+           state["status"], state["nxt"], state["touched"])
+    steps_run[:], events[:], status[:] = state["clock"], state["events"], state["status"]
+
+
+def independent(x, states, params, horizon, max_events, every, traj, steps_run, events, status):
+    """:func:`independent_slice` for every chain to its end in one call (not interruptible).
+
+    Outputs per chain: ``steps_run`` (the step whose state ``x`` holds),
+    ``events`` and ``status`` (REACHED, FROZEN or OUT_OF_EVENTS).
+    """
+    _whole_run(independent_slice, x, states, params, horizon, max_events, every, traj,
+               steps_run, events, status)
+
+
+def synchronous(x, states, params, horizon, max_events, every, traj, steps_run, events, status):
+    """:func:`synchronous_slice` for every chain to its end in one call (not interruptible)."""
+    _whole_run(synchronous_slice, x, states, params, horizon, max_events, every, traj,
+               steps_run, events, status)

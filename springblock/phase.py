@@ -9,16 +9,24 @@ optionally distributed) and assembled into one labelled Dataset.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
 
 from phasecore import loadcurve
-from phasecore.checks import ConfigError, check_result_size, parse_axis
+from phasecore.checks import (
+    ConfigError,
+    check_grid,
+    check_pool_can_start,
+    check_result_size,
+    parse_axis,
+)
 from phasecore.executors import validate_scheduler, validate_workers
 from phasecore.sweeps import finish, run_chunked
-from springblock import defaults, theory
+from springblock import budget, defaults, theory
+from springblock.checks import out_of_scale
 from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig
 from springblock.ensemble import (
     FINITE_HORIZON_NOTE,
@@ -27,6 +35,7 @@ from springblock.ensemble import (
     predict,
     run_ensemble,
     run_variables,
+    scale_variable,
 )
 
 
@@ -44,10 +53,7 @@ def _axes(rows, cols) -> tuple[tuple[str, np.ndarray], tuple[str, np.ndarray]]:
     for axis in (rows, cols):
         name, values = parse_grid(axis) if isinstance(axis, str) else axis
         _check_axis(name)
-        values = np.atleast_1d(np.asarray(values, dtype=np.float64))
-        if values.ndim != 1 or values.size == 0:
-            raise ConfigError(f"the {name} axis needs a flat list of at least one value "
-                              f"(got {values.tolist()!r})")
+        values = np.asarray(check_grid(f"the {name} axis", values), dtype=np.float64)
         if np.unique(values).size != values.size:
             raise ConfigError(f"the {name} axis values must be distinct (got "
                               f"{values.tolist()!r})")
@@ -116,11 +122,17 @@ def phase_diagram(
     output : NetCDF path; chunks are stored beside it while the sweep runs, so
         an interrupted call resumes when repeated. Existing output is refused
         unless ``overwrite``.
-    scheduler, workers : see :mod:`phasecore.sweeps`.
+    scheduler, workers : see :mod:`phasecore.sweeps`. Ctrl-C or SIGTERM stops
+        the sweep within about a second whatever the scheduler (the chain
+        kernels run in short slices, :mod:`springblock.runner`).
+    quiet : False prints the expected run time of a long sweep (compilation of
+        the kernels on first use included) and its progress. The memory the
+        diagram needs is checked before any work (:mod:`springblock.budget`).
 
     Returns a Dataset with dims (<row>, <col>, seed, layer): ``load_curve``,
     ``curvature``, ``curvature_scaled``, ``steps_run``, ``horizon``,
-    ``algorithm``, ``events``, ``frozen`` (see :func:`springblock.simulate`); the theory
+    ``algorithm``, ``events``, ``frozen``, ``diverged``, ``out_of_scale`` (see
+    :func:`springblock.simulate`); the theory
     beside it: ``theory_load_curve`` / ``theory_curvature`` /
     ``theory_curvature_scaled`` (mean-drift prediction at each cell's mean
     horizon, overdamped only), ``stationary_force`` F*, ``relaxation_time``.
@@ -145,17 +157,29 @@ def phase_diagram(
         raise ConfigError(f"chains_per_chunk must be >= 1 (got {chains_per_chunk})")
 
     # Build (and so validate) every cell's configuration before any work.
-    cells = []
+    cells, cell_configs = [], []
     for i, rv in enumerate(row_values):
         for j, cv in enumerate(col_values):
             changes = {row_name: float(rv), col_name: float(cv)}
             if mu_left_ratio is not None:
                 changes["mu_left"] = mu_left_ratio * changes.get("mu_right", config.mu_right)
-            cells.append((i, j, config.replace(**changes).to_dict()))
+            cell_configs.append(config.replace(**changes))
+            cells.append((i, j, cell_configs[-1].to_dict()))
     per_chunk = max(1, chains_per_chunk // len(seed_values))
+    n_chunks = -(-len(cells) // per_chunk)
+    here = scheduler if n_chunks > 1 else "serial"  # one chunk always runs here
+    check_pool_can_start(here)
+    pool = min(workers or os.cpu_count() or 1, n_chunks) if here == "processes" else 1
+    budget.check_memory(budget.phase_memory(config, len(cells), seed_values.size,
+                                            chains_per_chunk, pool, theory_prediction))
+    if not quiet:
+        budget.announce("springblock phase", budget.phase_seconds(
+            cell_configs, seed_values.size, here, pool, theory_prediction))
     payloads = [
         {"cells": cells[k:k + per_chunk], "seeds": seed_values.tolist(),
-         "theory": theory_prediction}
+         "theory": theory_prediction,
+         # a long chunk computed here reports its own progress (pool workers stay silent)
+         "progress": None if quiet or here != "serial" else "phase chunk"}
         for k in range(0, len(cells), per_chunk)
     ]
     sweep_config = {"base": config.to_dict(), "rows": [row_name, row_values.tolist()],
@@ -179,7 +203,8 @@ def compute_cells(payload: dict) -> xr.Dataset:
     configs = [ChainConfig(**c) for _, _, c in cells]
     n_cells, n_seeds, n_blocks = len(cells), len(seeds), configs[0].blocks
     result = run_ensemble([cfg for cfg in configs for _ in range(n_seeds)],
-                          np.tile(seeds, n_cells), groups=np.repeat(np.arange(n_cells), n_seeds))
+                          np.tile(seeds, n_cells), groups=np.repeat(np.arange(n_cells), n_seeds),
+                          progress=payload.get("progress"))
     positions = result.positions.reshape(n_cells, n_seeds, n_blocks)
     steps = result.steps_run.reshape(n_cells, n_seeds)
     horizon = [math.inf if cfg.steps == math.inf else steps[k].mean() * cfg.step
@@ -244,6 +269,9 @@ def _assemble(chunks, rows, cols, seeds, base: ChainConfig) -> xr.Dataset:
             "frozen": (dims + ("seed",), runs["frozen"],
                        {"long_name": "frozen for ever: an exact stationary state"}),
             **diverged_variable(dims + ("seed",), curves),
+            **scale_variable(dims + ("seed",), curves, out_of_scale(
+                cell["noise"], cell["mu_right"], cell["mu_left"], cell["modulus"],
+                cell["target"])[..., None]),
             "theory_load_curve": (dims + ("layer",), predicted,
                                   {"long_name": "mean-drift prediction at the mean horizon "
                                                 "(steps=inf: the stationary state)",

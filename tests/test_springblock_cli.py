@@ -177,3 +177,101 @@ def test_the_diagram_and_the_fit_observe_the_chain_at_one_horizon():
     assert params["horizon"].default == defaults.HORIZON
     assert params["mu_left_ratio"].default == defaults.MU_LEFT_RATIO
     assert shown["--refine"] == params["refine"].default
+
+
+# --- memory, absurd values, estimates ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,name", [
+    (["simulate", "--blocks", "10000000"], "blocks"),
+    (["simulate", "--seeds", "2000000"], "seeds"),
+    (["simulate", "--steps", "1000000", "--record-every", "1", "--seeds", "20"], "record_every"),
+    (["phase", "--blocks", "100000", "--chains-per-chunk", "4096", "--scheduler", "processes",
+      "--workers", "2"], "chains_per_chunk"),
+])
+def test_memory_beyond_what_is_available_is_refused_before_any_work(monkeypatch, tmp_path,
+                                                                    capsys, args, name):
+    from springblock import budget
+
+    monkeypatch.setattr(budget, "available_memory", lambda: 2.0**30)  # a 1 GiB machine
+    out = tmp_path / "x.nc"
+    assert main(args + ["-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"springblock: error: {name} is too large for this machine: ")
+    assert "more than the 1 GiB available" in err and "\n" not in err
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even a checkpoint folder
+
+
+def test_the_python_api_refuses_what_the_command_line_refuses(monkeypatch):
+    from springblock import budget, simulate, theory
+
+    monkeypatch.setattr(budget, "available_memory", lambda: 2.0**30)
+    with pytest.raises(ConfigError, match="blocks is too large for this machine"):
+        simulate(blocks=10_000_000)
+    for args, config in (((7, -1), {"mu_right": -1}), ((0, 0.02), {"blocks": 0}),
+                         ((7, 0.02, 0.0), {"modulus": 0.0}), ((7, 0.02, 1.0, 0.0),
+                                                              {"target": 0.0})):
+        with pytest.raises(ConfigError) as api:
+            theory.noiseless_state(*args)
+        with pytest.raises(ConfigError) as cli:
+            ChainConfig(**config)
+        assert str(api.value) == str(cli.value)
+    assert budget.available_memory() > 0  # this machine's, read from /proc
+
+
+def test_a_step_too_short_to_move_a_block_is_refused(tmp_path, capsys):
+    assert main(["simulate", "--step", "1e-300", "-o", str(tmp_path / "x.nc")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("springblock: error: step must be >= 1e-10 (= 1e-10/modulus): a shorter step "
+                   "moves a block by less than the rounding error of its position (got 1e-300)")
+    ChainConfig(step=1e-9, modulus=0.1)  # the bound is on step x modulus
+
+
+@pytest.mark.parametrize("noise", ["1e10", "1e200"])
+def test_absurd_noise_is_flagged_like_overflow(tmp_path, capsys, noise):
+    out = tmp_path / "x.nc"
+    assert main(["simulate", "--noise", noise, "--steps", "100", "--seeds", "2",
+                 "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert ("springblock: warning: 2 of 2 chain(s) ran with noise or friction above 1e+06 x "
+            "modulus x |target|") in err and "marked in 'out_of_scale'" in err
+    ds = results.load(out)
+    assert ds["out_of_scale"].all() and not ds["diverged"].any()
+    assert not ChainConfig(noise=1e6).noise > 1e6  # the bound itself is in scale
+    from springblock import simulate
+
+    assert not simulate(noise=0.5, steps=10)["out_of_scale"].any()
+    with pytest.warns(UserWarning, match="2 of 4 chain.s. ran with noise or friction above"):
+        pd = phase_diagram(("mu_right", [0.01]), ("noise", [0.0, float(noise)]), seeds=2,
+                           steps=100)
+    assert pd["out_of_scale"].sel(noise=float(noise)).all()
+    assert not pd["out_of_scale"].sel(noise=0.0).any()
+
+
+def test_an_undefined_curvature_is_never_silent(tmp_path, capsys):
+    """Friction above the spring force holds every block: no drop, no curvature, a warning."""
+    out = tmp_path / "x.nc"
+    assert main(["simulate", "--mu-right", "2", "--steps", "100", "-o", str(out)]) == 0
+    said = capsys.readouterr()
+    assert "1 of 1 chain(s) have an undefined scale-free curvature (NaN)" in said.err
+    assert "no scale-free curvature (see the warnings)" in said.out
+
+
+def test_a_long_run_says_how_long_before_it_starts(monkeypatch, tmp_path, capsys):
+    """Days of step kernel: the estimate comes first, compilation on first use included."""
+    from springblock import budget, ensemble
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ensemble, "run_ensemble", stop)
+    monkeypatch.setattr(budget, "_is_cached", lambda kernel: False)
+    assert main(["simulate", "--steps", "1e13", "--noise", "0.01", "--mu-right", "0.02",
+                 "--seeds", "2", "-o", str(tmp_path / "x.nc")]) == 130
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith("springblock simulate: expected run time ~") and "days" in first
+    est = budget.phase_seconds([ChainConfig(steps=float("inf"), algorithm="auto", noise=0.01,
+                                            mu_right=0.02, mu_left=0.04)] * 48, 10,
+                               "processes", 2, True)
+    assert est.compile >= budget.COMPILE_SECONDS["independent_slice"]  # fresh workers compile
+    assert "numba compilation on first use" in budget.describe("phase", est)

@@ -148,3 +148,28 @@ def test_mean_field_integrator_rejects_bad_arguments(kwargs, name):
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
         theory.predict_positions(**args)
+
+
+def test_laplacian_extremes_are_the_spectrums_ends_without_the_spectrum():
+    for blocks in (*range(1, 40), 1000, 10**6):
+        lam = theory.laplacian_eigenvalues(blocks)
+        assert theory.laplacian_extremes(blocks) == (lam[0], lam[-1])
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: theory.noiseless_state(7, -1), "mu_right"),
+    (lambda: theory.noiseless_state(0, 0.02), "blocks"),
+    (lambda: theory.noiseless_state(7, float("nan")), "mu_right"),
+    (lambda: theory.moved_blocks(7.5, 0.02), "blocks"),
+    (lambda: theory.stationary_state(7, 0.02, -0.04, 0.01), "mu_left"),
+    (lambda: theory.stationary_force(0.02, 0.04, -0.01), "noise"),
+    (lambda: theory.equal_force_state(0.01, 7, modulus=0.0), "modulus"),
+    (lambda: theory.equal_force_state(0.01, 7, target=0.0), "target"),
+    (lambda: theory.relaxation_time(0.02, 0.04, 0.01, 7, modulus=-1.0), "modulus"),
+    (lambda: theory.max_stable_step(7, 1.0, "langevin", -2.0), "damping"),
+])
+def test_the_theory_checks_its_arguments_as_the_chain_does(call, name):
+    from phasecore.checks import ConfigError
+
+    with pytest.raises(ConfigError, match=f"^{name} must be"):
+        call()

@@ -1,0 +1,288 @@
+"""What a chain run will cost, known before it starts: memory and time.
+
+* Memory (:func:`simulate_memory`, :func:`phase_memory`): the bytes a run
+  will hold at its peak, as a sum of :class:`Need` s, each named by the
+  parameter that sets it (blocks, seeds, record_every, the grid, ...).
+  :func:`check_memory` refuses, before any work, a run that needs more than
+  the machine has available, with the one-line ConfigError the network side
+  uses too (:func:`phasecore.checks.check_memory`), naming the parameter of
+  the largest need.
+* Time (:func:`simulate_seconds`, :func:`phase_seconds`): the kernels' work
+  at the measured throughput below, the mean-drift prediction, and numba's
+  compilation of every kernel not yet compiled in this process or cached on
+  disk (on first use: seconds, more than a short run itself).
+  :func:`announce` prints it when the run will take long.
+
+The constants were measured on the development machine (2 cores,
+``benchmarks/bench_chain.py`` and ``/usr/bin/time``); they only have to be
+right within a factor of ~2: a long run's progress lines (:mod:`springblock.runner`)
+then give the ETA from the rate it measures itself.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numba
+
+from phasecore.checks import check_memory as phasecore_check_memory
+from phasecore.checks import host_available_memory
+from springblock import theory
+from springblock.config import ChainConfig
+
+# --- memory -------------------------------------------------------------------------------
+
+#: 8-byte words held per chain and load-curve point (state, labels, curvature fits).
+WORDS_PER_CHAIN_POINT = 16
+#: ... per recorded chain state and point (the kernel's records and their labelled copies).
+WORDS_PER_RECORD_POINT = 4
+#: ... per block for the mean-drift prediction (its Runge-Kutta stages and temporaries).
+WORDS_PER_THEORY_BLOCK = 12
+#: ... per chain, layer and cell of an assembled phase diagram (arrays, chunks, Dataset).
+WORDS_PER_DIAGRAM_POINT = 4
+
+
+def available_memory() -> float | None:
+    """Bytes this process may still allocate: the machine's available memory
+    (:func:`phasecore.checks.host_available_memory`), capped by a container's own limit
+    (cgroup v2) where one is set. None where nothing can be read (then nothing is refused).
+    """
+    found = [host_available_memory()]
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = Path("/sys/fs/cgroup/memory.current").read_text().strip()
+        if limit != "max":
+            found.append(float(limit) - float(used))
+    except (OSError, ValueError):
+        pass
+    found = [f for f in found if f is not None]
+    return min(found) if found else None
+
+
+@dataclass
+class Need:
+    """One part of a run's memory: ``what`` needs ``bytes``; ``name`` is the parameter
+    that sets it and ``hint`` how to need less."""
+
+    name: str
+    what: str
+    bytes: float
+    hint: str
+
+
+def check_memory(needs: list[Need], available: float | None = None) -> None:
+    """Refuse a run whose needs add up to more than the memory available, before any work:
+    one line (:func:`phasecore.checks.check_memory`) naming the parameter of the largest."""
+    available = available_memory() if available is None else available
+    largest = max(needs, key=lambda need: need.bytes)
+    phasecore_check_memory(largest.name, sum(need.bytes for need in needs), available,
+                           largest.what, largest.hint)
+
+
+def _records(cfg: ChainConfig) -> int:
+    return int(cfg.steps // cfg.record_every + 1) if cfg.record_every else 0
+
+
+def _theory_words(cfg: ChainConfig, with_theory: bool) -> float:
+    return WORDS_PER_THEORY_BLOCK * cfg.blocks if with_theory else 0.0
+
+
+def simulate_memory(cfg: ChainConfig, n_seeds: int, with_theory: bool) -> list[Need]:
+    """Peak memory of :func:`springblock.simulate`, by the parameters that set it."""
+    points = cfg.blocks + 1
+    chains = f"{n_seeds} chain(s) of {cfg.blocks} blocks"
+    needs = [Need("blocks" if cfg.blocks >= n_seeds else "seeds", chains,
+                  8.0 * WORDS_PER_CHAIN_POINT * n_seeds * points, "fewer blocks or seeds"),
+             Need("blocks", f"the mean-drift prediction for {cfg.blocks} blocks",
+                  8.0 * _theory_words(cfg, with_theory),
+                  "fewer blocks, or skip it: --no-theory, theory_prediction=False")]
+    if cfg.record_every:
+        needs.append(Need("record_every", f"{_records(cfg)} recorded states of {chains}",
+                          8.0 * WORDS_PER_RECORD_POINT * n_seeds * _records(cfg) * points,
+                          "a larger record_every, or fewer seeds or blocks"))
+    return needs
+
+
+def phase_memory(cfg: ChainConfig, n_cells: int, n_seeds: int, chains_per_chunk: int,
+                 workers: int, with_theory: bool) -> list[Need]:
+    """Peak memory of :func:`springblock.phase_diagram`: the assembled diagram, and one
+    chunk per worker (a chunk holds whole cells: at least one cell's seeds)."""
+    chunk_chains = max(chains_per_chunk // n_seeds, 1) * n_seeds
+    points = cfg.blocks + 1
+    per_chunk = (WORDS_PER_CHAIN_POINT * chunk_chains * points
+                 + WORDS_PER_RECORD_POINT * chunk_chains * _records(cfg) * points
+                 + _theory_words(cfg, with_theory))
+    return [Need("rows x cols x seeds", f"a diagram of {n_cells} cells x {n_seeds} seeds x "
+                 f"{cfg.blocks} blocks",
+                 8.0 * WORDS_PER_DIAGRAM_POINT * n_cells * n_seeds * (cfg.blocks + 4),
+                 "a smaller grid, or fewer seeds or blocks"),
+            Need("chains_per_chunk", f"{workers} chunk(s) of {chunk_chains} chains of "
+                 f"{cfg.blocks} blocks", 8.0 * per_chunk * workers,
+                 "fewer chains per chunk, workers or blocks")]
+
+
+# --- time -------------------------------------------------------------------------------------
+
+#: Block-steps per second and thread of the step kernels (Gaussian, independent noise).
+STEP_RATE = {"overdamped": 3.0e8, "second_order": 1.5e8, "langevin": 1.5e8}
+#: ... of the legacy Mersenne-Twister kernel (serial).
+LEGACY_RATE = 4.0e7
+#: Events per second and thread of the event-driven kernels (L = 7), and the seconds an
+#: event costs per block besides (each event scans every block for the next move).
+EVENT_RATE, EVENT_BLOCK_SECONDS = 3.5e6, 2e-9
+#: Events a chain that ends frozen makes on its way (~2.6e5 at L = 7, b = 0.01; docs/events.md).
+FROZEN_EVENTS = 3.0e5
+#: Seconds to compile each kernel from scratch (numba; the events kernels share helpers).
+COMPILE_SECONDS = {"overdamped_slice": 5.0, "second_order_slice": 4.0, "langevin_slice": 4.5,
+                   "overdamped_legacy": 1.0, "independent_slice": 12.0,
+                   "synchronous_slice": 12.0}
+#: ... to load one from numba's cache on disk.
+CACHED_SECONDS = 0.2
+#: Mean-drift prediction: seconds per Runge-Kutta step, and per step and block.
+THEORY_STEP_SECONDS, THEORY_BLOCK_SECONDS = 1e-4, 1.7e-7
+#: ... integrated in log time (horizons > 1e4): seconds, and per block.
+THEORY_LOGTIME_SECONDS, THEORY_LOGTIME_BLOCK_SECONDS = 0.05, 6e-5
+#: Seconds a process-pool worker takes to start (a fresh interpreter importing the package).
+WORKER_START_SECONDS = 2.0
+#: A run expected to take at least this long says so before it starts.
+ANNOUNCE_SECONDS = 10.0
+
+
+def kernel_names(cfg: ChainConfig) -> list[str]:
+    """The kernels that run ``cfg`` (``auto``: the one it picks)."""
+    from springblock.ensemble import choose_algorithm
+
+    if choose_algorithm(cfg) == "events":
+        return ["synchronous_slice" if cfg.noise_sharing == "synchronous"
+                else "independent_slice"]
+    if cfg.rng == "legacy":
+        return ["overdamped_legacy"]
+    return [f"{cfg.dynamics}_slice"]
+
+
+def _is_cached(kernel) -> bool:
+    """Does numba's disk cache hold this kernel? (False where numba's layout is unknown.)"""
+    try:
+        return bool(kernel._cache._cache_file._load_index())
+    except Exception:  # noqa: BLE001 (a private numba API: assume it compiles)
+        return False
+
+
+def compile_seconds(names, here: bool = True) -> float:
+    """Seconds until the named kernels can run: 0 for those compiled in this process (if
+    they run ``here``, not in a fresh worker), a load from numba's disk cache, or a
+    compilation from scratch (first use)."""
+    from springblock import dynamics, events
+
+    total = 0.0
+    for name in dict.fromkeys(names):
+        kernel = getattr(dynamics, name, None) or getattr(events, name)
+        if here and kernel.signatures:
+            continue
+        total += CACHED_SECONDS if _is_cached(kernel) else COMPILE_SECONDS[name]
+    return total
+
+
+def chain_seconds(cfg: ChainConfig, algorithm: str | None = None) -> float:
+    """Thread-seconds the kernels need for one chain of ``cfg`` (``algorithm``: forced)."""
+    from springblock.ensemble import choose_algorithm, expected_events, resolved_steps
+
+    algorithm = algorithm or choose_algorithm(cfg)
+    steps = resolved_steps(cfg)
+    if algorithm == "events":
+        n = FROZEN_EVENTS if math.isinf(steps) else expected_events(cfg, steps)
+        return n * (1.0 / EVENT_RATE + EVENT_BLOCK_SECONDS * cfg.blocks)
+    if cfg.rng == "legacy":
+        return cfg.blocks * steps / LEGACY_RATE
+    return cfg.blocks * steps / STEP_RATE[cfg.dynamics]
+
+
+def theory_seconds(cfg: ChainConfig, with_theory: bool) -> float:
+    """Seconds of the mean-drift prediction at the horizon (overdamped chains only)."""
+    if not with_theory or cfg.dynamics != "overdamped" or cfg.steps == math.inf:
+        return 0.0
+    from springblock.ensemble import LONG_HORIZON
+
+    if cfg.horizon > LONG_HORIZON:
+        return THEORY_LOGTIME_SECONDS + THEORY_LOGTIME_BLOCK_SECONDS * cfg.blocks
+    rk4_steps = cfg.horizon * cfg.modulus * theory.laplacian_extremes(cfg.blocks)[1] / 2.5
+    return (rk4_steps + 50) * (THEORY_STEP_SECONDS + THEORY_BLOCK_SECONDS * cfg.blocks)
+
+
+@dataclass
+class Estimate:
+    """Seconds a run is expected to take, by part."""
+
+    kernels: float
+    compile: float
+    theory: float
+    note: str = ""
+
+    @property
+    def total(self) -> float:
+        return self.kernels + self.compile + self.theory
+
+
+def simulate_seconds(cfg: ChainConfig, n_seeds: int, with_theory: bool,
+                     threads: int | None = None) -> Estimate:
+    """:func:`springblock.simulate`'s run time; ``note`` names a much faster algorithm."""
+    threads = min(threads or numba.get_num_threads(), n_seeds) or 1
+    per_chain = chain_seconds(cfg)
+    note = ""
+    if cfg.algorithm == "steps" and not cfg.event_driven_obstacle():
+        faster = chain_seconds(cfg, "events")
+        if faster < per_chain / 10:
+            note = (f"--algorithm auto (algorithm='auto') would take about "
+                    f"{format_seconds(faster * n_seeds / threads)}")
+    return Estimate(per_chain * n_seeds / threads, compile_seconds(kernel_names(cfg)),
+                    theory_seconds(cfg, with_theory), note)
+
+
+def phase_seconds(cells: list[ChainConfig], n_seeds: int, scheduler: str, workers: int | None,
+                  with_theory: bool) -> Estimate:
+    """:func:`springblock.phase_diagram`'s run time: every cell's chains and prediction,
+    spread over the kernels' threads (serial) or the pool's workers (one thread each)."""
+    if scheduler == "serial":
+        parallel = numba.get_num_threads()
+    else:
+        parallel = workers or os.cpu_count() or 1
+    parallel = max(1, min(parallel, len(cells) * n_seeds))
+    kernels = sum(chain_seconds(cfg) for cfg in cells) * n_seeds / parallel
+    names = [name for cfg in cells for name in kernel_names(cfg)]
+    here = scheduler == "serial"  # else fresh workers start, and compile or load side by side
+    start = compile_seconds(names, here) + (0.0 if here else WORKER_START_SECONDS)
+    return Estimate(kernels, start,
+                    sum(theory_seconds(cfg, with_theory) for cfg in cells) / (
+                        1 if scheduler == "serial" else parallel))
+
+
+def format_seconds(seconds: float) -> str:
+    """``"~40 s"``, ``"~6 min"``, ``"~39 h"``, ``"~12 days"``."""
+    if not math.isfinite(seconds):
+        return "forever"
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * size:
+            return f"~{seconds / size:.3g} {unit}"
+    return f"~{seconds:.2g} s" if seconds < 10 else f"~{seconds:.0f} s"
+
+
+def describe(label: str, estimate: Estimate) -> str:
+    """One line: the expected run time and its parts."""
+    parts = [f"the kernels {format_seconds(estimate.kernels)}"]
+    if estimate.compile >= 1:
+        parts.append(f"numba compilation on first use {format_seconds(estimate.compile)}")
+    if estimate.theory >= 1:
+        parts.append(f"the mean-drift prediction {format_seconds(estimate.theory)}")
+    line = (f"{label}: expected run time {format_seconds(estimate.total)} "
+            f"({', '.join(parts)})")
+    return line + (f"; {estimate.note}" if estimate.note else "")
+
+
+def announce(label: str, estimate: Estimate, stream=None) -> None:
+    """Print :func:`describe` on stderr if the run will take ANNOUNCE_SECONDS or more."""
+    if estimate.total >= ANNOUNCE_SECONDS:
+        print(describe(label, estimate), file=stream or sys.stderr, flush=True)
