@@ -73,9 +73,14 @@ def run_sweep(
             computed = run_tasks(tasks, scheduler, workers, progress)
     except KeyboardInterrupt:
         progress.close()
-        kept = (f"{len(store.done())}/{len(payloads)} chunks are kept in {str(store.path)!r}; "
-                "rerun the same command to resume") if store is not None else \
-            "nothing was stored (no output file)"
+        if store is None:
+            kept = "nothing was stored (no output file)"
+        elif not store.done():  # resuming would start from scratch: say so
+            kept = (f"no chunk had finished (0/{len(payloads)}), so nothing is kept and the "
+                    "same command starts again; smaller chunks keep more of a long run")
+        else:
+            kept = (f"{len(store.done())}/{len(payloads)} chunks are kept in "
+                    f"{str(store.path)!r}; rerun the same command to resume")
         raise SweepInterrupted(f"interrupted: {kept}") from None
     progress.close()
     if store is None:

@@ -51,7 +51,8 @@ CHAIN_OPTIONS = [
     ("--steps", "steps", steps_count, f"simulate 10000, phase {defaults.STEPS}",
      "number of steps, e.g. 1e10, or inf for the stationary state"),
     ("--damping", "damping", float, "critical for the stiffest mode", "damping gamma"),
-    ("--record-every", "record_every", int, 0, "record the load curve every N steps"),
+    ("--record-every", "record_every", int, 0,
+     "record the load curve every N steps (0: only the final curve)"),
     ("--stop-tol", "stop_tol", float, "off",
      "stop when the seed-mean load curve changes less than this (relative to y) over "
      "--stop-window steps"),

@@ -150,3 +150,26 @@ def test_overall_progress_counts_each_stage_once(tmp_path, capsys):
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("progress")]
     assert lines[-1].startswith("progress job: 2/2 stages (100.0%)")
     assert [line.split()[2] for line in lines] == ["0/2", "0.25/2", "0.5/2", "0.75/2", "1/2", "2/2"]
+
+
+def _first_chunk_interrupted(payload):
+    if payload == 0:
+        raise KeyboardInterrupt  # as Ctrl-C inside the first chunk
+    return xr.Dataset({"x": ("i", [float(payload)])})
+
+
+@pytest.mark.parametrize("finished", [0, 1])
+def test_an_interrupted_sweep_says_whether_anything_is_kept(tmp_path, finished):
+    """The interrupt message promises a resume only when a chunk was kept: a run stopped
+    inside its first (or only) chunk says that the same command starts again."""
+    from phasecore.sweeps import SweepInterrupted, run_chunked
+
+    payloads = [1, 0] if finished else [0, 1]
+    with pytest.raises(SweepInterrupted) as err:
+        run_chunked(_first_chunk_interrupted, payloads, config={"n": 2},
+                    output=tmp_path / "r.nc")
+    if finished:
+        assert "1/2 chunks are kept" in str(err.value)
+        assert "rerun the same command to resume" in str(err.value)
+    else:
+        assert "nothing is kept" in str(err.value) and "resume" not in str(err.value)
