@@ -104,7 +104,6 @@ def best_grid(paper: xr.Dataset, knob: str, alpha: float) -> dict:
 # ----------------------------------------------------------------- the validation split
 
 
-@register_dataset(VAL_DATASET)
 def _load_mnist5k_val(*, n_train, data_seed, val_fraction=VAL_FRACTION,
                       split_seed=SPLIT_SEED) -> ClassificationData:
     """mnist5k's training set (data_seed's split) cut into 80 % training and a 20 %
@@ -119,6 +118,12 @@ def _load_mnist5k_val(*, n_train, data_seed, val_fraction=VAL_FRACTION,
     return ClassificationData(full.x_train[tr], full.y_train[tr], full.x_train[va],
                               full.y_train[va], full.n_classes, VAL_DATASET, info,
                               full.image_shape)
+
+
+if __name__ in ("__main__", "__mp_main__"):  # run as the script, or in its pool's workers
+    # (spawned workers re-import the script as __mp_main__); never on a plain import, so a
+    # test of the pure parts leaves the data-set registry as it found it
+    register_dataset(VAL_DATASET)(_load_mnist5k_val)
 
 
 # --------------------------------------------------------------------- training parts

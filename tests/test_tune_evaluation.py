@@ -48,3 +48,9 @@ def test_axis_values_linear_and_log():
 def test_mean_se_leaves_out_diverged():
     m, se, n = ev.mean_se([0.9, np.nan, 0.8])
     assert n == 2 and m == pytest.approx(0.85) and se == pytest.approx(0.05)
+
+
+def test_importing_the_script_leaves_the_data_set_registry_alone():
+    from dnnphase.data import DATASETS
+
+    assert ev.VAL_DATASET not in DATASETS  # registered only when run as a script
