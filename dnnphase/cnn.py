@@ -36,7 +36,13 @@ from phasecore.checks import is_int, require
 from .defaults import DEPTH
 from .knobs import check
 from .randomness import LEVELS, dropout_levels
-from .stack import StackedModels, _default_linear_, _LeakyReLUPerModel, per_model
+from .stack import (
+    StackedModels,
+    _default_linear_,
+    _LeakyReLUPerModel,
+    draw_seeded_,
+    per_model,
+)
 
 __all__ = ["CHANNELS", "CNN", "NORMS", "EnsembleCNN", "check_architecture"]
 
@@ -317,10 +323,8 @@ class EnsembleCNN(StackedModels):
         ws.append(torch.empty(n_models, n_classes, ens.width, dtype=dt))  # (M, C, width)
         bs = [torch.empty(n_models, channels, dtype=dt) for _ in range(depth)]
         bs.append(torch.empty(n_models, n_classes, dtype=dt))
-        for m, seed in enumerate(seeds):
-            g = torch.Generator().manual_seed(seed)
-            for w, b in zip(ws, bs, strict=True):
-                _default_linear_(w[m].view(w.shape[1], -1), b[m] if bias else None, g)
+        draw_seeded_(ws, bs, seeds, lambda w, b, g: _default_linear_(w.view(w.shape[0], -1), b, g),
+                     bias)
         with torch.no_grad():
             for i in range(depth):
                 ens.weights[i].copy_(ws[i])
@@ -344,8 +348,7 @@ class EnsembleCNN(StackedModels):
                     mdl.bias, mdl.kernel_size)
 
         first = models[0]
-        for mdl in models:
-            require(arch(mdl) == arch(first), "models", "of one architecture", mdl)
+        cls._one_architecture(models, arch)
         bn0 = first.input_bn
         batchnorm = first.norm == "batchnorm"
         ens = cls(
@@ -354,9 +357,7 @@ class EnsembleCNN(StackedModels):
             first.bias, first.kernel_size, bn0.eps if batchnorm else 1e-5,
             bn0.momentum if batchnorm else 0.1, dtype or first.out.weight.dtype, device,
         )
-        with torch.no_grad():
-            for name, value in ens.state_dict().items():
-                value.copy_(torch.stack([_cnn_tensor(mdl, name) for mdl in models]))
+        ens._load_stacked_(models, _cnn_tensor)
         return ens
 
     def to_models(self) -> list[CNN]:

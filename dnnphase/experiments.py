@@ -217,20 +217,17 @@ def cnn_dropout(scale: str = "reduced", **changes) -> xr.Dataset:
     n_classes = load_data(after).n_classes
     names = ["load_curve", "load_curve_test", "curvature_scaled", "curvature_scaled_test",
              "test_accuracy", "train_accuracy", "train_loss"]
-    parts = {}
-    for stage, cfg in (("before", before), ("after", after)):
-        ds = sweep(cfg, **run)
-        parts[stage] = ds.isel(alpha=0, drop=True).sel(measure=cfg.measures[0], drop=True)
-        parts[f"config_{stage}"] = ds.attrs["config"]
-    out = parts["after"][names + [n for n in ("load_curve_epochs", "load_curve_epochs_test")
-                                   if n in parts["after"]]]  # with record_every
+    first, last = (sweep(cfg, **run).isel(alpha=0, drop=True).sel(measure=cfg.measures[0],
+                                                                  drop=True)
+                   for cfg in (before, after))  # each keeps its sweep's attrs
+    out = last[names + [n for n in ("load_curve_epochs", "load_curve_epochs_test")
+                        if n in last]]  # with record_every
     for name in names:
-        out[f"{name}_before"] = parts["before"][name].isel(dropout=0, drop=True)
+        out[f"{name}_before"] = first[name].isel(dropout=0, drop=True)
     out.attrs = dict(kind="dnnphase.experiments.cnn_dropout", measure=after.measures[0],
                      dropout_from_epoch=switch, chance_accuracy=1.0 / n_classes,
-                     config=parts["config_after"],
-                     config_before=parts["config_before"],
-                     versions=parts["after"].attrs["versions"])
+                     config=last.attrs["config"], config_before=first.attrs["config"],
+                     versions=last.attrs["versions"])
     return out
 
 

@@ -84,6 +84,18 @@ def _default_linear_(w: torch.Tensor, b: torch.Tensor | None, g: torch.Generator
         b.uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), generator=g)
 
 
+def draw_seeded_(ws: Sequence[torch.Tensor], bs: Sequence[torch.Tensor], seeds: Sequence[int],
+                 draw: Callable, bias: bool) -> None:
+    """Fill the stacked weight and bias buffers ``ws[i]``, ``bs[i]`` (model dimension
+    first) model by model, each from its own ``torch.Generator`` seeded with ``seeds[m]``,
+    layer by layer, weight then bias (the order a single model's modules draw them):
+    ``draw(w, b | None, g)`` fills one model's layer."""
+    for m, seed in enumerate(seeds):
+        g = torch.Generator().manual_seed(seed)
+        for w, b in zip(ws, bs, strict=True):
+            draw(w[m], b[m] if bias else None, g)
+
+
 class StackedModels(nn.Module):
     """What every stack of M models shares (:class:`EnsembleMLP`,
     :class:`dnnphase.cnn.EnsembleCNN`): parameters and buffers with the model dimension
@@ -96,6 +108,19 @@ class StackedModels(nn.Module):
     width: int
     alphas: tuple[float, ...]
     dropouts: tuple[float, ...]
+
+    @staticmethod
+    def _one_architecture(models: Sequence[nn.Module], arch: Callable) -> None:
+        """ConfigError unless every single model has the first one's ``arch(model)``."""
+        for mdl in models:
+            require(arch(mdl) == arch(models[0]), "models", "of one architecture", mdl)
+
+    def _load_stacked_(self, models: Sequence[nn.Module], tensor_of: Callable) -> None:
+        """Fill every parameter and buffer with the single models' ``tensor_of(model,
+        name)``, stacked along the model dimension."""
+        with torch.no_grad():
+            for name, value in self.state_dict().items():
+                value.copy_(torch.stack([tensor_of(mdl, name) for mdl in models]))
 
     def _like(self, n_models: int, alphas, drops) -> StackedModels:
         raise NotImplementedError
@@ -335,10 +360,7 @@ class EnsembleMLP(StackedModels):
         dims, dt = ens.dims, torch.get_default_dtype()
         ws = [torch.empty(n_models, dims[i + 1], dims[i], dtype=dt) for i in range(depth + 1)]
         bs = [torch.empty(n_models, dims[i + 1], dtype=dt) for i in range(depth + 1)]
-        for m, seed in enumerate(seeds):
-            g = torch.Generator().manual_seed(seed)
-            for w, b in zip(ws, bs, strict=True):
-                draw(w[m], b[m] if bias else None, g)
+        draw_seeded_(ws, bs, seeds, draw, bias)
         with torch.no_grad():
             for i in range(depth + 1):
                 ens.weights[i].copy_(ws[i].transpose(1, 2))  # (M, in, out)
@@ -359,8 +381,7 @@ class EnsembleMLP(StackedModels):
             return (mdl.in_features, mdl.n_classes, mdl.depth, mdl.width, mdl.norm,
                     mdl.weight_init, mdl.bias)
 
-        for mdl in models:
-            require(arch(mdl) == arch(first), "models", "of one architecture", mdl)
+        cls._one_architecture(models, arch)
         bn = first.norm == "batchnorm"
         bn0 = first.input_bn
         ens = cls(
@@ -369,9 +390,7 @@ class EnsembleMLP(StackedModels):
             first.norm, first.bias, bn0.eps if bn else 1e-5, bn0.momentum if bn else 0.1,
             dtype or first.out.weight.dtype, device, weight_init=first.weight_init,
         )
-        with torch.no_grad():
-            for name, value in ens.state_dict().items():
-                value.copy_(torch.stack([_mlp_tensor(mdl, name) for mdl in models]))
+        ens._load_stacked_(models, _mlp_tensor)
         return ens
 
     def to_models(self) -> list[MLP]:

@@ -34,8 +34,13 @@ class Progress:
         else:
             self._line()
 
+    #: What one unit of progress counts as, in units of ``total`` (:func:`weighted`).
+    weight: float = 1.0
+
     def advance(self, n: float = 1) -> None:
-        if not n:
+        # never past the total: weights' float sums may overshoot it by a rounding error
+        n = min(n * self.weight, self.total - self.done)
+        if n <= 0:
             return
         self.done += n
         if self.bar is not None:
@@ -76,6 +81,18 @@ class _StageOfOverall:
 
 
 _OVERALL: list[Progress] = []
+
+
+@contextlib.contextmanager
+def weighted(progress: Progress, weight: float):
+    """Within the block, each unit that ``progress`` advances (one ``advance()``, or a
+    sweep's chunks run inside it) counts as ``weight`` units: a stage's share of the
+    estimated work, so that the percentage and the ETA of unequal stages are right."""
+    progress.weight = weight
+    try:
+        yield progress
+    finally:
+        progress.weight = 1.0
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from dnnphase.memory import check_sweep_memory, chunk_bytes, parameters_per_mode
 from dnnphase.phase import SweepConfig, load_data
 from phasecore import results
 from phasecore.checks import ConfigError, check_grid, check_pool_can_start, seed_list
-from phasecore.progress import Progress
+from phasecore.progress import Progress, weighted
 from springblock.cli import main as springblock_main
 
 TINY = dict(dataset="gmm", n_train=40, depth=2, width=8, epochs=2, measures=["trace_ratio"])
@@ -336,9 +336,9 @@ def test_progress_of_unequal_stages_is_weighted_by_their_estimated_work():
     assert weights[0] < 0.01 * len(stages)  # the chain is a sliver of the paper preset
     stream = io.StringIO()
     progress = Progress(len(stages), label="reproduce paper", stream=stream, unit="stage")
-    with presets._stage(progress, weights[0]):
+    with weighted(progress, weights[0]):
         progress.advance()
-    with presets._stage(progress, weights[1]):
+    with weighted(progress, weights[1]):
         for _ in range(4):  # a sweep of four chunks
             progress.advance(0.25)
     assert progress.done == pytest.approx(weights[0] + weights[1])
@@ -346,6 +346,6 @@ def test_progress_of_unequal_stages_is_weighted_by_their_estimated_work():
     assert "(0.0%)" in first or "(0.1%)" in first, first
     progress.advance()  # outside a stage: one plain stage again
     assert progress.done == pytest.approx(weights[0] + weights[1] + 1)
-    with presets._stage(progress, 100.0):  # never past the total
+    with weighted(progress, 100.0):  # never past the total
         progress.advance()
     assert progress.done == progress.total

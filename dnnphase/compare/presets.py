@@ -22,7 +22,6 @@ is printed before a preset starts.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -41,7 +40,7 @@ from dnnphase.knobs import larger_is_noisier
 from phasecore import results
 from phasecore.checks import ConfigError, check_distinct, check_pool_can_start, parse_axis
 from phasecore.executors import check_reachable, validate_scheduler, validate_workers
-from phasecore.progress import overall_progress
+from phasecore.progress import overall_progress, weighted
 from springblock import defaults as chain
 
 ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
@@ -186,20 +185,6 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
-@contextlib.contextmanager
-def _stage(progress, weight: float):
-    """Within one stage, count its progress (its sweep's chunks, or one advance at its end)
-    as ``weight`` stages: its share of the estimated work, so that the percentage and the
-    ETA of unequal stages are right."""
-    plain = progress.advance
-    # never past the total: the weights' float sum may overshoot it by a rounding error
-    progress.advance = lambda n=1: plain(min(n * weight, progress.total - progress.done))
-    try:
-        yield
-    finally:
-        del progress.advance  # the class's own method again
-
-
 def _result(path: Path, kind: str, config: dict, make, overwrite: bool,
             quiet: bool) -> tuple[xr.Dataset, bool]:
     """Reuse ``path`` if it holds the same configuration, else compute it: (Dataset, computed)."""
@@ -267,19 +252,19 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     start = time.monotonic()
     reports = {}
     with overall_progress(len(stages), f"reproduce {preset}", quiet) as progress:
-        with _stage(progress, weights[0]):
+        with weighted(progress, weights[0]):
             spring, computed = _chain(spec["spring"], out / "spring_phase.nc", overwrite, quiet)
             progress.advance(0 if computed else 1)  # a computed diagram advanced it by chunks
         for k, cfg in enumerate(configs):
             path = out / f"dnn_{cfg.knob}.nc"
-            with _stage(progress, weights[1 + 2 * k]):
+            with weighted(progress, weights[1 + 2 * k]):
                 network, computed = _result(
                     path, "dnnphase.sweep", cfg.to_dict(),
                     lambda cfg=cfg, path=path: sweep(cfg, output=path, overwrite=True,
                                                      scheduler=net_scheduler, workers=workers,
                                                      quiet=quiet), overwrite, quiet)
                 progress.advance(0 if computed else 1)  # a sweep advances it chunk by chunk
-            with _stage(progress, weights[2 + 2 * k]):
+            with weighted(progress, weights[2 + 2 * k]):
                 reports[cfg.knob] = _analyse(spring, network, spec, out, quiet)
                 progress.advance()
     _say(f"done in {time.monotonic() - start:.0f} s; results and figures in {out}/", quiet)
