@@ -202,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="separation measure (default %(default)s)")
     p.add_argument("--trajectory", action="store_true",
                    help="fit the recorded training trajectories (sweep with --record-every)")
+    p.add_argument("--start", choices=("rest", "network"), default=None,
+                   help="with --trajectory: the chain starts at rest (the paper's chain, the "
+                        "default) or from each cell's first recorded curve (the network's "
+                        "total drop is then fitted too)")
     for flag, typ, default, text in FINAL_FIT_OPTIONS:
         p.add_argument(flag, type=typ, default=None,
                        help=f"final-curve fit only: {text} (default {default})")
@@ -321,8 +325,10 @@ def cmd_fit(args) -> None:
         raise ConfigError(f"{', '.join(named)} {'applies' if len(named) == 1 else 'apply'} to "
                           "the final-curve fit only (--trajectory fits the chain's parameters "
                           "and time scale itself)")
+    if args.start is not None and not args.trajectory:
+        raise ConfigError("--start applies to the trajectory fit only (add --trajectory)")
     network = load(args.network, kind="dnnphase.sweep")
-    options = {} if args.trajectory else {
+    options = {"start": args.start or "rest"} if args.trajectory else {
         flag[2:].replace("-", "_"): default if given[flag] is None else given[flag]
         for flag, _, default, _ in FINAL_FIT_OPTIONS}
     fit = fit_chain(network, measure=args.measure, trajectory=args.trajectory,
@@ -340,7 +346,13 @@ def cmd_fit(args) -> None:
         save_figure(plot_fit(fit, network.attrs["knob"], larger_is_noisier(network)),
                     args.figure)
         print(f"wrote {args.figure}: the fitted parameters over the grid")
-    print(f"wrote {args.output}: median residual {float(fit['residual'].median()):.4f}")
+    explained = ""
+    if "acceptable" in fit:
+        explained = (f", chi2/dof median {float(fit['chi2_per_dof'].median()):.3g}, "
+                     f"{int(fit['acceptable'].sum())} of {fit['acceptable'].size} cells "
+                     "explained to within their seed noise")
+    print(f"wrote {args.output}: median residual {float(fit['residual'].median()):.4f}"
+          f"{explained}")
 
 
 def cmd_reproduce(args) -> None:

@@ -304,6 +304,9 @@ def test_messages_read_well_to_a_command_line_user(tiny_sweep_file, tmp_path, ca
     assert dnnphase_main(["fit", str(tiny_sweep_file), "--trajectory", "--horizon", "5",
                           "-o", str(tmp_path / "f.nc")]) == 2
     assert "--horizon applies to the final-curve fit only" in one_line_error(capsys, "dnnphase")
+    assert dnnphase_main(["fit", str(tiny_sweep_file), "--start", "network",
+                          "-o", str(tmp_path / "f.nc")]) == 2
+    assert "--start applies to the trajectory fit only" in one_line_error(capsys, "dnnphase")
     assert dnnphase_main(["sweep", *TINY_ARGS, "--knob", "batch_size", "--batch-size", "10",
                           "-o", str(tmp_path / "b.nc")]) == 2
     err = one_line_error(capsys, "dnnphase")

@@ -253,6 +253,12 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
         assert traj[name].dims == ("alpha", "dropout"), name
     assert_picture(tmp_path / "t.png")
     assert_picture(tmp_path / "t_worst.png", min_width=300)
+    # ... and started where the networks start
+    assert main(["fit", str(out / "dnn_dropout.nc"), "--trajectory", "--start", "network",
+                 "-o", str(tmp_path / "n.nc")]) == 0
+    started = results.load(tmp_path / "n.nc", kind="dnnphase.fit")
+    assert started["total_drop"].dims == ("alpha", "dropout")
+    assert started["acceptable"].dtype == bool and "start" in started.attrs["config"]
     assert report["row_peak_value"].dims == ("nonlinearity",)
     # a rerun reuses the stored results instead of recomputing or refusing, also a sweep
     # computed with another chunk size on another device (how, not what)

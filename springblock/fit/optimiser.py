@@ -115,7 +115,8 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
         z[good], f[good], jac[good] = trial[better], f_trial[better], jac_trial[better]
         cost[good] = cost_trial[better]
         # trust the linear model more only where it predicted the gain well
-        ratio = np.where(promised > 0, actual / np.maximum(promised, 1e-300), 0.0)
+        with np.errstate(over="ignore"):
+            ratio = np.where(promised > 0, actual / np.maximum(promised, 1e-300), 0.0)
         lam[good] = np.where(ratio[better] > 0.75, np.maximum(lam[good] / 10.0, 1e-12),
                              np.where(ratio[better] < 0.25, lam[good] * 4.0, lam[good]))
         lam[idx[~better]] *= 10.0

@@ -14,11 +14,16 @@ import numpy as np
 
 from phasecore.checks import ConfigError, is_finite, require
 from phasecore.loadcurve import MIN_RELATIVE_DROP
-from springblock import defaults, theory
+from springblock import defaults
+from springblock.fit.integrator import chain_positions
 
 #: Horizon T and mu<- / mu-> of fitted chains: the phase diagram's, springblock.defaults.
 DEFAULT_HORIZON = defaults.HORIZON
 DEFAULT_MU_LEFT_RATIO = defaults.MU_LEFT_RATIO
+#: Integrator steps per doubling of time for a final curve (springblock.fit.integrator;
+#: RMS error of the shape <= 2e-4, median 3e-6, over mu-> in [0, 0.1], s in [0, 0.1] at
+#: T = 1000, against the reference RK4 of springblock.theory.predict_positions).
+STEPS_PER_DOUBLING = 16
 
 
 def as_curves(load_curve, name: str = "load_curve") -> np.ndarray:
@@ -124,10 +129,13 @@ def chain_shapes(blocks: int, mu_right, noise, *, horizon: float = DEFAULT_HORIZ
     """Normalised mean-field load curves (..., L+1) of chains with y = 1.
 
     The final-curve fit's model: mu<- = ``mu_left_ratio`` * mu->, Gaussian
-    noise s, observed at ``horizon`` (:func:`springblock.theory.predict_positions`).
-    ``mu_right`` and ``noise`` broadcast.
+    noise s, observed at ``horizon``, integrated from rest by
+    :func:`springblock.fit.integrator.chain_positions`. ``mu_right`` and
+    ``noise`` broadcast.
     """
-    mu_r = np.asarray(mu_right, dtype=np.float64)
-    x = theory.predict_positions(blocks, mu_r, mu_left_ratio * mu_r, noise, horizon,
-                                 modulus=modulus)
-    return shape_of_positions(x)
+    mu_r, s = np.broadcast_arrays(np.asarray(mu_right, dtype=np.float64),
+                                  np.asarray(noise, dtype=np.float64))
+    x = chain_positions(blocks, mu_r.ravel(), mu_left_ratio * mu_r.ravel(), s.ravel(),
+                        [float(horizon)], modulus=modulus,
+                        steps_per_doubling=STEPS_PER_DOUBLING, first_span=float(horizon))
+    return shape_of_positions(x[:, 0].reshape(mu_r.shape + (blocks,)))

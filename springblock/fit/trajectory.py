@@ -1,18 +1,28 @@
 """Fit the chain to load curves over training: free (mu->, mu<-, s) and a time scale c.
 
-A network recorded at epochs e_1 < ... < e_E (load curves D_l(e)) is
-compared with the mean-field chain (:func:`springblock.theory.predict_positions`)
-at times t = c e, started at rest:
+A network recorded at epochs e_0 < e_1 < ... < e_E (load curves D_l(e)) is
+compared with the mean-field chain (:func:`springblock.fit.integrator.chain_positions`)
+at chain times t = c (e - e_start):
 
-    D_l(e) = a_e - b x_l(c e) + noise,     l = 0..L (x_0 = 0, the wall),
+    D_l(e) = a_e - b x_l(c (e - e_start)) + noise,     l = 0..L (x_0 = 0, the wall),
 
-with a per-frame offset a_e and one scale b (the network's units; the drop
-growing over training carries the time scale) projected out in closed form.
-A single frame (E = 1, e_1 = 1) is the final-curve fit with the horizon
+with a per-frame offset a_e projected out in closed form. Two starts:
+
+* ``start="rest"`` (the paper's chain): x(0) = 0 at epoch 0; the scale b (the
+  network's units) is projected out too, and an epoch-0 frame is left out.
+* ``start="network"``: the chain starts where the network starts, from its
+  first recorded curve, x_l(0) = (D_0(e_0) - D_l(e_0)) / b, with b — the
+  network's distance from the wall to the chain's target y, the network's
+  total drop — a fifth fitted parameter (in units of the final drop
+  D_0 - D_L of the last frame). The first frame is the initial condition, not data.
+
+A single frame (E = 1, e_1 = 1, rest) is the final-curve fit with the horizon
 T = c fitted. Parameters are fitted in log space; 95 % intervals are Wald
 intervals there, widened by profiling out the parameters the local fit
-cannot see, and flagged unbounded where they reach a bound of the fit
-(``docs/fit.md``, "Trajectory fit").
+cannot see, and flagged unbounded where they reach a bound of the fit. Only
+cells the chain fits to within their seed noise (chi2/dof <=
+``acceptable_chi2``) get intervals: elsewhere the best chain is a misfit and
+its parameters are not a measurement (``docs/fit.md``, "Trajectory fit").
 """
 
 from __future__ import annotations
@@ -26,33 +36,56 @@ from scipy.stats import t as student_t
 
 from phasecore.checks import is_finite, is_int, require
 from phasecore.results import provenance
-from springblock import theory
+from springblock.fit.integrator import chain_positions
 from springblock.fit.optimiser import levenberg_marquardt
 from springblock.fit.shapes import as_curves
 
-#: The fitted parameters, in this order: right and left friction, noise, time scale.
+#: The fitted parameters, in this order: right and left friction, noise, time scale; with
+#: ``start="network"`` also the network's total drop b (the wall-to-target distance).
 PARAMS = ("mu_right", "mu_left", "noise", "time_scale")
-#: Default bounds of mu->, mu<-, s (units of k y) and of the horizon T = c e_E (time units).
+NETWORK_PARAMS = PARAMS + ("total_drop",)
+#: Where the chain starts: at rest (the paper's chain) or from the network's first curve.
+STARTS = ("rest", "network")
+#: Default bounds of mu->, mu<-, s (units of k y), of the horizon T = c (e_E - e_start)
+#: (time units) and of the total drop b (units of the final drop D_0 - D_L; a chain that
+#: fits has b > the final drop, its last block never reaching the target, but a misfit
+#: may trade the wall's offset against the scale, so the bound leaves room below 1).
 DEFAULT_BOUNDS = {"mu_right": (1e-4, 0.3), "mu_left": (1e-4, 0.6), "noise": (1e-4, 0.3),
-                  "horizon": (10.0, 3000.0)}
-#: Coarse starting grid: points per parameter (mu->, mu<-/mu->, s, T).
+                  "horizon": (10.0, 3000.0), "total_drop": (0.3, 30.0)}
+#: Coarse starting grid: points per parameter (mu->, mu<-/mu->, s, T); the network start
+#: adds the total drop and, its grid being integrated per curve, is coarser.
 START_GRID = (6, 4, 6, 5)
+NETWORK_START_GRID = (4, 2, 4, 4, 3)
+#: chi2/dof up to which the chain explains a cell to within its seed noise: only there
+#: are parameters given intervals (docs/fit.md, "Which cells does the chain explain?").
+ACCEPTABLE_CHI2 = 2.0
+#: Integrator steps per doubling of time (springblock.fit.integrator; RMS error <= 1.4e-3
+#: of the final drop, median 3e-4, over the default bounds).
+STEPS_PER_DOUBLING = 8
 #: Level of the intervals.
 LEVEL = 0.95
 #: Iterations of each profiling refit (it starts next to the fit, so few are needed).
 PROFILE_ITER = 20
 
 
-def _used_frames(curves, epochs):
-    """Curves (..., E, L+1) and epochs (E,) without an epoch-0 frame (the chain is at rest)."""
+def _used_frames(curves, epochs, start: str):
+    """Curves (..., E, L+1), epochs (E,) -> (data frames, their epochs, first frame or None).
+
+    At rest an epoch-0 frame is left out (the chain is at rest there); from the
+    network, the first frame is the initial condition and the rest are data.
+    """
     d = as_curves(curves, "curves")
     e = np.asarray(epochs, dtype=np.float64)
     require(d.ndim >= 2 and e.ndim == 1 and d.shape[-2] == e.size
             and bool(np.all(np.diff(e) > 0)) and bool(np.all(e >= 0)), "epochs",
             "increasing numbers >= 0, one per frame of curves (..., E, L+1)", epochs)
+    if start == "network":
+        require(e.size >= 2, "epochs", "at least 2 frames with start='network' (the first "
+                "is where the chain starts)", epochs)
+        return d[..., 1:, :], e[1:], d[..., 0, :]
     keep = e > 0
     require(keep.any(), "epochs", "at least one epoch > 0", epochs)
-    return d[..., keep, :], e[keep]
+    return d[..., keep, :], e[keep], None
 
 
 def project(data, chain, weights):
@@ -76,50 +109,97 @@ def project(data, chain, weights):
     return d_mean + beta[:, None, None] * xc, beta
 
 
-def _chain_frames(blocks, epochs, modulus, z):
-    """log (mu->, mu<-, s, c) (K, 4) -> positions x_0..x_L at t = c e, (K, E, L+1)."""
+def _chain_frames(blocks, times, modulus, z, first_span, start=None):
+    """log (mu->, mu<-, s, c, ...) (K, >= 4) -> positions x_0..x_L at t = c times, (K, E, L+1).
+
+    ``times`` (E,) are epochs counted from the start; ``start`` (K, L) the initial positions
+    (None: at rest).
+    """
     p = np.exp(z)
-    x = np.zeros((len(p), len(epochs), blocks + 1))
-    # The integrator's cost follows the largest c of a call, so sets are
-    # integrated in groups of similar c (within a factor of 4).
-    group = np.floor(np.log(p[:, 3]) / np.log(4.0)).astype(int) if len(p) else np.zeros(0, int)
-    for g in np.unique(group):
-        rows = group == g
-        x[rows, :, 1:] = theory.predict_positions(
-            blocks, p[rows, 0], p[rows, 1], p[rows, 2], epochs[-1], times=epochs,
-            time_scale=p[rows, 3], modulus=modulus)
+    x = np.zeros((len(p), len(times), blocks + 1))
+    if len(p):
+        x[:, :, 1:] = chain_positions(blocks, p[:, 0], p[:, 1], p[:, 2], times, p[:, 3],
+                                      start=start, modulus=modulus,
+                                      steps_per_doubling=STEPS_PER_DOUBLING,
+                                      first_span=first_span)
     return x
 
 
-class _ProjectedModel:
-    """(log parameters (K, 4), data rows (K,)) -> best fitting curves (K, E (L+1))."""
+def _start_positions(first, log_drop, final_drop):
+    """x_l(0) = (D_0 - D_l) / b of first curves (K, L+1) at b = exp(log_drop) * final drop."""
+    b = np.exp(log_drop) * final_drop
+    return (first[:, :1] - first[:, 1:]) / b[:, None], b
 
-    def __init__(self, blocks, epochs, modulus, data, weights):
-        self.blocks, self.epochs, self.modulus = blocks, epochs, modulus
+
+def project_offsets(data, model, weights):
+    """model + a_e: the per-frame offsets (weighted means of data - model) projected out.
+
+    data, model, weights (K, E, L+1), weights 0 where missing.
+    """
+    w = weights
+    sw = np.maximum(w.sum(axis=-1, keepdims=True), 1e-300)
+    d = np.where(w > 0, data, 0.0)
+    return model + (w * (d - model)).sum(axis=-1, keepdims=True) / sw
+
+
+class _ProjectedModel:
+    """(log parameters (K, P), data rows (K,)) -> best fitting curves (K, E (L+1)).
+
+    At rest the offsets and the scale are projected out (:func:`project`); from the
+    network's first curve (``first`` (R, L+1)) the scale b is the fifth parameter and
+    only the offsets are projected out.
+    """
+
+    def __init__(self, blocks, times, modulus, data, weights, first_span, first=None):
+        self.blocks, self.times, self.modulus = blocks, times, modulus
         self.data, self.weights = data, weights  # (R, E, L+1)
+        self.first_span, self.first = first_span, first
+        if first is not None:
+            self.final_drop = np.abs(data[:, -1, 0] - data[:, -1, -1])
 
     def __call__(self, z, rows):
-        x = _chain_frames(self.blocks, self.epochs, self.modulus, z)
-        fitted, _ = project(self.data[rows], x, self.weights[rows])
+        if self.first is None:
+            x = _chain_frames(self.blocks, self.times, self.modulus, z, self.first_span)
+            fitted, _ = project(self.data[rows], x, self.weights[rows])
+        else:
+            x0, b = _start_positions(self.first[rows], z[:, 4], self.final_drop[rows])
+            x = _chain_frames(self.blocks, self.times, self.modulus, z, self.first_span, x0)
+            fitted = project_offsets(self.data[rows], -b[:, None, None] * x,
+                                     self.weights[rows])
         return fitted.reshape(len(z), -1)
+
+
+def _grid_points(lo, hi, sizes) -> np.ndarray:
+    """Interior grid points (G, P) of the log-parameter box; mu<- as ratios 1, 2, 4, 8 of mu->."""
+    axes = [np.linspace(lo[j], hi[j], n + 2)[1:-1] for j, n in enumerate(sizes)]
+    axes[1] = np.log(np.array([1.0, 2.0, 4.0, 8.0])[:sizes[1]])
+    mesh = [a.ravel() for a in np.meshgrid(*axes, indexing="ij")]
+    mesh[1] = np.clip(mesh[0] + mesh[1], lo[1], hi[1])
+    return np.stack(mesh, axis=1)
 
 
 @functools.lru_cache(maxsize=8)
 def _start_grid(blocks: int, epochs: tuple, modulus: float, log_lo: tuple, log_hi: tuple):
-    """Cached coarse grid: log-parameters (G, 4) and chain positions (G, E, L+1)."""
-    n_mu, n_ratio, n_s, n_t = START_GRID
-    lo, hi = np.array(log_lo), np.array(log_hi)
-    mu = np.linspace(lo[0], hi[0], n_mu + 2)[1:-1]
-    ratio = np.log(np.array([1.0, 2.0, 4.0, 8.0])[:n_ratio])
-    s = np.linspace(lo[2], hi[2], n_s + 2)[1:-1]
-    c = np.linspace(lo[3], hi[3], n_t + 2)[1:-1]
-    m, r, ss, cc = np.meshgrid(mu, ratio, s, c, indexing="ij")
-    z = np.stack([m.ravel(), np.clip(m.ravel() + r.ravel(), lo[1], hi[1]), ss.ravel(),
-                  cc.ravel()], axis=1)
-    x = _chain_frames(blocks, np.array(epochs), modulus, z)
+    """Cached coarse grid from rest: log-parameters (G, 4) and chain positions (G, E, L+1)."""
+    z = _grid_points(log_lo, log_hi, START_GRID)
+    x = _chain_frames(blocks, np.array(epochs), modulus, z, np.exp(log_hi[3]) * epochs[0])
     z.setflags(write=False)
     x.setflags(write=False)
     return z, x
+
+
+def _network_starts(model, rows, lo, hi, n_starts: int):
+    """The ``n_starts`` points of a coarse grid that fit each curve best, from its own start.
+
+    Every curve starts elsewhere, so its grid is integrated for it: (K n, 5), owners.
+    """
+    grid = _grid_points(lo, hi, NETWORK_START_GRID)  # (G, 5)
+    sets = np.tile(grid, (rows.size, 1))
+    owner = np.repeat(np.arange(rows.size), len(grid))
+    fitted = model(sets, rows[owner]).reshape((len(sets),) + model.data.shape[1:])
+    cost = _cost(fitted, model.data[rows[owner]], model.weights[rows[owner]])
+    best = np.argsort(cost.reshape(rows.size, len(grid)), axis=1)[:, :n_starts]
+    return grid[best.ravel()], np.repeat(np.arange(rows.size), n_starts)
 
 
 def _starts(data, weights, grid_z, grid_x, n_starts: int):
@@ -147,19 +227,24 @@ def _starts(data, weights, grid_z, grid_x, n_starts: int):
 class TrajectoryFit:
     """Result of :func:`fit_trajectory` for curves of leading shape (...).
 
-    estimate, low, high : (..., 4) the fit and its 95 % interval for
-        (mu->, mu<-, s, c) (forces in k y; c in time units per epoch).
-    unbounded : (..., 4) bool, the interval reaches a bound of the fit (the
+    estimate, low, high : (..., P) the fit and its 95 % interval for ``params``
+        (mu->, mu<-, s, c; from the network's start also b): forces in k y, c
+        in time units per epoch, b in units of the final drop. The interval
+        is NaN where the chain does not explain the cell (not ``acceptable``).
+    unbounded : (..., P) bool, the interval reaches a bound of the fit (the
         data cannot exclude it; non-identifiable when both ends do).
-    at_bound : (..., 4) bool, the estimate itself sits on a bound.
-    log_se : (..., 4) standard errors of the log-parameters.
+    at_bound : (..., P) bool, the estimate itself sits on a bound.
+    log_se : (..., P) standard errors of the log-parameters.
     residual : (...) RMS misfit over all points, in units of the final drop
         D_0 - D_L (comparable to the RMS of normalised curves).
     frame_residual : (..., E) the same per frame.
     chi2_per_dof : (...) weighted misfit per degree of freedom: ~1 when the
         chain explains the curves to within the weights' (seed) noise.
+    acceptable : (...) bool, chi2_per_dof <= ``acceptable_chi2``: the chain
+        explains the cell to within its seed noise.
     observations, fitted : (..., E, L+1) network curves and the best chain curves.
-    epochs : (E,) the epochs used; blocks, modulus, bounds: the settings.
+    epochs : (E,) the epochs fitted; origin: the epoch where the chain starts;
+    start: "rest" or "network"; blocks, modulus, bounds: the settings.
     """
 
     estimate: np.ndarray
@@ -177,11 +262,16 @@ class TrajectoryFit:
     blocks: int
     modulus: float
     bounds: dict = field(default_factory=dict)
+    params: tuple = PARAMS
+    start: str = "rest"
+    origin: float = 0.0
+    acceptable: np.ndarray | None = None
+    acceptable_chi2: float = ACCEPTABLE_CHI2
 
     @property
     def horizon(self) -> np.ndarray:
-        """T = c e_E (...), the chain time of the last frame."""
-        return self.estimate[..., 3] * self.epochs[-1]
+        """T = c (e_E - origin) (...), the chain time of the last frame."""
+        return self.estimate[..., 3] * (self.epochs[-1] - self.origin)
 
     def to_dataset(self, dims=None, coords: dict | None = None) -> xr.Dataset:
         """Labelled result: ``<param>``, ``<param>_low/_high/_unbounded/_at_bound`` per cell."""
@@ -190,9 +280,9 @@ class TrajectoryFit:
         require(len(dims) == len(lead), "dims", f"{len(lead)} names of the leading axes {lead}",
                 dims)
         units = {"mu_right": "k y", "mu_left": "k y", "noise": "k y",
-                 "time_scale": "time / epoch"}
+                 "time_scale": "time / epoch", "total_drop": "final drop D_0 - D_L"}
         data_vars = {}
-        for j, name in enumerate(PARAMS):
+        for j, name in enumerate(self.params):
             data_vars[name] = (dims, self.estimate[..., j],
                                {"long_name": f"fitted {name}", "units": units[name]})
             data_vars[f"{name}_low"] = (dims, self.low[..., j],
@@ -205,7 +295,11 @@ class TrajectoryFit:
                                              {"long_name": "estimate on a bound"})
             data_vars[f"{name}_log_se"] = (dims, self.log_se[..., j],
                                            {"long_name": f"standard error of log {name}"})
-        data_vars["horizon"] = (dims, self.horizon, {"long_name": "T = c * last epoch"})
+        data_vars["horizon"] = (dims, self.horizon,
+                                {"long_name": "T = c * (last epoch - start epoch)"})
+        data_vars["acceptable"] = (dims, self.acceptable, {
+            "long_name": f"chi2/dof <= {self.acceptable_chi2:g}: the chain explains the cell "
+                         "to within its seed noise (intervals only there)"})
         data_vars["residual"] = (dims, self.residual,
                                  {"long_name": "RMS misfit / final drop", "units": "1"})
         data_vars["frame_residual"] = (dims + ["epoch"], self.frame_residual,
@@ -220,6 +314,8 @@ class TrajectoryFit:
         all_coords.update(coords or {})
         ds = xr.Dataset(data_vars, coords=all_coords)
         settings = {"blocks": self.blocks, "modulus": self.modulus, "level": LEVEL,
+                    "start": self.start, "start_epoch": self.origin,
+                    "acceptable_chi2": self.acceptable_chi2,
                     **{f"bound_{k}": list(v) for k, v in self.bounds.items()}}
         ds.attrs.update(provenance("springblock.fit.fit_trajectory", settings))
         ds.attrs["model"] = ("mean-field overdamped chain, Gaussian noise, observed at t = "
@@ -227,8 +323,8 @@ class TrajectoryFit:
         return ds
 
 
-def _check_bounds(bounds, last_epoch: float):
-    """Bounds dict -> log lower/upper arrays (4,) over (mu->, mu<-, s, c)."""
+def _check_bounds(bounds, last_epoch: float, start: str):
+    """Bounds dict -> log lower/upper arrays (4,) over (mu->, mu<-, s, c) (and b: (5,))."""
     b = dict(DEFAULT_BOUNDS)
     if bounds is not None:
         unknown = set(bounds) - set(b)
@@ -242,82 +338,116 @@ def _check_bounds(bounds, last_epoch: float):
                  b["horizon"][0] / last_epoch])
     hi = np.log([b["mu_right"][1], b["mu_left"][1], b["noise"][1],
                  b["horizon"][1] / last_epoch])
+    if start == "network":
+        lo, hi = np.append(lo, np.log(b["total_drop"][0])), np.append(hi, np.log(
+            b["total_drop"][1]))
+    else:
+        b.pop("total_drop")
     return lo, hi, b
 
 
-def fit_trajectory(curves, epochs, *, weights=None, modulus: float = 1.0, bounds=None,
-                   n_starts: int = 3, max_iter: int = 60,
-                   profile_values: int = 4) -> TrajectoryFit:
+def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
+                   modulus: float = 1.0, bounds=None, n_starts: int = 3, max_iter: int = 60,
+                   profile_values: int = 4,
+                   acceptable_chi2: float = ACCEPTABLE_CHI2) -> TrajectoryFit:
     """Fit (mu->, mu<-, s, c) of the mean-field chain to load curves over training.
 
     curves : (..., E, L+1) network load curves D_l at ``epochs`` (E,), any
-        units; the chain gets L blocks. A frame at epoch 0 is left out (the
-        chain is at rest). For one final curve pass ``curves[..., None, :]``
-        and ``epochs=[1]``: then c is the horizon T.
+        units; the chain gets L blocks. For one final curve pass
+        ``curves[..., None, :]`` and ``epochs=[1]``: then c is the horizon T.
+    start : "rest" (the chain starts at rest at epoch 0; an epoch-0 frame is
+        left out) or "network" (the chain starts from each cell's first
+        curve, and the network's total drop b is fitted too).
     weights : None (equal) or (..., E, L+1) inverse variances of the points
         (e.g. :func:`seed_weights`; 0 leaves a point out); their overall
         scale is re-estimated from the misfit.
     bounds : dict overriding :data:`DEFAULT_BOUNDS` (keys mu_right, mu_left,
-        noise, horizon; T = c times the last epoch).
+        noise, horizon — T = c (last epoch - start epoch) — and total_drop).
     n_starts : grid starts per curve for the local fit.
     profile_values : points at which a parameter the local fit cannot see
         (infinite standard error, or on a bound) is pinned to profile it out
         of the others' intervals (0: Wald intervals only).
+    acceptable_chi2 : cells with a larger chi2/dof are not explained by the
+        chain: they keep their best estimate but get no interval (NaN; ``inf``
+        gives every cell intervals).
 
-    Returns :class:`TrajectoryFit`. Cost ~ the largest T of a batch: pass
-    all cells in one call.
+    Returns :class:`TrajectoryFit`. Pass all cells in one call: the grid of
+    starting chains from rest is shared.
     """
-    data, used = _used_frames(curves, epochs)
+    require(start in STARTS, "start", f"one of {', '.join(STARTS)}", start)
+    data, used, first = _used_frames(curves, epochs, start)
     require(is_finite(modulus) and modulus > 0, "modulus", "a finite number > 0", modulus)
     require(is_int(n_starts) and n_starts >= 1, "n_starts", "an integer >= 1", n_starts)
     require(is_int(max_iter) and max_iter >= 1, "max_iter", "an integer >= 1", max_iter)
     require(is_int(profile_values) and (profile_values == 0 or profile_values >= 2),
             "profile_values", "0 or an integer >= 2", profile_values)
-    lo, hi, b = _check_bounds(bounds, float(used[-1]))
+    require(isinstance(acceptable_chi2, (int, float)) and acceptable_chi2 > 0,
+            "acceptable_chi2", "a number > 0 (inf: every cell)", acceptable_chi2)
+    origin = float(np.asarray(epochs, dtype=np.float64)[0]) if start == "network" else 0.0
+    times = used - origin  # epochs counted from where the chain starts
+    lo, hi, b = _check_bounds(bounds, float(times[-1]), start)
+    params = NETWORK_PARAMS if start == "network" else PARAMS
     lead, frame = data.shape[:-2], data.shape[-2:]
     blocks = frame[1] - 1
-    if weights is None:
-        w = np.ones(data.shape)
-    else:
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape[-2:] == (len(np.asarray(epochs)), frame[1]) and w.shape[-2] != frame[0]:
-            w = w[..., np.asarray(epochs) > 0, :]
-        require(np.all(np.isfinite(w)) and np.all(w >= 0), "weights",
-                "finite numbers >= 0 shaped like the curves", "other")
-        w = np.broadcast_to(w, data.shape)
+    w = _frame_weights(weights, epochs, data.shape, start)
     flat = data.reshape((-1,) + frame)
     wf = np.where(np.isfinite(flat), w.reshape((-1,) + frame), 0.0)
-    n_free = len(PARAMS)
+    first_flat = None if first is None else first.reshape(-1, frame[1])
+    if first_flat is not None:  # a cell without a usable first curve cannot start there
+        wf = np.where(np.isfinite(first_flat).all(axis=1)[:, None, None], wf, 0.0)
+    n_free = len(params)
     count = (wf > 0).sum(axis=(1, 2))
-    dof = count - n_free - (frame[0] + 1)  # chain parameters, offsets a_e, scale b
+    # chain parameters, offsets a_e and (from rest) the projected scale b
+    dof = count - n_free - frame[0] - (start == "rest")
     rows = np.flatnonzero(dof > 0)
     est = np.full((len(flat), n_free), np.nan)
     se = np.full_like(est, np.nan)
     fitted = np.full_like(flat, np.nan)
     rss = np.full(len(flat), np.nan)
-    model = _ProjectedModel(blocks, used, float(modulus), flat, wf)
+    first_span = float(np.exp(hi[3]) * times[0])
+    model = _ProjectedModel(blocks, times, float(modulus), flat, wf, first_span, first_flat)
     if rows.size:
-        grid_z, grid_x = _start_grid(blocks, tuple(used), float(modulus), tuple(lo), tuple(hi))
-        starts, owner = _starts(flat[rows], wf[rows], grid_z, grid_x, n_starts)
+        if start == "network":
+            starts, owner = _network_starts(model, rows, lo, hi, n_starts)
+        else:
+            grid_z, grid_x = _start_grid(blocks, tuple(times), float(modulus), tuple(lo),
+                                         tuple(hi))
+            starts, owner = _starts(flat[rows], wf[rows], grid_z, grid_x, n_starts)
         data_row = rows[owner]
         z, f, jac = levenberg_marquardt(_RowsOf(model, data_row), flat[data_row].reshape(
             len(owner), -1), starts, lo, hi, max_iter, owner,
             weights=wf[data_row].reshape(len(owner), -1), row_aware=True)
         cost = _cost(f, flat[data_row], wf[data_row])
         order = np.lexsort((cost, owner))
-        first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
-        est[rows], fitted[rows], rss[rows] = z[first], f[first].reshape((-1,) + frame), \
-            cost[first]
-        se[rows] = _log_standard_errors(jac[first], wf[rows].reshape(len(rows), -1), rss[rows],
-                                        dof[rows])
+        first_of = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
+        est[rows], fitted[rows], rss[rows] = z[first_of], f[first_of].reshape(
+            (-1,) + frame), cost[first_of]
+        se[rows] = _log_standard_errors(jac[first_of], wf[rows].reshape(len(rows), -1),
+                                        rss[rows], dof[rows])
     q = student_t.ppf(0.5 + LEVEL / 2, np.maximum(dof, 1))[:, None]
+    acceptable = np.isfinite(rss) & (rss / np.maximum(dof, 1) <= acceptable_chi2)
     with np.errstate(invalid="ignore", over="ignore"):
         z_lo, z_hi = est - q * se, est + q * se
-    if rows.size and profile_values > 0:
+    if acceptable.any() and profile_values > 0:
         _profile_flat(model, flat, wf, est, se, rss, fitted, z_lo, z_hi, q[:, 0], lo, hi, dof,
-                      profile_values, min(max_iter, PROFILE_ITER))
+                      profile_values, min(max_iter, PROFILE_ITER), acceptable)
+    z_lo[~acceptable] = z_hi[~acceptable] = np.nan
     return _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, wf, lo, hi, lead, used,
-                     blocks, modulus, b)
+                     blocks, modulus, b, params, start, origin, acceptable, acceptable_chi2)
+
+
+def _frame_weights(weights, epochs, shape, start: str) -> np.ndarray:
+    """Weights of the fitted frames, shape (..., E', L+1): ones, or the given ones without
+    the frames that are not data (given for every frame or only for the fitted ones)."""
+    if weights is None:
+        return np.ones(shape)
+    w = np.asarray(weights, dtype=np.float64)
+    e = np.asarray(epochs)
+    if w.shape[-2:] == (len(e), shape[-1]) and w.shape[-2] != shape[-2]:
+        w = w[..., 1:, :] if start == "network" else w[..., e > 0, :]
+    require(np.all(np.isfinite(w)) and np.all(w >= 0), "weights",
+            "finite numbers >= 0 shaped like the curves", "other")
+    return np.broadcast_to(w, shape)
 
 
 class _RowsOf:
@@ -337,7 +467,7 @@ def _cost(f, data, w):
 
 
 def _profile_flat(model, flat, w, est, se, rss, fitted, z_lo, z_hi, q, lo, hi, dof,
-                  n_values: int, max_iter: int) -> None:
+                  n_values: int, max_iter: int, cells_to_profile) -> None:
     """Profile out parameters the local fit cannot see; widen intervals in place.
 
     A parameter with infinite standard error, or whose estimate sits on a
@@ -348,9 +478,11 @@ def _profile_flat(model, flat, w, est, se, rss, fitted, z_lo, z_hi, q, lo, hi, d
     (RSS_v - RSS) / sigma^2 <= q^2 with sigma^2 = RSS / dof, widens the
     intervals: j's to include the pinned value, the others' to include their
     own Wald intervals there. A refit with a lower misfit replaces the fit.
+    Only the cells ``cells_to_profile`` (bool per cell) are profiled.
     """
     tol = 1e-6 * (hi - lo)
     flagged = np.isfinite(est) & (~np.isfinite(se) | (est <= lo + tol) | (est >= hi - tol))
+    flagged &= np.asarray(cells_to_profile)[:, None]
     cells, params = np.nonzero(flagged)
     if cells.size == 0:
         return
@@ -379,7 +511,7 @@ def _profile_flat(model, flat, w, est, se, rss, fitted, z_lo, z_hi, q, lo, hi, d
             z_lo[k], z_hi[k] = est[k] - q[k] * se[k], est[k] + q[k] * se[k]
     for r in np.flatnonzero(inside):
         k, j = cell[r], param[r]
-        others = np.arange(len(PARAMS)) != j
+        others = np.arange(est.shape[1]) != j
         with np.errstate(invalid="ignore", over="ignore"):
             lo_r = np.where(others, z[r] - q[k] * se_v[r], pinned[r])
             hi_r = np.where(others, z[r] + q[k] * se_v[r], pinned[r])
@@ -408,7 +540,8 @@ def _log_standard_errors(jac, w, rss, dof):
 
 
 def _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, w, lo, hi, lead, used, blocks,
-              modulus, bounds) -> TrajectoryFit:
+              modulus, bounds, params, start, origin, acceptable,
+              acceptable_chi2) -> TrajectoryFit:
     """Flags and residuals (in units of each cell's final drop); reshape to the leading shape."""
     tol = 1e-6 * (hi - lo)
     nan = np.isnan(est)
@@ -431,7 +564,8 @@ def _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, w, lo, hi, lead, used
         unbounded=shaped(unbounded), at_bound=shaped(at_bound), log_se=shaped(se),
         residual=shaped(resid), frame_residual=shaped(frame), chi2_per_dof=shaped(chi2),
         observations=shaped(flat), fitted=shaped(fitted), epochs=used, blocks=blocks,
-        modulus=float(modulus), bounds=bounds)
+        modulus=float(modulus), bounds=bounds, params=params, start=start, origin=origin,
+        acceptable=shaped(acceptable), acceptable_chi2=float(acceptable_chi2))
 
 
 def seed_weights(curves_per_seed, *, seed_axis: int = -3, floor: float = 1e-12):
