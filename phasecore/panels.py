@@ -56,6 +56,10 @@ class PhasePanel:
     not shaded by a value that means nothing, and takes no part in the boundaries.
     ``shared_scale``: one y-range for every small plot (default: each plot its own, so
     every curve's shape fills its box whatever the other cells do).
+    ``marked``: (R, C) booleans; the region of marked cells is outlined (dashed, in
+    :data:`MARK_COLOUR`) and each marked cell gets a small "x" in its corner, named in
+    the figure's legend by ``marked_label`` (where the chain disagrees with the networks,
+    :func:`dnnphase.compare.report.disagreement`).
     """
 
     curves: np.ndarray
@@ -77,6 +81,13 @@ class PhasePanel:
     dashed_label: str = "dashed"
     separates: np.ndarray | None = None
     shared_scale: bool = False
+    marked: np.ndarray | None = None
+    marked_label: str = "marked"
+
+
+#: Colour of the outline and corner marks of :attr:`PhasePanel.marked` cells (magenta:
+#: apart from the red-blue shading and the black phase boundaries).
+MARK_COLOUR = "#c000c0"
 
 
 def symmetric_limit(values) -> float:
@@ -147,6 +158,9 @@ def _draw_panel(fig, box, panel: PhasePanel, ax_size: float) -> None:
         labels = np.where(separating, np.asarray(panel.boundary, dtype=float),
                           np.nan)[np.ix_(rows, cols)]
         _draw_boundaries(fig, (x0, y0), labels, ax_size)
+    if panel.marked is not None and np.any(panel.marked):
+        _draw_marked(fig, (x0, y0), np.asarray(panel.marked, dtype=bool)[np.ix_(rows, cols)],
+                     ax_size)
     width, height = n_c * ax_size, n_r * ax_size
     fig.text((x0 + width / 2) / fw, (y0 - 0.45) / fh, panel.col_label, ha="center", va="top",
              fontsize=9)
@@ -212,6 +226,38 @@ def _draw_boundaries(fig, box, labels: np.ndarray, ax_size: float) -> None:
                 over.plot([j, j + 1], [i + 1, i + 1], **style)
 
 
+def _draw_marked(fig, box, marked: np.ndarray, ax_size: float) -> None:
+    """Outline the region of marked cells (R, C) as drawn, dashed, and put an "x" in the
+    top-right corner of each marked cell."""
+    n_r, n_c = marked.shape
+    fw, fh = fig.get_size_inches()
+    over = fig.add_axes([box[0] / fw, box[1] / fh, n_c * ax_size / fw, n_r * ax_size / fh])
+    over.set_xlim(0, n_c)
+    over.set_ylim(n_r, 0)
+    over.axis("off")
+    from matplotlib import patheffects
+
+    halo = [patheffects.withStroke(linewidth=3.4, foreground="white")]  # seen on dark red
+    style = dict(color=MARK_COLOUR, lw=1.8, ls=(0, (3, 2)), solid_capstyle="butt",
+                 path_effects=halo)
+    inset = 0.04  # just inside the cells, so a phase boundary on the same edge stays visible
+
+    def inside(i: int, j: int) -> bool:
+        return 0 <= i < n_r and 0 <= j < n_c and bool(marked[i, j])
+
+    for i, j in zip(*np.nonzero(marked), strict=True):
+        if not inside(i, j - 1):
+            over.plot([j + inset] * 2, [i, i + 1], **style)
+        if not inside(i, j + 1):
+            over.plot([j + 1 - inset] * 2, [i, i + 1], **style)
+        if not inside(i - 1, j):
+            over.plot([j, j + 1], [i + inset] * 2, **style)
+        if not inside(i + 1, j):
+            over.plot([j, j + 1], [i + 1 - inset] * 2, **style)
+        over.plot(j + 0.82, i + 0.18, marker="x", ms=5, mew=1.6, color=MARK_COLOUR,
+                  path_effects=halo)
+
+
 def _differ(a: float, b: float) -> bool:
     return bool(np.isfinite(a) and np.isfinite(b) and a != b)
 
@@ -254,12 +300,16 @@ def plot_phase_grid(panels: PhasePanel | list[PhasePanel], *, title: str = "",
     if notes:
         fig.text(0.01, 0.01, "\n".join(notes), fontsize=7, color="0.3", ha="left",
                  va="bottom")
-    labels = list(dict.fromkeys(p.dashed_label for p in panels if p.dashed is not None))
-    if labels:
-        from matplotlib.lines import Line2D
+    from matplotlib.lines import Line2D
 
-        fig.legend(handles=[Line2D([], [], color="k", lw=1.1, ls="--", label=label)
-                            for label in labels], loc="lower right", fontsize=7, frameon=False)
+    handles = [Line2D([], [], color="k", lw=1.1, ls="--", label=label) for label in
+               dict.fromkeys(p.dashed_label for p in panels if p.dashed is not None)]
+    handles += [Line2D([], [], color=MARK_COLOUR, lw=2.0, ls=(0, (3, 2)), marker="x", ms=4,
+                       label=label) for label in dict.fromkeys(
+                           p.marked_label for p in panels
+                           if p.marked is not None and np.any(p.marked))]
+    if handles:
+        fig.legend(handles=handles, loc="lower right", fontsize=7, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10, y=1 - 0.1 / fig_h, va="top")
     return fig

@@ -21,6 +21,7 @@ import xarray as xr
 
 from dnnphase import knobs
 from dnnphase.compare.alignment import chain_axes
+from dnnphase.compare.report import disagreement
 from dnnphase.defaults import MEASURE
 from dnnphase.plotting import normalised, sweep_panels
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
@@ -41,9 +42,14 @@ def plot_side_by_side(spring, network, measure: str = MEASURE,
     """Network (Fig. 1 style) and chain (Fig. 3 style) diagrams, same colour scale.
 
     Both panels are shaded by the seed-mean scale-free curvature on one
-    symmetric scale, with their concave / linear / convex boundaries drawn.
+    symmetric scale, with their concave / linear / convex boundaries drawn. Where the
+    chain's curvature changes the other way from the networks' (along friction /
+    nonlinearity in a column, along noise in a row, at the same rank position:
+    :func:`dnnphase.compare.report.disagreement`) the cells are outlined in both panels.
     """
     net = sweep_panels(network, measure, tolerance)[1]
+    net_marked, chain_marked, label = disagreement_marks(spring, network, measure)
+    net.marked, net.marked_label = net_marked, label
     row, col = chain_axes(spring)  # friction, noise
     mean = spring.mean("seed").transpose(row, col, ...).sortby(row).sortby(col)
     chain_curv = mean["curvature_scaled"].values
@@ -52,8 +58,9 @@ def plot_side_by_side(spring, network, measure: str = MEASURE,
         mean[row].values, mean[col].values, row_label=axis_label(spring, row) + " (more on top)",
         col_label=axis_label(spring, col) + " (noisier to the right)",
         shade_label="mean scale-free curvature", boundary=phase_label(chain_curv, tolerance),
-        title=f"spring-block chain (T = {fmt_value(float(spring['horizon'].mean()))})",
-        flip_rows=True,
+        title=f"spring-block chain (T = {fmt_value(float(spring['horizon'].mean()))}"
+              f"{chain_setting(spring)})",
+        flip_rows=True, marked=chain_marked, marked_label=label,
     )
     m = max(symmetric_limit(net.shade[net.separates]),  # each panel's own fence,
             symmetric_limit(chain_curv))  # cells that do not separate left out
@@ -63,6 +70,72 @@ def plot_side_by_side(spring, network, measure: str = MEASURE,
     title = ("Networks vs spring-block chain: normalised load curves over scale-free curvature "
              f"(same colour scale; thick lines: phase boundaries, linear band +-{tolerance:g})")
     return plot_phase_grid([net, chain], title=title)
+
+
+def chain_setting(spring) -> str:
+    """What the chain's title should say besides T: ", mu<- = 2 mu->" or ", mu<- = 0.06",
+    and ", noise bounded at 1 SD" (read from the stored configuration; "" if none)."""
+    import json
+
+    try:
+        config = json.loads(spring.attrs.get("config", "{}"))
+    except ValueError:
+        return ""
+    base, axes = config.get("base", {}), {config.get("rows", [None])[0],
+                                          config.get("cols", [None])[0]}
+    parts = []
+    if config.get("mu_left_ratio") is not None:
+        parts.append(f"mu<- = {fmt_value(config['mu_left_ratio'])} mu->")
+    elif "mu_left" not in axes and "mu_left" in base:
+        parts.append(f"mu<- = {fmt_value(base['mu_left'])}")
+    if "mu_right" not in axes and "mu_right" in base:
+        parts.append(f"mu-> = {fmt_value(base['mu_right'])}")
+    if base.get("noise_dist") == "truncated":
+        parts.append(f"noise bounded at {fmt_value(base.get('truncation', 2.0))} SD")
+    return "".join(f", {part}" for part in parts)
+
+
+def disagreement_marks(spring, network, measure: str = MEASURE):
+    """Cells to outline in :func:`plot_side_by_side`: (network (alpha ascending, knob
+    ascending), chain (friction, noise ascending), legend text) — the panels' own order.
+
+    A cell is marked where its column's sign of curvature's change along nonlinearity,
+    or its row's along noise, is opposite to the other system's at the same rank
+    position (:func:`dnnphase.compare.report.disagreement`).
+    """
+    maps = disagreement(spring, network, measure)
+    knob = network.attrs["knob"]
+    net = maps["disagreement"]
+    net = net.sortby(net["alpha"]).sortby(net[knob]).values > 0
+    chain = maps["spring_disagreement"].values > 0  # oriented = the panel's order
+    return net, chain, _marks_label(maps, knob)
+
+
+def _marks_label(maps: xr.Dataset, knob: str) -> str:
+    """The legend text of the outlined cells: per direction with opposite lines, how the
+    chain's curvature changes there, and how many lines of each grid."""
+    from dnnphase.compare.text import where
+
+    verb = {1.0: "rises", -1.0: "falls"}
+    parts = []
+    for along, bit, line, chain_axis, chain_more, net_more in (
+            ("nonlinearity", 1, "column", "chain_noise", "friction", "nonlinearity"),
+            ("noise", 2, "row", "friction", "noise", knob)):
+        across = 0 if line == "column" else 1
+        chain_off = (maps["spring_disagreement"].values & bit).any(axis=across)
+        net_off = (maps["disagreement"].values & bit).any(axis=across)
+        if not (chain_off.any() or net_off.any()):
+            continue
+        signs = maps[f"spring_sign_along_{along}"].values
+        values, name = maps[chain_axis].values, chain_axis.replace("chain_", "")
+        chain_words = ", ".join(
+            f"{verb[v]} with {chain_more} at {where(chain_off & (signs == v), values, name)}"
+            for v in (1.0, -1.0) if (chain_off & (signs == v)).any())
+        parts.append(f"{line}s: the chain's curvature {chain_words}, the networks' the other "
+                     f"way with {net_more} ({int(net_off.sum())} of {net_off.size} network, "
+                     f"{int(chain_off.sum())} of {chain_off.size} chain {line}s)")
+    return ("outlined, x: curvature changes the opposite way in chain and networks at the same "
+            "rank position\n" + "\n".join(parts))
 
 
 def plot_accuracy_vs_curvature(network, report, measure: str = MEASURE):

@@ -1,8 +1,9 @@
 """Results in words: the lines a person reads after a comparison.
 
 * :func:`summary` — the agreement table of a comparison report, ``n/a (why)``
-  where a number could not be computed, then one line per alpha row
-  (:func:`row_summary`);
+  where a number could not be computed, where the chain's curvature changes the
+  other way from the networks' (:func:`disagreement_summary`), then one line per
+  alpha row (:func:`row_summary`);
 * :func:`dictionary_summary` — the paper's dictionary read off the effective
   force (an :func:`dnnphase.compare.dictionary.effective_force_table`).
 """
@@ -66,7 +67,7 @@ def summary(report: xr.Dataset) -> str:
                if a.get("accuracy_fit_excluded") else ""))
         if "accuracy_test_curve_peak_curvature" in a:
             lines += peak_summary(a, "accuracy_test_curve", "the test set's curvature")
-    return "\n".join(lines + row_summary(report))
+    return "\n".join(lines + disagreement_summary(report) + row_summary(report))
 
 
 def peak_summary(attrs: dict, prefix: str = "accuracy",
@@ -141,6 +142,91 @@ def row_summary(report: xr.Dataset) -> list[str]:
             f"boundary {where}{steps}")
     if boundary_summary(report):
         lines.append("  " + boundary_summary(report))
+    return lines
+
+
+# --- where the two disagree -------------------------------------------------------------
+
+_CHANGE = {1.0: "rises (more convex)", -1.0: "falls (more concave)",
+           0.0: "is flat or not monotone"}
+
+
+def where(chosen, values, name: str) -> str:
+    """Words for the lines ``chosen`` (bool (n,)) among ``values`` (n,), in oriented order:
+    ``"noise >= 0.016"`` for a tail, ``"alpha 0.2 .. 0.6"`` for a run, else a list."""
+    chosen = np.asarray(chosen, dtype=bool)
+    picked = np.flatnonzero(chosen)
+    v = [f"{float(values[k]):g}" for k in picked]
+    rising = float(values[-1]) >= float(values[0])
+    if picked.size == 0:
+        return "nowhere"
+    if picked.size == 1:
+        return f"{name} {v[0]}"
+    if np.all(np.diff(picked) == 1):
+        if picked[-1] == chosen.size - 1:
+            return f"{name} {'>=' if rising else '<='} {v[0]}"
+        if picked[0] == 0:
+            return f"{name} {'<=' if rising else '>='} {v[-1]}"
+        return f"{name} {v[0]} .. {v[-1]}"
+    return f"{name} {', '.join(v)}"
+
+
+def sign_words(signs, values, name: str, line: str) -> str:
+    """How curvature changes along every line (signs (n,) at ``values`` (n,)), e.g.
+    ``"falls (more concave) in every column"`` or ``"rises (more convex) at noise >=
+    0.016; falls (more concave) at noise <= 0.008; ..."``; a sign held by most lines
+    but scattered reads ``"... in every column but batch_size 10"``."""
+    signs = np.asarray(signs, dtype=float)
+    parts = []
+    for sign, words in _CHANGE.items():
+        chosen = signs == sign
+        if chosen.all():
+            return f"{words} in every {line}"
+        picked = np.flatnonzero(chosen)
+        if picked.size > 1 and np.any(np.diff(picked) > 1) and 2 * picked.size > signs.size:
+            parts.append(f"{words} in every {line} but {where(~chosen, values, name)}")
+        elif picked.size:
+            parts.append(f"{words} at {where(chosen, values, name)}")
+    if np.isnan(signs).any():
+        parts.append(f"n/a at {where(np.isnan(signs), values, name)}")
+    return "; ".join(parts)
+
+
+#: Per direction: the bit of the disagreement codes, the line it runs along, the chain's
+#: and the networks' words for "more of it".
+_DIRECTIONS = {"nonlinearity": (1, "column", "more friction", "smaller alpha (more nonlinear)",
+                                "falls"),
+               "noise": (2, "row", "more noise", "noisier {knob}", "rises")}
+
+
+def disagreement_summary(report: xr.Dataset) -> list[str]:
+    """Where the chain's curvature changes the other way from the networks', in words:
+    per direction, the lines with opposite signs at the same rank position, then how
+    curvature changes along the chain's and the networks' lines."""
+    if "disagreement" not in report:  # a report written before these were kept
+        return []
+    a = report.attrs
+    knob = a["knob"]
+    lines = [f"where the two disagree (sign of curvature's change along a line: "
+             f"{a['sign_rule']}; lines matched at equal rank position):"]
+    axes = {"column": ((knob, report[knob].values), ("noise", report["chain_noise"].values)),
+            "row": (("alpha", report["alpha"].values), ("friction", report["friction"].values))}
+    for along, (bit, line, chain_more, net_more, expected) in _DIRECTIONS.items():
+        (net_name, net_values), (chain_name, chain_values) = axes[line]
+        across = 0 if line == "column" else 1  # the cells of a column share its flag
+        net_off = (report["disagreement"].values & bit).any(axis=across)
+        chain_off = (report["spring_disagreement"].values & bit).any(axis=across)
+        verdict = (f"opposite in {int(net_off.sum())} of {net_off.size} network {line}s "
+                   f"({where(net_off, net_values, net_name)}), {int(chain_off.sum())} of "
+                   f"{chain_off.size} chain {line}s ({where(chain_off, chain_values, chain_name)})"
+                   if net_off.any() or chain_off.any() else f"no {line} has opposite signs")
+        chain_signs = report[f"spring_sign_along_{along}"].values
+        net_signs = report[f"network_sign_along_{along}"].values
+        lines += [f"  along {along} (per {line}): {verdict}",
+                  f"    chain, {chain_more}: curvature "
+                  f"{sign_words(chain_signs, chain_values, chain_name, line)}",
+                  f"    networks, {net_more.format(knob=knob)}: curvature "
+                  f"{sign_words(net_signs, net_values, net_name, line)} (the theory: {expected})"]
     return lines
 
 
