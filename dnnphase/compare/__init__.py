@@ -13,11 +13,14 @@ and is the only place that knows both:
   :func:`fit_sweep_trajectory`);
 * :func:`dictionary_table`, :func:`effective_force_table` — the paper's
   dictionary (noise <-> knob, friction <-> nonlinearity) in numbers;
+* :func:`held_out_prediction`, :func:`transfer_table` — prediction, not description: the
+  chain's monotone map from (alpha, knob) to (friction, noise) fitted on part of a diagram
+  predicts the held-out cells' curvature, against baselines without mechanics;
 * :func:`reproduce` — every result and figure of a :data:`PRESETS` entry, end to end.
 
 Modules, one idea each: ``alignment`` (checks, oriented axes, rank alignment),
 ``agreement``, ``peaks``, ``report``, ``text`` (the summary in words),
-``fitting``, ``dictionary``, ``presets`` and ``figures`` (matplotlib, so
+``fitting``, ``dictionary``, ``prediction``, ``presets`` and ``figures`` (matplotlib, so
 imported on its own: ``from dnnphase.compare import figures``).
 """
 
@@ -26,6 +29,7 @@ from dnnphase.compare.alignment import chain_axes
 from dnnphase.compare.dictionary import dictionary_table, effective_force_table
 from dnnphase.compare.fitting import fit_chain, fit_sweep_final, fit_sweep_trajectory
 from dnnphase.compare.peaks import accuracy_peak, row_accuracy_peaks
+from dnnphase.compare.prediction import held_out_prediction, transfer_table
 from dnnphase.compare.presets import PRESETS, reproduce
 from dnnphase.compare.report import compare
 from dnnphase.compare.text import summary
@@ -44,8 +48,10 @@ __all__ = [
     "fit_chain",
     "fit_sweep_final",
     "fit_sweep_trajectory",
+    "held_out_prediction",
     "rank_correlations",
     "reproduce",
     "row_accuracy_peaks",
     "summary",
+    "transfer_table",
 ]

@@ -1,0 +1,590 @@
+"""Prediction, not description: does the chain predict cells of a network diagram it was not
+fitted to, better than a model that knows no mechanics?
+
+The chain model of a network phase diagram (alpha rows x knob columns): every alpha row gets one
+friction mu-> and every knob column one noise s, and the cell's scale-free curvature is the
+chain's,
+
+    kappa_ij = kappa_chain(mu_i, s_j),  mu_i non-increasing in alpha, s_j non-decreasing in
+    noisiness,                                                       (R + C parameters)
+
+the mean-field chain of :func:`springblock.theory.predict_positions` with L = 7 blocks, k = y = 1,
+horizon T = 1000 and mu<- = 2 mu-> (all fixed, not fitted). The baseline knows only that
+curvature rises with alpha and with noisiness (both seen in every diagram):
+
+    kappa_ij = a_i + b_j,  a non-decreasing in alpha, b non-decreasing in noisiness, b_0 = 0
+                                                                     (R + C - 1 parameters)
+
+and, since the chain's curvature levels off where the additive one cannot, the same through a
+fixed S-shaped link centred on the linear load curve, kappa_ij = d tanh(a_i + b_j), d > 0
+                                                                     (R + C parameters).
+
+All are fitted by unweighted least squares to the seed-mean curvature of the training cells and
+predict the held-out ones. Splits: ``checkerboard`` (train on (i + j) even, predict odd, and the
+other way round) and ``columns`` (hold out every other interior knob column, then the others; a
+held-out column's s_j — and the baseline's b_j — is the linear interpolation, in grid index, of
+its neighbours' fitted values: s in the coordinate log(1 + s / NOISE_SCALE)). The seed-noise floor
+is the RMS over the held-out cells of the standard error of their seed mean: a model that knew
+every cell's true mean would score about that.
+
+Cells left out of fitting and scoring: a NaN seed mean, fewer than two seeds, a mean training
+curve that does not separate the classes (:func:`phasecore.loadcurve.separates`, as the figures
+hatch them) and a seed mean beyond Tukey's far-out fences of the usable cells
+(:func:`phasecore.loadcurve.far_out_fences`: a network that barely separates, curvature -114).
+
+Entry point: :func:`held_out_prediction` (one sweep -> one labelled Dataset); the pure parts:
+:func:`chain_table` / :func:`chain_curvature` (the chain's curvature surface, built once),
+:func:`diagram_cells`, :func:`fit_chain_map`, :func:`fit_additive_map`,
+:func:`fit_saturating_map` (any of them by name: :func:`fit_model`), :func:`split_folds`,
+:func:`predict_split`, :func:`scores`. Cross-knob transfer (the alpha rows of one knob's fit
+carried over to another knob, only the columns refitted): :func:`transfer_table`,
+:func:`fit_columns`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import xarray as xr
+from scipy.interpolate import RectBivariateSpline
+from scipy.optimize import least_squares, lsq_linear
+
+from dnnphase.compare.alignment import check_network
+from dnnphase.defaults import MEASURE
+from dnnphase.knobs import larger_is_noisier
+from phasecore.checks import is_finite, is_int, require
+from phasecore.loadcurve import (
+    PHASE_TOLERANCE,
+    curvature_scaled,
+    far_out_fences,
+    phase_label,
+    separates,
+)
+from phasecore.results import provenance
+from springblock.theory import load_curve, predict_positions
+
+#: The chain every cell is compared with: blocks L, horizon T, mu<- / mu->  (k = y = 1).
+BLOCKS = 7
+HORIZON = 1000.0
+RATIO = 2.0
+#: The chain's (mu->, s) table: 0..FRICTION_MAX and 0..NOISE_MAX, TABLE_POINTS each, evenly
+#: spaced in the coordinates u = log(1 + mu/FRICTION_SCALE), v = log(1 + s/NOISE_SCALE).
+FRICTION_SCALE = 0.005
+FRICTION_MAX = 0.6
+NOISE_SCALE = 0.002
+NOISE_MAX = 3.0
+TABLE_POINTS = 49
+#: The models compared, by name: the chain and the two baselines that know no mechanics.
+MODELS = ("chain", "additive", "saturating")
+#: How the diagram is split into training and held-out cells.
+SPLITS = ("checkerboard", "columns")
+#: Least-squares refinements of the chain map, each from a coordinate descent on a grid of
+#: GRID_STEPS x GRID_STEPS points of the table.
+STARTS = 6
+GRID_STEPS = 97
+
+
+# --- the chain's curvature surface ------------------------------------------------------
+
+
+def friction_coordinate(mu_right) -> np.ndarray:
+    """u = log(1 + mu-> / FRICTION_SCALE), the table's friction coordinate (same shape)."""
+    return np.log1p(np.asarray(mu_right, dtype=float) / FRICTION_SCALE)
+
+
+def friction_value(u) -> np.ndarray:
+    """mu-> (units of k y) at friction coordinate ``u`` (same shape)."""
+    return FRICTION_SCALE * np.expm1(np.asarray(u, dtype=float))
+
+
+def noise_coordinate(noise) -> np.ndarray:
+    """v = log(1 + s / NOISE_SCALE), the table's noise coordinate (same shape)."""
+    return np.log1p(np.asarray(noise, dtype=float) / NOISE_SCALE)
+
+
+def noise_value(v) -> np.ndarray:
+    """s (units of k y) at noise coordinate ``v`` (same shape)."""
+    return NOISE_SCALE * np.expm1(np.asarray(v, dtype=float))
+
+
+def chain_table(points: int = TABLE_POINTS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chain's scale-free curvature on a (mu->, s) grid, computed once per process.
+
+    Returns (u (P,), v (P,), kappa (P, P)), read-only: the coordinates of
+    :func:`friction_coordinate` and :func:`noise_coordinate` and the curvature
+    (:func:`phasecore.loadcurve.curvature_scaled`) of the mean-field chain
+    (BLOCKS, HORIZON, mu<- = RATIO mu->) at each grid point. ~4 s at P = 49.
+    """
+    require(is_int(points) and points >= 4, "points", "an integer >= 4", points)
+    return _chain_table(int(points))
+
+
+@lru_cache(maxsize=2)
+def _chain_table(points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    u = np.linspace(0.0, float(friction_coordinate(FRICTION_MAX)), points)
+    v = np.linspace(0.0, float(noise_coordinate(NOISE_MAX)), points)
+    mu, s = np.meshgrid(friction_value(u), noise_value(v), indexing="ij")
+    kappa = curvature_scaled(load_curve(predict_positions(BLOCKS, mu, RATIO * mu, s, HORIZON)))
+    for a in (u, v, kappa):
+        a.setflags(write=False)
+    return u, v, kappa
+
+
+@lru_cache(maxsize=2)
+def _surface(points: int) -> RectBivariateSpline:
+    u, v, kappa = chain_table(points)
+    return RectBivariateSpline(u, v, kappa)
+
+
+def coordinate_bounds(points: int = TABLE_POINTS) -> tuple[float, float]:
+    """(largest u, largest v) of the table: the fitted maps stay in [0, U] x [0, V]."""
+    u, v, _ = chain_table(points)
+    return float(u[-1]), float(v[-1])
+
+
+def chain_curvature(u, v, points: int = TABLE_POINTS) -> np.ndarray:
+    """The chain's curvature at coordinates (``u``, ``v``), broadcast together; a bicubic
+    spline of :func:`chain_table` (within 0.012 of the integrator between grid points, RMS 0.002),
+    coordinates clipped to the table."""
+    high_u, high_v = coordinate_bounds(points)
+    u, v = np.broadcast_arrays(np.clip(u, 0.0, high_u), np.clip(v, 0.0, high_v))
+    return _surface(points).ev(u, v)
+
+
+# --- the network diagram -------------------------------------------------------------
+
+
+def diagram_cells(ds: xr.Dataset, measure: str = MEASURE) -> xr.Dataset:
+    """A sweep's cells, oriented: dims (alpha increasing, knob noisier to the right).
+
+    Variables (alpha, knob): ``curvature`` (seed mean of the scale-free curvature),
+    ``curvature_se`` (its standard error, std over seeds / sqrt(seeds)), ``half_gap``
+    (half the difference of the means over even and odd seeds: its RMS estimates the standard
+    error without the formula), ``usable`` (bool) and ``left_out`` ("" or why not).
+    """
+    check_network(ds, measure)
+    knob = ds.attrs["knob"]
+    sub = ds.sel(measure=measure).sortby("alpha").sortby(knob, ascending=larger_is_noisier(ds))
+    curv = sub["curvature_scaled"].transpose("alpha", knob, "seed")
+    mean = curv.mean("seed", skipna=True)
+    count = curv.count("seed")
+    se = curv.std("seed", ddof=1, skipna=True) / np.sqrt(count.where(count > 1))
+    even = curv.isel(seed=slice(0, None, 2)).mean("seed", skipna=True)
+    odd = curv.isel(seed=slice(1, None, 2)).mean("seed", skipna=True)
+    train = sub["load_curve"].mean("seed", skipna=True).transpose("alpha", knob, "layer").values
+    drop = train[..., 0] - train[..., -1]
+    reason = np.full(mean.shape, "", dtype=object)
+    reason[~separates(drop)] = "not separating"
+    reason[(count.values < 2) & (reason == "")] = "fewer than 2 seeds"
+    reason[~np.isfinite(mean.values)] = "nan"
+    low, high = far_out_fences(mean.values[reason == ""])
+    with np.errstate(invalid="ignore"):
+        far = (mean.values < low) | (mean.values > high)
+    reason[far & (reason == "")] = "far out"
+    out = xr.Dataset({
+        "curvature": mean, "curvature_se": se, "half_gap": (even - odd) / 2,
+        "usable": (("alpha", knob), reason == ""),
+        "left_out": (("alpha", knob), reason.astype(str))})
+    out.attrs.update(knob=knob, measure=measure, larger_is_noisier=int(larger_is_noisier(ds)))
+    return out
+
+
+# --- the models ----------------------------------------------------------------------
+
+
+def _check_matrix(curv, train) -> tuple[np.ndarray, np.ndarray]:
+    curv = np.asarray(curv, dtype=float)
+    train = np.asarray(train, dtype=bool)
+    require(curv.ndim == 2 and min(curv.shape) >= 2, "curvature",
+            "a (rows, columns) array with at least 2 of each", curv.shape)
+    require(train.shape == curv.shape, "train", f"a boolean mask of shape {curv.shape}",
+            train.shape)
+    require(bool(np.isfinite(curv[train]).all()), "curvature",
+            "finite on every training cell", "NaN or inf on a training cell")
+    require(int(train.sum()) >= 2, "train", "a mask with at least 2 training cells",
+            int(train.sum()))
+    return curv, train
+
+
+def monotone(first: float, steps, sign: float) -> np.ndarray:
+    """first, first + sign*steps[0], ... (len(steps) + 1,): monotone for steps >= 0."""
+    return first + sign * np.concatenate([[0.0], np.cumsum(steps)])
+
+
+def fill_untrained(values, trained) -> np.ndarray:
+    """``values`` (n,) with the entries of untrained rows / columns replaced by the linear
+    interpolation, in index, of the nearest trained ones (the end value beyond the ends)."""
+    values, trained = np.asarray(values, dtype=float), np.asarray(trained, dtype=bool)
+    index = np.arange(values.size)
+    return np.interp(index, index[trained], values[trained])
+
+
+def _chain_unpack(p: np.ndarray, rows: int, points: int) -> tuple[np.ndarray, np.ndarray]:
+    high_u, high_v = coordinate_bounds(points)
+    u = np.clip(monotone(p[0], p[1:rows], -1.0), 0.0, high_u)
+    v = np.clip(monotone(p[rows], p[rows + 1:], 1.0), 0.0, high_v)
+    return u, v
+
+
+def _descent(curv, train, v_start: float, points: int, sweeps: int = 4,
+             u=None) -> np.ndarray:
+    """A starting parameter vector (R + C,) by coordinate descent on a fine grid of the table.
+
+    From every column at noise coordinate ``v_start``, each row's u and then each column's v
+    is set to the grid value (GRID_STEPS of them) that fits its training cells best, ``sweeps``
+    times (with ``u`` (R,) given, the rows stay at the grid values nearest to it); the result
+    is made monotone (running minimum down the rows, running maximum along the columns) and
+    written as first value and steps.
+    """
+    high_u, high_v = coordinate_bounds(points)
+    ug, vg = np.linspace(0.0, high_u, GRID_STEPS), np.linspace(0.0, high_v, GRID_STEPS)
+    table = _surface(points)(ug, vg)  # (G, G)
+    y = np.where(train, curv, 0.0)
+    w = train.astype(float)
+    vi = np.full(curv.shape[1], int(np.argmin(np.abs(vg - v_start))))
+    ui = None if u is None else np.argmin(np.abs(ug[None, :] - np.asarray(u)[:, None]), axis=1)
+    for _ in range(sweeps):
+        # rows: cost (R, G) of every grid u given the columns' v; then columns given the rows' u
+        if u is None:
+            ui = np.argmin(np.einsum("rgc,rc->rg", (table[None, :, vi] - y[:, None, :]) ** 2, w),
+                           axis=1)
+        vi = np.argmin(np.einsum("rcg,rc->cg", (table[ui][:, None, :] - y[:, :, None]) ** 2, w),
+                       axis=1)
+    u = np.minimum.accumulate(ug[ui])
+    v = np.maximum.accumulate(vg[vi])
+    return np.concatenate([[u[0]], -np.diff(u), [v[0]], np.diff(v)])
+
+
+def fit_chain_map(curv, train, *, starts: int = STARTS,
+                  points: int = TABLE_POINTS) -> dict[str, np.ndarray | float]:
+    """Fit the chain map to the training cells of a diagram.
+
+    ``curv`` (R, C): seed-mean curvature, rows alpha increasing, columns noisier to the right;
+    ``train`` (R, C) bool. Returns ``friction`` (R,) mu-> (non-increasing) and ``noise`` (C,) s
+    (non-decreasing), in units of k y, ``u`` / ``v`` their table coordinates, ``fitted`` (R, C)
+    the chain's curvature there, and ``cost`` (half the sum of squared training residuals).
+    Rows and columns without a training cell get the interpolation of :func:`fill_untrained`.
+    Parametrisation: first value and non-negative steps (bounded least squares, so exact ties
+    are allowed), refined from ``starts`` starting points (:func:`_descent` from ``starts``
+    noise levels spread over the table) and the best kept.
+    """
+    curv, train = _check_matrix(curv, train)
+    require(is_int(starts) and starts >= 1, "starts", "an integer >= 1", starts)
+    rows, cols = curv.shape
+    i, j = np.nonzero(train)
+    y = curv[i, j]
+
+    def residual(p):
+        u, v = _chain_unpack(p, rows, points)
+        return chain_curvature(u[i], v[j], points) - y
+
+    high_u, high_v = coordinate_bounds(points)
+    upper = np.concatenate([np.full(rows, high_u), np.full(cols, high_v)])
+    best = None
+    for v_start in np.linspace(0.0, high_v, starts + 2)[1:-1]:
+        p0 = _descent(curv, train, v_start, points)
+        res = least_squares(residual, np.clip(p0, 0.0, upper), bounds=(0.0, upper),
+                            method="trf", max_nfev=200 * p0.size)
+        if best is None or res.cost < best.cost:
+            best = res
+    u, v = _chain_unpack(best.x, rows, points)
+    u, v = fill_untrained(u, train.any(axis=1)), fill_untrained(v, train.any(axis=0))
+    return {"friction": friction_value(u), "noise": noise_value(v), "u": u, "v": v,
+            "fitted": chain_curvature(u[:, None], v[None, :], points), "cost": float(best.cost)}
+
+
+def fit_additive_map(curv, train) -> dict[str, np.ndarray | float]:
+    """Fit the additive monotone baseline a_i + b_j to the training cells (exact: a bounded
+    linear least-squares problem).
+
+    Shapes as :func:`fit_chain_map`. Returns ``row`` (R,) a (non-decreasing in alpha),
+    ``column`` (C,) b (non-decreasing in noisiness, b_0 = 0), ``fitted`` (R, C) and ``cost``;
+    R + C - 1 parameters. Untrained rows / columns: :func:`fill_untrained`.
+    """
+    curv, train = _check_matrix(curv, train)
+    rows, cols = curv.shape
+    i, j = np.nonzero(train)
+    # a_i = a_0 + sum_{k <= i} da_k, b_j = sum_{k <= j} db_k: one column per parameter
+    design = np.concatenate([np.ones((i.size, 1)),
+                             (i[:, None] >= np.arange(1, rows)[None, :]).astype(float),
+                             (j[:, None] >= np.arange(1, cols)[None, :]).astype(float)], axis=1)
+    lower = np.concatenate([[-np.inf], np.zeros(rows + cols - 2)])
+    res = lsq_linear(design, curv[i, j], bounds=(lower, np.inf))
+    a = monotone(res.x[0], res.x[1:rows], 1.0)
+    b = monotone(0.0, res.x[rows:], 1.0)
+    a, b = fill_untrained(a, train.any(axis=1)), fill_untrained(b, train.any(axis=0))
+    return {"row": a, "column": b, "fitted": a[:, None] + b[None, :],
+            "cost": float(0.5 * np.sum((design @ res.x - curv[i, j]) ** 2))}
+
+
+def _saturating_unpack(p: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    return monotone(p[0], p[1:rows], 1.0), monotone(0.0, p[rows:rows + cols - 1], 1.0)
+
+
+def fit_saturating_map(curv, train, *, centre: float | None = 0.0) -> dict[str, np.ndarray | float]:
+    """Fit the saturating baseline c + d tanh(a_i + b_j) to the training cells: the additive
+    one through a fixed S-shaped link, so that it can level off as the chain's curvature does,
+    knowing nothing of mechanics.
+
+    Shapes as :func:`fit_chain_map`. a non-decreasing in alpha, b non-decreasing in noisiness
+    with b_0 = 0, d > 0; the centre c is ``centre`` (default 0, the linear load curve: R + C
+    parameters, as many as the chain) or, if None, fitted too (R + C + 1). Returns ``row``
+    (R,), ``column`` (C,), ``centre`` c, ``scale`` d, ``fitted`` (R, C), ``cost``. Least
+    squares from the additive fit squeezed into the link at three scales; the best is kept.
+    """
+    curv, train = _check_matrix(curv, train)
+    require(centre is None or is_finite(centre), "centre", "a finite number or None", centre)
+    rows, cols = curv.shape
+    i, j = np.nonzero(train)
+    y = curv[i, j]
+    additive = fit_additive_map(curv, train)
+    free = centre is None
+    mid = 0.5 * (y.max() + y.min()) if free else float(centre)
+
+    def residual(p):
+        a, b = _saturating_unpack(p, rows, cols)
+        return (p[-2] if free else mid) + p[-1] * np.tanh(a[i] + b[j]) - y
+
+    lower = np.concatenate([[-np.inf], np.zeros(rows + cols - 2), [-np.inf] * free, [1e-6]])
+    spread = np.max(np.abs(y - mid)) + 1e-3
+    best = None
+    for widen in (1.2, 2.0, 4.0):
+        scale = widen * spread
+        a, b = (additive["row"] - mid) / scale, additive["column"] / scale
+        p0 = np.concatenate([[a[0]], np.diff(a), np.diff(b), [mid] * free, [scale]])
+        res = least_squares(residual, np.clip(p0, lower + 1e-9, np.inf),
+                            bounds=(lower, np.inf), method="trf", max_nfev=200 * p0.size)
+        if best is None or res.cost < best.cost:
+            best = res
+    a, b = _saturating_unpack(best.x, rows, cols)
+    a, b = fill_untrained(a, train.any(axis=1)), fill_untrained(b, train.any(axis=0))
+    c, d = (float(best.x[-2]) if free else mid), float(best.x[-1])
+    return {"row": a, "column": b, "centre": c, "scale": d,
+            "fitted": c + d * np.tanh(a[:, None] + b[None, :]), "cost": float(best.cost)}
+
+
+def fit_columns(name: str, rows_fit: dict, curv, train, *, starts: int = STARTS,
+                points: int = TABLE_POINTS) -> dict[str, np.ndarray | float]:
+    """Refit only the knob columns of model ``name``, keeping its alpha rows from ``rows_fit``
+    (a fit of the same model to another diagram with the same alphas): the chain's friction
+    mu->, the additive a, the saturating a and d. C parameters each: s_j, or b_j with b_0 free.
+
+    Shapes as :func:`fit_chain_map`; returns ``fitted`` (R, C) and ``cost``.
+    """
+    require(name in MODELS, "model", f"one of {', '.join(MODELS)}", name)
+    curv, train = _check_matrix(curv, train)
+    rows, cols = curv.shape
+    key = "u" if name == "chain" else "row"
+    require(np.shape(rows_fit.get(key)) == (rows,), "rows_fit",
+            f"a {name} fit with {rows} alpha rows", np.shape(rows_fit.get(key)))
+    i, j = np.nonzero(train)
+    y = curv[i, j]
+    a = np.asarray(rows_fit[key], dtype=float)
+    if name == "chain":
+        high_v = coordinate_bounds(points)[1]
+
+        def predict(p):
+            return chain_curvature(a[:, None], np.clip(monotone(p[0], p[1:], 1.0), 0.0, high_v),
+                                   points)
+
+        starts_ = [_descent(curv, train, v0, points, u=a)[rows:]
+                   for v0 in np.linspace(0.0, high_v, starts + 2)[1:-1]]
+        bounds = (0.0, high_v)
+    else:
+        c, d = rows_fit.get("centre", 0.0), rows_fit.get("scale")
+
+        def predict(p):
+            b = monotone(p[0], p[1:], 1.0)
+            total = a[:, None] + b[None, :]
+            return total if name == "additive" else c + d * np.tanh(total)
+
+        starts_ = [np.concatenate([[b0], np.full(cols - 1, 0.1)]) for b0 in (-1.0, 0.0, 1.0)]
+        bounds = (np.concatenate([[-np.inf], np.zeros(cols - 1)]), np.inf)
+    best = None
+    for p0 in starts_:
+        res = least_squares(lambda p: predict(p)[i, j] - y, p0, bounds=bounds, method="trf")
+        if best is None or res.cost < best.cost:
+            best = res
+    return {"fitted": predict(best.x), "cost": float(best.cost)}
+
+
+def parameter_counts(rows: int, cols: int) -> dict[str, int]:
+    """Free parameters of each model of :data:`MODELS` on an R x C diagram."""
+    return {"chain": rows + cols, "additive": rows + cols - 1, "saturating": rows + cols}
+
+
+def fit_model(name: str, curv, train, *, starts: int = STARTS,
+              points: int = TABLE_POINTS) -> dict[str, np.ndarray | float]:
+    """Fit the model ``name`` (one of :data:`MODELS`) to the training cells."""
+    require(name in MODELS, "model", f"one of {', '.join(MODELS)}", name)
+    if name == "chain":
+        return fit_chain_map(curv, train, starts=starts, points=points)
+    return fit_additive_map(curv, train) if name == "additive" else fit_saturating_map(curv, train)
+
+
+# --- splits and scores ---------------------------------------------------------------
+
+
+def split_folds(usable, split: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (train, held_out) bool masks (R, C) of each fold of ``split``.
+
+    ``checkerboard``: fold 0 trains on usable cells with (i + j) even and holds out the odd
+    ones, fold 1 the other way round. ``columns``: fold 0 holds out the odd interior columns,
+    fold 1 the even interior ones; the first and last columns are always trained on.
+    """
+    require(split in SPLITS, "split", f"one of {', '.join(SPLITS)}", split)
+    usable = np.asarray(usable, dtype=bool)
+    rows, cols = usable.shape
+    i, j = np.indices(usable.shape)
+    if split == "checkerboard":
+        held = [(i + j) % 2 == 1, (i + j) % 2 == 0]
+    else:
+        require(cols >= 3, "columns", "at least 3 knob values to hold out interior ones", cols)
+        interior = (j > 0) & (j < cols - 1)
+        held = [interior & (j % 2 == 1), interior & (j % 2 == 0)]
+    return [(usable & ~h, usable & h) for h in held]
+
+
+def predict_split(curv, usable, split: str, *, starts: int = STARTS,
+                  points: int = TABLE_POINTS) -> dict[str, np.ndarray]:
+    """Out-of-sample predictions (R, C) of every model of :data:`MODELS`, by name (each
+    held-out cell from the fold that held it out; NaN where never held out), and ``held_out``
+    (R, C) bool."""
+    shape = np.shape(curv)
+    out = {name: np.full(shape, np.nan) for name in MODELS}
+    held_any = np.zeros(shape, dtype=bool)
+    for train, held in split_folds(usable, split):
+        if not held.any():
+            continue
+        for name in MODELS:
+            out[name][held] = fit_model(name, curv, train, starts=starts,
+                                        points=points)["fitted"][held]
+        held_any |= held
+    return {**out, "held_out": held_any}
+
+
+def rmse(prediction, truth, mask) -> float:
+    """Root mean square of prediction - truth over the cells of ``mask`` (NaN if none)."""
+    d = (np.asarray(prediction, float) - np.asarray(truth, float))[np.asarray(mask, bool)]
+    return float(np.sqrt(np.mean(d * d))) if d.size else float("nan")
+
+
+def phase_right(prediction, truth, mask, tolerance: float = PHASE_TOLERANCE) -> float:
+    """Share of the cells of ``mask`` whose phase label (concave / linear / convex) the
+    prediction gets right."""
+    mask = np.asarray(mask, bool)
+    if not mask.any():
+        return float("nan")
+    return float(np.mean(phase_label(np.asarray(prediction)[mask], tolerance)
+                         == phase_label(np.asarray(truth)[mask], tolerance)))
+
+
+def scores(pred: dict, cells: xr.Dataset) -> dict[str, float]:
+    """The held-out table row of one split: ``cells`` scored, ``<model>_rmse`` and
+    ``<model>_phase_right`` for every model of :data:`MODELS`, the seed-noise ``floor`` (RMS
+    standard error of the held-out means) and ``floor_halves`` (the same from the even/odd seed
+    halves, without the formula)."""
+    truth = cells["curvature"].values
+    mask = pred["held_out"]
+    out = {"cells": int(mask.sum())}
+    out.update({f"{m}_rmse": rmse(pred[m], truth, mask) for m in MODELS})
+    out.update({"floor": rmse(cells["curvature_se"].values, 0.0, mask),
+                "floor_halves": rmse(cells["half_gap"].values, 0.0, mask)})
+    out.update({f"{m}_phase_right": phase_right(pred[m], truth, mask) for m in MODELS})
+    return out
+
+
+# --- the entry point ------------------------------------------------------------------
+
+
+def _left_out_words(left_out: np.ndarray) -> str:
+    """"1 far out, 3 not separating" (or "none") from the ``left_out`` reasons of a diagram."""
+    reasons, counts = np.unique(left_out[left_out != ""], return_counts=True)
+    return ", ".join(f"{c} {r}" for r, c in zip(reasons, counts, strict=True)) or "none"
+
+
+def held_out_prediction(ds: xr.Dataset, measure: str = MEASURE, *,
+                        starts: int = STARTS, points: int = TABLE_POINTS) -> xr.Dataset:
+    """The chain against the baselines on held-out cells of one network sweep -> Dataset.
+
+    Dims: ``alpha`` (increasing), the knob (noisier to the right), ``split`` (:data:`SPLITS`).
+    Variables: those of :func:`diagram_cells`; the in-sample fits to every usable cell,
+    ``friction`` (alpha) mu-> and ``chain_noise`` (knob) s of the chain, ``<model>_fit``
+    (alpha, knob) for every model of :data:`MODELS`; out of sample, ``<model>_prediction`` and
+    ``held_out`` (split, alpha, knob). Attrs: ``<model>_parameters``, ``<model>_in_sample_rmse``,
+    ``cells`` (usable), ``cells_left_out`` and ``left_out_reasons``, and per split
+    ``<split>_<score>`` for every score of :func:`scores`. Curvatures are scale-free
+    (dimensionless); mu-> and s in units of k y (L = 7 blocks, T = 1000, mu<- = 2 mu->).
+    """
+    cells = diagram_cells(ds, measure)
+    knob = cells.attrs["knob"]
+    curv = cells["curvature"].values
+    usable = cells["usable"].values
+    require(int(usable.sum()) >= 4, "network sweep", "a diagram with at least 4 usable cells",
+            int(usable.sum()))
+    fits = {m: fit_model(m, curv, usable, starts=starts, points=points) for m in MODELS}
+    preds = {s: predict_split(curv, usable, s, starts=starts, points=points) for s in SPLITS}
+    out = cells.copy()
+    out["friction"] = ("alpha", fits["chain"]["friction"])
+    out["chain_noise"] = (knob, fits["chain"]["noise"])
+    for m in MODELS:
+        out[f"{m}_fit"] = (("alpha", knob), fits[m]["fitted"])
+        out[f"{m}_prediction"] = (("split", "alpha", knob), np.stack([preds[s][m] for s in SPLITS]))
+    out["held_out"] = (("split", "alpha", knob), np.stack([preds[s]["held_out"] for s in SPLITS]))
+    out = out.assign_coords(split=list(SPLITS))
+    config = {"measure": measure, "starts": int(starts), "points": int(points),
+              "blocks": BLOCKS, "horizon": HORIZON, "ratio": RATIO, "weights": "none"}
+    out.attrs.update(provenance("dnnphase.compare.held_out_prediction", config))
+    out.attrs.update(knob=knob, measure=measure, larger_is_noisier=cells.attrs["larger_is_noisier"],
+                     cells=int(usable.sum()), cells_left_out=int((~usable).sum()),
+                     left_out_reasons=_left_out_words(cells["left_out"].values))
+    for m, n in parameter_counts(*curv.shape).items():
+        out.attrs[f"{m}_parameters"] = n
+        out.attrs[f"{m}_in_sample_rmse"] = rmse(fits[m]["fitted"], curv, usable)
+    for split in SPLITS:
+        out.attrs.update({f"{split}_{k}": v for k, v in scores(preds[split], cells).items()})
+    return out
+
+
+def transfer_table(sweeps: dict[str, xr.Dataset], measure: str = MEASURE, *,
+                   starts: int = STARTS, points: int = TABLE_POINTS) -> xr.Dataset:
+    """Cross-knob transfer: every model's alpha rows fitted on one sweep, only its knob columns
+    refitted on another (:func:`fit_columns`) -> Dataset.
+
+    The dictionary says friction belongs to the activation, whatever the knob: the chain's
+    alpha -> mu-> map fitted on dropout should serve for label noise. ``sweeps``: knob name ->
+    sweep, all with the same alphas. Dims (``source``, ``target``), knob names. Variables:
+    ``<model>_rmse`` over the target's usable cells (NaN on the diagonal), ``floor`` (RMS
+    standard error of the target's cell means), ``cells`` and ``parameters`` (C, the target's
+    knob values: every model fits one number per column, its rows carried over).
+    """
+    require(len(sweeps) >= 2, "sweeps", "at least 2 sweeps (knob -> Dataset)", len(sweeps))
+    cells = {k: diagram_cells(ds, measure) for k, ds in sweeps.items()}
+    alphas = [c["alpha"].values for c in cells.values()]
+    require(all(np.array_equal(a, alphas[0]) for a in alphas), "sweeps",
+            "sweeps with the same alpha values", [list(a) for a in alphas])
+    fits = {k: {m: fit_model(m, c["curvature"].values, c["usable"].values, starts=starts,
+                             points=points) for m in MODELS} for k, c in cells.items()}
+    names = list(cells)
+    errors = {m: np.full((len(names), len(names)), np.nan) for m in MODELS}
+    for a, source in enumerate(names):
+        for b, target in enumerate(names):
+            if a == b:
+                continue
+            curv, usable = cells[target]["curvature"].values, cells[target]["usable"].values
+            for m in MODELS:
+                fitted = fit_columns(m, fits[source][m], curv, usable, starts=starts,
+                                     points=points)["fitted"]
+                errors[m][a, b] = rmse(fitted, curv, usable)
+    out = xr.Dataset(
+        {f"{m}_rmse": (("source", "target"), errors[m]) for m in MODELS}
+        | {"floor": ("target", [rmse(cells[k]["curvature_se"].values, 0.0,
+                                     cells[k]["usable"].values) for k in names]),
+           "cells": ("target", [int(cells[k]["usable"].values.sum()) for k in names]),
+           "parameters": ("target", [cells[k].sizes[k] for k in names])},
+        coords={"source": names, "target": names})
+    config = {"measure": measure, "starts": int(starts), "points": int(points),
+              "blocks": BLOCKS, "horizon": HORIZON, "ratio": RATIO, "weights": "none"}
+    out.attrs.update(provenance("dnnphase.compare.transfer_table", config))
+    return out
