@@ -259,7 +259,11 @@ _MAPS = (("residual", "RMS residual / final drop", "magma_r", False),
          ("mu_right", "fitted friction mu-> [k y]", "viridis", True),
          ("mu_left", "fitted friction mu<- [k y]", "viridis", True),
          ("noise", "fitted noise s [k y]", "viridis", True),
-         ("horizon", "horizon T = c * last epoch", "viridis", True))
+         ("horizon", "horizon T = c * last epoch", "viridis", True),
+         ("total_drop", "network's total drop b / final drop", "viridis", True))
+#: The maps that are a measure of fit, drawn for every cell (the others only where the chain
+#: explains the cell: a misfit's parameters are not measurements).
+_FIT_QUALITY = ("residual", "chi2_per_dof")
 
 
 def _oriented(fit: xr.Dataset, knob: str, larger_is_noisier: bool) -> xr.Dataset:
@@ -276,14 +280,23 @@ def _marks(fit: xr.Dataset, name: str) -> np.ndarray:
 
 
 def plot_trajectory_fit_maps(fit: xr.Dataset, knob: str, larger_is_noisier: bool = True):
-    """Residual, chi^2 and parameter maps of a :func:`fit_trajectory` Dataset (alpha, knob)."""
+    """Residual, chi^2 and parameter maps of a :func:`fit_trajectory` Dataset (alpha, knob).
+
+    Parameters are drawn only in the cells the chain explains to within their seed noise
+    (``acceptable``; the others grey); with none, only the residual and chi^2 maps.
+    """
     fit = _oriented(fit, knob, larger_is_noisier)
-    panels = [p for p in _MAPS if p[0] in fit]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels),
+    explained = (fit["acceptable"].transpose("alpha", knob).values if "acceptable" in fit
+                 else np.ones((fit.sizes["alpha"], fit.sizes[knob]), bool))
+    panels = [p for p in _MAPS if p[0] in fit and (p[0] in _FIT_QUALITY or explained.any())]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * max(len(panels), 3),
                                                       0.55 * fit.sizes["alpha"] + 2.4))
     for ax, (name, label, cmap, log) in zip(np.atleast_1d(axes), panels, strict=True):
         values = fit[name].transpose("alpha", knob).values.astype(float)
+        if name not in _FIT_QUALITY:
+            values = np.where(explained, values, np.nan)
         shown = np.log10(values) if log else values
+        ax.set_facecolor("0.88")  # cells left out: the chain does not fit them
         image = ax.imshow(shown, cmap=cmap, aspect="auto")
         marks = _marks(fit, name) if f"{name}_unbounded" in fit else np.full(values.shape, "")
         for (i, j), v in np.ndenumerate(values):
@@ -299,10 +312,23 @@ def plot_trajectory_fit_maps(fit: xr.Dataset, knob: str, larger_is_noisier: bool
         ax.set_ylabel("alpha (0 = ReLU)", fontsize=8)
         ax.set_title(label + (" (log10 colour)" if log else ""), fontsize=8)
         fig.colorbar(image, ax=ax, fraction=0.05)
-    fig.suptitle("Chain fitted to each network's training trajectory (b: on a bound, "
-                 "u: interval unbounded)", fontsize=9)
+    if "acceptable" not in fit:
+        note = ""
+    elif explained.any():
+        note = (f"parameters only where {_threshold(fit)} (grey: not explained to within the "
+                f"seed noise, {int((~explained).sum())} of {explained.size} cells); ")
+    else:
+        note = (f"no cell has {_threshold(fit)}: the chain explains none to within its seed "
+                "noise,\nso no parameter is shown; ")
+    fig.suptitle("Chain fitted to each network's training trajectory\n" + note
+                 + "b: on a bound, u: interval unbounded", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _threshold(fit: xr.Dataset) -> str:
+    """"chi2/dof <= 2", read off the fit's ``acceptable`` variable."""
+    return fit["acceptable"].attrs.get("long_name", "chi2/dof small").split(":")[0]
 
 
 def plot_worst_fit(fit: xr.Dataset, n_frames: int = 4):
