@@ -161,18 +161,39 @@ class DropoutMasks:
     high halves); a unit is dropped when ``v < level_m`` and kept units are scaled by
     2¹⁶/(2¹⁶ − level_m), so the realised drop probability is p rounded to a multiple
     of 2⁻¹⁶.
+
+    On a CPU the numbers are computed by one fused kernel (:mod:`dnnphase.maskkernel`,
+    bit for bit the same); ``fused=False`` forces the tensor operations, the definition
+    and the GPU's path.
     """
 
     def __init__(self, keys: torch.Tensor, levels: torch.Tensor, scale: torch.Tensor,
-                 batch: int, width: int) -> None:
+                 batch: int, width: int, fused: bool | None = None) -> None:
         self.keys, self.batch, self.width = keys, batch, width  # keys (M,)
         self.half = -(-batch * width // 2)
         self.threshold = (levels - 1).view(-1, 1, 1)  # (M, 1, 1), float
         self.scale = scale.view(-1, 1, 1)
+        self.fused = keys.device.type == "cpu" if fused is None else fused
+        if self.fused:
+            self._levels = levels.detach().round().to(torch.int64).contiguous()
         self._bits = self._tmp = None
+
+    def _fused(self, layer: int) -> torch.Tensor:
+        """The same multipliers from the fused CPU kernel, ``(B, M, width)``."""
+        from dnnphase.maskkernel import dropout_multipliers  # numba: on first use only
+
+        m, b, w, h = self.keys.shape[0], self.batch, self.width, self.half
+        out = torch.empty((m, b * w), dtype=self.scale.dtype)
+        dropout_multipliers(self.keys.contiguous().numpy(),
+                            _index_hash(layer * h, h, self.keys.device).numpy(),
+                            self._levels.numpy(), self.scale.detach().reshape(-1).numpy(),
+                            b * w, out.numpy())
+        return out.view(m, b, w).transpose(0, 1)
 
     def __call__(self, layer: int) -> torch.Tensor:
         """``(B, M, width)`` multipliers of hidden layer ``layer`` (0-based)."""
+        if self.fused:
+            return self._fused(layer)
         m, b, w, h = self.keys.shape[0], self.batch, self.width, self.half
         if self._bits is None:
             self._bits = torch.empty((m, h), dtype=torch.long, device=self.keys.device)

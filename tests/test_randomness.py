@@ -77,6 +77,26 @@ def test_streams_do_not_depend_on_the_stack_or_the_thread_count():
     assert torch.equal(xa[:, 2:3], xb) and torch.equal(ya[2:3], yb)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(("n_models", "batch", "width"), [(2, 256, 100), (5, 7, 101), (1, 5, 3)])
+def test_fused_cpu_masks_equal_the_tensor_definition_bit_for_bit(n_models, batch, width,
+                                                                 dtype):
+    """The CPU's one-pass kernel (dnnphase.maskkernel) against the tensor operations that
+    define the masks (and run on a GPU): equal for every layer, odd B·width included
+    (the last high half unused), levels 0 (no dropout) to 2¹⁶ − 1."""
+    keys = rnd.ModelStreams(list(range(40, 40 + n_models))).step_keys(torch.tensor([3]))[:, 0]
+    p = [0.0, 0.02, 0.3, 0.5, 0.99999][:n_models]
+    levels = torch.tensor([float(v) for v in rnd.dropout_levels(p)], dtype=dtype)
+    scale = rnd.LEVELS / (rnd.LEVELS - levels)
+    tensor = rnd.DropoutMasks(keys, levels, scale, batch, width, fused=False)
+    fused = rnd.DropoutMasks(keys, levels, scale, batch, width)
+    assert fused.fused and not tensor.fused  # the CPU default is the kernel
+    for layer in range(4):
+        a, b = tensor(layer), fused(layer)
+        assert a.shape == b.shape == (batch, n_models, width) and a.dtype == b.dtype == dtype
+        assert torch.equal(a, b), layer
+
+
 def test_epoch_order_is_a_fresh_permutation():
     s = rnd.ModelStreams([3, 4])
     a, b = s.epoch_order(1, 1000), s.epoch_order(2, 1000)

@@ -311,3 +311,20 @@ def test_default_chunk_fills_the_cpu_pool_or_the_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert SweepConfig(**paper).models_per_chunk == defaults.MODELS_PER_CHUNK
     assert SweepConfig(**paper, models_per_chunk=7).models_per_chunk == 7
+
+
+def test_chunks_never_mix_batch_sizes_and_keep_the_plain_cut_otherwise():
+    """Every model in exactly one chunk of at most models_per_chunk; a batch-size sweep's
+    chunks hold one batch size each (alpha-major within it); any other sweep is cut into
+    consecutive slices of the (alpha, value, seed) order, as before."""
+    from dnnphase.phase import chunk_plan
+
+    grid = dict(alphas=[0.0, 0.5, 1.0], seeds=list(range(10)), models_per_chunk=16)
+    everything = [(ia, iv, s) for ia in range(3) for iv in range(3) for s in range(10)]
+    plan = chunk_plan(SweepConfig(knob="batch_size", values=[5, 20, 80], **grid))
+    assert sorted(m for chunk in plan for m in chunk) == sorted(everything)
+    assert all(len(chunk) <= 16 for chunk in plan)
+    assert all(len({iv for _, iv, _ in chunk}) == 1 for chunk in plan)
+    assert [len(chunk) for chunk in plan] == [16, 14] * 3  # 30 models per batch size
+    plain = chunk_plan(SweepConfig(knob="dropout", values=[0.0, 0.1, 0.2], **grid))
+    assert plain == [everything[k:k + 16] for k in range(0, 90, 16)]
