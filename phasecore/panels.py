@@ -209,14 +209,21 @@ def _y_range(curves: np.ndarray, dashed: np.ndarray | None) -> tuple[float, floa
     return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
 
 
-def _draw_boundaries(fig, box, labels: np.ndarray, ax_size: float) -> None:
-    """Phase boundaries: the edges between neighbouring cells of different label (R, C)."""
-    n_r, n_c = labels.shape
+def _overlay(fig, box, shape: tuple[int, int], ax_size: float):
+    """Invisible axes over a grid of (R, C) cells, one unit per cell, row 0 on top."""
+    n_r, n_c = shape
     fw, fh = fig.get_size_inches()
     over = fig.add_axes([box[0] / fw, box[1] / fh, n_c * ax_size / fw, n_r * ax_size / fh])
     over.set_xlim(0, n_c)
     over.set_ylim(n_r, 0)
     over.axis("off")
+    return over
+
+
+def _draw_boundaries(fig, box, labels: np.ndarray, ax_size: float) -> None:
+    """Phase boundaries: the edges between neighbouring cells of different label (R, C)."""
+    n_r, n_c = labels.shape
+    over = _overlay(fig, box, labels.shape, ax_size)
     style = dict(color="k", lw=2.2, alpha=0.75, solid_capstyle="butt")
     for i in range(n_r):
         for j in range(n_c):
@@ -230,11 +237,7 @@ def _draw_marked(fig, box, marked: np.ndarray, ax_size: float) -> None:
     """Outline the region of marked cells (R, C) as drawn, dashed, and put an "x" in the
     top-right corner of each marked cell."""
     n_r, n_c = marked.shape
-    fw, fh = fig.get_size_inches()
-    over = fig.add_axes([box[0] / fw, box[1] / fh, n_c * ax_size / fw, n_r * ax_size / fh])
-    over.set_xlim(0, n_c)
-    over.set_ylim(n_r, 0)
-    over.axis("off")
+    over = _overlay(fig, box, marked.shape, ax_size)
     from matplotlib import patheffects
 
     halo = [patheffects.withStroke(linewidth=3.4, foreground="white")]  # seen on dark red
