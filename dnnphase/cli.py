@@ -278,8 +278,9 @@ def cmd_compare(args) -> None:
 
     out = check_output_folder(args.output)
     report_path = out / "report.nc"
-    if report_path.exists() and not args.overwrite:
-        raise OutputExistsError(f"output {str(report_path)!r} exists; pass --overwrite")
+    for path in (report_path, out / "phase.png", out / "accuracy.png"):
+        if path.exists() and not args.overwrite:
+            raise OutputExistsError(f"output {str(path)!r} exists; pass --overwrite")
     spring = load(args.spring)
     network = load(args.network)
     if spring.attrs.get("kind") == "dnnphase.sweep" and network.attrs.get("kind", "").startswith(
@@ -310,14 +311,24 @@ FINAL_FIT_OPTIONS = (
 )
 
 
+def _worst_figure(figure) -> Path:
+    """Where ``dnnphase fit --trajectory --figure FIGURE`` draws the worst-fitted cell."""
+    figure = Path(figure)
+    return figure.with_name(f"{figure.stem}_worst{figure.suffix}")
+
+
 def cmd_fit(args) -> None:
     from dnnphase.compare import fit_chain
     from dnnphase.knobs import larger_is_noisier
     from phasecore.results import check_output, load, save
 
     check_output(args.output, args.overwrite)
+    if Path(args.output).resolve() == Path(args.network).resolve():
+        raise ConfigError(f"output must not be the network sweep it fits (got {args.output!r})")
     if args.figure:
         check_figure_path(args.figure, args.overwrite)
+        if args.trajectory:  # the worst fit is drawn beside it
+            check_figure_path(_worst_figure(args.figure), args.overwrite)
     given = {flag: getattr(args, flag[2:].replace("-", "_"))
              for flag, _, _, _ in FINAL_FIT_OPTIONS}
     if args.trajectory and any(v is not None for v in given.values()):
@@ -339,8 +350,7 @@ def cmd_fit(args) -> None:
         from phasecore.panels import save_figure
 
         if args.trajectory:  # only a trajectory fit keeps the curves the worst fit shows
-            figure = Path(args.figure)
-            worst = figure.with_name(f"{figure.stem}_worst{figure.suffix}")
+            worst = _worst_figure(args.figure)
             save_figure(plot_worst_fit(fit), worst)
             print(f"wrote {worst}: the worst-fitted cell beside its best chain")
         save_figure(plot_fit(fit, network.attrs["knob"], larger_is_noisier(network)),

@@ -15,6 +15,7 @@ on another; ``prediction_transfer.nc``). Method and reading: docs/prediction.md.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -117,5 +118,18 @@ def main(folder: str = "figures/paper") -> None:
         print(f"wrote {Path(folder) / 'prediction_transfer.nc'}")
 
 
+def cli(argv=None) -> int:
+    """The command line: bad input is one line (exit code 2), not a traceback."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default="figures/paper",
+                        help="the folder holding dnn_<knob>.nc (default figures/paper)")
+    args = parser.parse_args(argv)
+    try:
+        main(args.folder)
+    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    return 0
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    sys.exit(cli())

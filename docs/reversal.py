@@ -1,6 +1,6 @@
 """Does a parameter choice remove the chain's high-noise reversal? (docs/reversal.md)
 
-    python docs/reversal.py figures/     # ~2 minutes on 2 cores; reuses files already there
+    python docs/reversal.py figures/     # ~70 s on 2 cores; reuses files already there
 
 On the committed chain diagram (``figures/spring_phase.nc``: mu<- = 2 mu->, T = 1000,
 Gaussian noise) more friction makes the chain *more convex* at noise s >= 0.016, the
@@ -258,7 +258,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="the figures folder (holds paper/dnn_*.nc)")
     args = parser.parse_args(argv)
-    print(run(args.folder))
+    try:
+        print(run(args.folder))
+    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
     return 0
 
 

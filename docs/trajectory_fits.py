@@ -16,6 +16,7 @@ About 20 s on one core for the four paper knobs.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -58,5 +59,18 @@ def main(folder: str = "figures/paper") -> None:
     print(f"\n({time.process_time() - t0:.0f} s of CPU for {2 * len(sweeps)} fitted diagrams)")
 
 
+def cli(argv=None) -> int:
+    """The command line: bad input is one line (exit code 2), not a traceback."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default="figures/paper",
+                        help="the folder holding dnn_<knob>.nc (default figures/paper)")
+    args = parser.parse_args(argv)
+    try:
+        main(args.folder)
+    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    return 0
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:2])
+    sys.exit(cli())

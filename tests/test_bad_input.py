@@ -271,6 +271,36 @@ def test_fit_and_compare_accept_a_path_and_refuse_other_types(tiny_sweep_file):
         compare.fit(str(tiny_sweep_file) + ".missing")
 
 
+RECORDED_SWEEP = Path(__file__).parent.parent / "figures" / "dnn_dropout.nc"  # record_every
+
+
+def test_fit_options_of_the_other_fit_and_an_unrecorded_measure_are_refused():
+    sweep = results.load(RECORDED_SWEEP)
+    with pytest.raises(ConfigError, match="^start applies to the trajectory fit only"):
+        compare.fit(sweep, start="network")
+    with pytest.raises(ConfigError, match="^horizon applies to the final-curve fit only"):
+        compare.fit(sweep, trajectory=True, horizon=10.0)
+    # load_curve_epochs holds the first measure only: another one is not fitted silently
+    with pytest.raises(ConfigError, match="^measure must be 'trace_ratio' for a trajectory fit"):
+        compare.fit(sweep, trajectory=True, measure="fuzziness")
+
+
+def test_fit_keeps_its_input_and_an_existing_worst_figure(tmp_path, capsys):
+    network = tmp_path / "dnn.nc"
+    network.write_bytes(RECORDED_SWEEP.read_bytes())
+    before = network.read_bytes()
+    assert dnnphase_main(["fit", str(network), "--overwrite", "-o", str(network)]) == 2
+    assert "output must not be the network sweep it fits" in one_line_error(capsys, "dnnphase")
+    assert network.read_bytes() == before
+    worst = tmp_path / "f_worst.png"
+    worst.write_text("an earlier figure")
+    assert dnnphase_main(["fit", str(network), "--trajectory", "-o", str(tmp_path / "f.nc"),
+                          "--figure", str(tmp_path / "f.png")]) == 2
+    assert "f_worst.png' exists" in one_line_error(capsys, "dnnphase")
+    assert worst.read_text() == "an earlier figure"
+    assert listing(tmp_path) == ["dnn.nc", "f_worst.png"]
+
+
 def test_a_process_pool_from_a_script_on_stdin_is_refused_before_it_starts(tmp_path):
     script = textwrap.dedent(f"""
         import dnnphase

@@ -226,6 +226,14 @@ def test_cli_compare_errors_exit_2(tmp_path, capsys):
                  "--refine", "simulation", "-o", str(tmp_path / "f.nc")]) == 2
     assert "--horizon, --refine apply to the final-curve fit only" in capsys.readouterr().err
     assert not (tmp_path / "f.nc").exists()
+    # a folder holding only an earlier figure: that figure is an output too
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "phase.png").write_text("an earlier figure")
+    assert main(["compare", str(tmp_path / "spring.nc"), str(tmp_path / "net.nc"),
+                 "-o", str(tmp_path / "q")]) == 2
+    assert "phase.png' exists; pass --overwrite" in capsys.readouterr().err
+    assert (tmp_path / "q" / "phase.png").read_text() == "an earlier figure"
+    assert sorted(p.name for p in (tmp_path / "q").iterdir()) == ["phase.png"]
 
 
 def test_reproduce_test_preset_end_to_end(tmp_path, capsys):

@@ -41,6 +41,15 @@ def test_line_signs_read_rising_falling_flat_and_non_monotone_lines():
     np.testing.assert_array_equal(line_signs(curv[:2].T, np.zeros((4, 2)), axis=0), [1, -1])
 
 
+def test_sign_words_name_every_line_when_none_can_be_read():
+    from dnnphase.compare.text import sign_words
+
+    assert sign_words([np.nan] * 3, [0.0, 0.1, 0.2], "dropout", "column") == \
+        "n/a in every column"  # not "n/a at dropout >= 0"
+    assert sign_words([1.0, np.nan, np.nan], [0.0, 0.1, 0.2], "noise", "row") == \
+        "rises (more convex) at noise 0; n/a at noise >= 0.1"
+
+
 def test_a_reversed_chain_column_is_reported_exactly_there():
     report = _report(REVERSED)
     np.testing.assert_array_equal(report["spring_sign_along_nonlinearity"], [-1, -1, -1, 1])

@@ -141,6 +141,13 @@ def test_bad_measure_is_named(batch_slice):
         pr.held_out_prediction(batch_slice, measure="nope")
 
 
+def test_entry_point_takes_a_dataset_or_a_path_and_nothing_else():
+    with pytest.raises(ConfigError, match="^ds must be an xarray Dataset or the path"):
+        pr.held_out_prediction(None)
+    with pytest.raises(ValueError, match="expected 'dnnphase.sweep'"):  # the path is opened
+        pr.held_out_prediction("figures/spring_phase.nc")
+
+
 def test_entry_point_on_a_committed_slice(batch_slice):
     start = time.perf_counter()
     out = pr.held_out_prediction(batch_slice, starts=2, points=POINTS)

@@ -138,3 +138,26 @@ def test_the_paper_table_is_the_one_the_committed_reports_give(capsys):
     assert table.count("\n") >= 8
     assert table in RESULTS.read_text(), \
         f"docs/results.md does not hold the table docs/paper_table.py prints:\n{table}"
+
+
+
+@pytest.mark.parametrize("script", ["prediction.py", "trajectory_fits.py", "reversal.py"])
+def test_the_docs_scripts_answer_help_and_bad_input_in_one_line(script, tmp_path, capsys):
+    import runpy
+
+    cli = runpy.run_path(str(ROOT / "docs" / script), run_name="script")
+    cli = cli.get("cli", cli["main"])
+    with pytest.raises(SystemExit) as done:
+        cli(["--help"])
+    assert done.value.code == 0 and "usage:" in capsys.readouterr().out
+    if script == "reversal.py":  # a folder without the paper's sweeps (nothing is computed)
+        expected = "no such result file"
+    else:  # a chain diagram where a network sweep belongs
+        (tmp_path / "dnn_dropout.nc").write_bytes(
+            (ROOT / "figures" / "spring_phase.nc").read_bytes())
+        expected = "springblock.phase_diagram"
+    with pytest.raises(SystemExit) as done:
+        cli([str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2 and ": error: " in err and "\n" not in err, err
+    assert expected in err

@@ -69,6 +69,14 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     return ds
 
 
+#: Keyword arguments only one of the two fits takes (the rest go to both: a typo is
+#: left to the fitter's own TypeError).
+FINAL_ONLY = frozenset({"horizon", "mu_left_ratio", "mu_right", "grid", "refine",
+                        "refine_threshold", "sim_seeds", "sim_iterations", "step"})
+TRAJECTORY_ONLY = frozenset({"start", "weighted", "n_starts", "profile_values",
+                             "acceptable_chi2"})
+
+
 def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
               source: str | None = None, **fit_options) -> xr.Dataset:
     """The chain fitted to every cell of a network sweep, labelled, with provenance.
@@ -87,10 +95,21 @@ def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
         source = str(network)
     network = as_result(network, "network", "dnnphase.sweep")
     check_network(network, measure)
+    misplaced = sorted(set(fit_options) & (FINAL_ONLY if trajectory else TRAJECTORY_ONLY))
+    if misplaced:
+        fit_only = ("final-curve fit only (trajectory=False)" if trajectory
+                    else "trajectory fit only (trajectory=True)")
+        raise ConfigError(f"{', '.join(misplaced)} {'applies' if len(misplaced) == 1 else 'apply'}"
+                          f" to the {fit_only} (got "
+                          f"{', '.join(f'{k}={fit_options[k]!r}' for k in misplaced)})")
     if trajectory:
         if "load_curve_epochs" not in network:
             raise ConfigError("a trajectory fit needs load curves recorded during training: "
                               "sweep with --record-every")
+        recorded = str(network["measure"].values[0]) if "measure" in network.coords else measure
+        if measure != recorded:
+            raise ConfigError(f"measure must be {recorded!r} for a trajectory fit: the sweep "
+                              f"records only its first measure during training (got {measure!r})")
         fit = fit_sweep_trajectory(network, **fit_options)
     else:
         fit = fit_sweep_final(network, measure=measure, **fit_options)

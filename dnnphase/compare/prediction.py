@@ -61,7 +61,7 @@ from phasecore.loadcurve import (
     phase_label,
     separates,
 )
-from phasecore.results import provenance
+from phasecore.results import as_result, provenance
 from springblock.theory import load_curve, predict_positions
 
 #: The chain every cell is compared with: blocks L, horizon T, mu<- / mu->  (k = y = 1).
@@ -516,7 +516,9 @@ def held_out_prediction(ds: xr.Dataset, measure: str = MEASURE, *,
     ``cells`` (usable), ``cells_left_out`` and ``left_out_reasons``, and per split
     ``<split>_<score>`` for every score of :func:`scores`. Curvatures are scale-free
     (dimensionless); mu-> and s in units of k y (L = 7 blocks, T = 1000, mu<- = 2 mu->).
+    ``ds``: the sweep's Dataset or the path (str or Path) of a file written by ``dnnphase sweep``.
     """
+    ds = as_result(ds, "ds", "dnnphase.sweep")
     cells = diagram_cells(ds, measure)
     knob = cells.attrs["knob"]
     curv = cells["curvature"].values

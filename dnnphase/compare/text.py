@@ -177,6 +177,8 @@ def sign_words(signs, values, name: str, line: str) -> str:
     0.016; falls (more concave) at noise <= 0.008; ..."``; a sign held by most lines
     but scattered reads ``"... in every column but batch_size 10"``."""
     signs = np.asarray(signs, dtype=float)
+    if np.isnan(signs).all():  # e.g. too few alpha values to read any column
+        return f"n/a in every {line}"
     parts = []
     for sign, words in _CHANGE.items():
         chosen = signs == sign
