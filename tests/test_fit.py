@@ -381,3 +381,16 @@ def test_importing_the_chain_compiles_no_kernel():
             "assert not any(k.signatures for k in kernels), [k for k in kernels if k.signatures]\n"
             "assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_trajectory_too_short_to_fit_is_nan_with_a_warning_that_says_why():
+    """Two frames of a 2-block chain are 6 points: too few for 4 parameters and one
+    offset per frame. The cell is NaN and the warning names the count it needs."""
+    epochs = np.array([0.0, 1.0, 2.0])
+    curves = theory.load_curve(theory.predict_positions(2, 0.01, 0.02, 0.005, 50.0,
+                                                        times=epochs, time_scale=2.0))
+    with pytest.warns(UserWarning, match=r"1 of 1 cells are not fitted .* at least 8 "
+                                         r"weighted points"):
+        res = fit.fit_trajectory(curves, epochs, max_iter=5)
+    assert np.all(np.isnan(res.estimate)) and np.isnan(res.chi2_per_dof).all()
+    assert not np.any(res.acceptable)

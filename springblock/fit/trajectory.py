@@ -28,6 +28,7 @@ its parameters are not a measurement (``docs/fit.md``, "Trajectory fit").
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -346,6 +347,20 @@ def _check_bounds(bounds, last_epoch: float, start: str):
     return lo, hi, b
 
 
+def _fittable(count, dof, need: int, frame) -> np.ndarray:
+    """The cells with a degree of freedom left. One too short to fit is left NaN: say why
+    rather than leave a bare NaN. count, dof: (cells,) weighted points and degrees of
+    freedom; need: the points that leave one degree of freedom."""
+    short = (dof <= 0) & (count > 0)
+    if short.any():
+        warnings.warn(f"{int(short.sum())} of {count.size} cells are not fitted (NaN): a "
+                      f"trajectory needs at least {need} weighted points (the chain's "
+                      f"parameters and one offset per frame; {frame[0]} frames x {frame[1]} "
+                      f"layers here) and these have at most {int(count[short].max())}; record "
+                      "more frames (record_every) or train longer", stacklevel=4)
+    return np.flatnonzero(dof > 0)
+
+
 def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
                    modulus: float = 1.0, bounds=None, n_starts: int = 3, max_iter: int = 60,
                    profile_values: int = 4,
@@ -399,7 +414,7 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
     count = (wf > 0).sum(axis=(1, 2))
     # chain parameters, offsets a_e and (from rest) the projected scale b
     dof = count - n_free - frame[0] - (start == "rest")
-    rows = np.flatnonzero(dof > 0)
+    rows = _fittable(count, dof, n_free + frame[0] + (start == "rest") + 1, frame)
     est = np.full((len(flat), n_free), np.nan)
     se = np.full_like(est, np.nan)
     fitted = np.full_like(flat, np.nan)
@@ -552,8 +567,10 @@ def _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, w, lo, hi, lead, used
     with np.errstate(invalid="ignore", divide="ignore"):
         drop = np.abs(flat[:, -1, 0] - flat[:, -1, -1])[:, None, None]
         diff = np.where(w > 0, (fitted - flat) / drop, np.nan)
-        frame = np.sqrt(np.nanmean(diff ** 2, axis=2))
-        resid = np.sqrt(np.nanmean(diff ** 2, axis=(1, 2)))
+        with warnings.catch_warnings():  # a cell left unfitted is NaN, said once by the fit
+            warnings.simplefilter("ignore", RuntimeWarning)
+            frame = np.sqrt(np.nanmean(diff ** 2, axis=2))
+            resid = np.sqrt(np.nanmean(diff ** 2, axis=(1, 2)))
         chi2 = rss / np.maximum(dof, 1)
 
     def shaped(a):
