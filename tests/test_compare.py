@@ -486,3 +486,53 @@ def test_effective_force_table_bootstraps_over_seeds():
                                     n_boot=200)
     assert tab.attrs["share_rows_falling_with_noise_significant"] < 1.0
     assert np.all(tab["rho_effective_force_along_knob_low"] < 0.5)
+
+
+def _noisy_sweep(shift=0.0, seed=0, seeds=10):
+    """A 6 x 16 sweep whose seeds scatter (sd 0.1 in curvature, 0.01 in accuracy) around
+    fixed cell means, plus ``shift`` in both."""
+    rng = np.random.default_rng(seed)
+    means = np.linspace(-0.5, 0.5, 6)[:, None] + np.linspace(0, 0.3, 16)[None, :]
+    ds = fake_network(means, alphas=np.linspace(0, 1, 6), seeds=seeds)
+    noise = rng.standard_normal(means.shape + (seeds,))
+    ds["curvature_scaled"][:] = (means[..., None] + shift + 0.1 * noise)[..., None]
+    ds["test_accuracy"][:] = 0.9 + shift / 10 + 0.01 * rng.standard_normal(noise.shape)
+    return ds
+
+
+def test_sweeps_agree_in_units_of_the_seeds_standard_error():
+    a = _noisy_sweep()
+    same = cmp.sweeps_agree(a, a.copy(deep=True))
+    assert same.attrs["bitwise_equal_runs"] == 1 and same.attrs["curvature_z_max"] == 0
+    # an independent run of the same distribution: |z| like a t statistic, ~5 % beyond 2
+    other = cmp.sweeps_agree(a, _noisy_sweep(seed=1))
+    assert other.attrs["curvature_z_cells"] == 96
+    assert 0.4 < other.attrs["curvature_z_median"] < 1.0
+    assert other.attrs["curvature_z_beyond_2"] <= 15 and other.attrs["accuracy_z_beyond_2"] <= 15
+    # the formula, by hand, for one cell
+    b = _noisy_sweep(seed=1)
+    x = a["curvature_scaled"].values[2, 5, :, 0]
+    y = b["curvature_scaled"].values[2, 5, :, 0]
+    z = (y.mean() - x.mean()) / np.sqrt(x.var(ddof=1) / 10 + y.var(ddof=1) / 10)
+    assert float(other["curvature_z"][2, 5]) == pytest.approx(z)
+    # a shift of 0.2 (4.5 standard errors of the difference) is seen in nearly every cell
+    shifted = cmp.sweeps_agree(a, _noisy_sweep(shift=0.2, seed=1))
+    assert shifted.attrs["curvature_z_beyond_2"] > 85
+    # one number of one seed's curve, off in its last bits: that cell is not bit for bit
+    nudged = a.copy(deep=True)
+    nudged["load_curve"][1, 3, 4, 0, 2] += 1e-12
+    flags = cmp.sweeps_agree(a, nudged)
+    assert flags.attrs["bitwise_equal_runs"] == 0
+    assert (~flags["bitwise_equal"]).sum() == 1 and not flags["bitwise_equal"][1, 3]
+
+
+def test_sweeps_agree_refuses_runs_of_different_sweeps():
+    a = _noisy_sweep()
+    with pytest.raises(results.ConfigError, match="dropout values"):
+        cmp.sweeps_agree(a, a.assign_coords(dropout=a["dropout"].values + 0.01))
+    with pytest.raises(results.ConfigError, match="seeds >= 2"):
+        cmp.sweeps_agree(a.isel(seed=[0]), a.isel(seed=[1]))
+    with pytest.raises(results.ConfigError, match="same knob"):
+        cmp.sweeps_agree(a, a.rename({"dropout": "lr"}).assign_attrs(knob="lr"))
+    with pytest.raises(results.ConfigError, match="must be an xarray Dataset or the path"):
+        cmp.sweeps_agree(a, None)

@@ -161,3 +161,17 @@ def test_the_docs_scripts_answer_help_and_bad_input_in_one_line(script, tmp_path
     err = capsys.readouterr().err.strip()
     assert done.value.code == 2 and ": error: " in err and "\n" not in err, err
     assert expected in err
+
+
+def test_sweeps_agree_script_on_one_folder_against_itself(tmp_path, capsys):
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "docs" / "sweeps_agree.py"), run_name="script")
+    paper = ROOT / "figures" / "paper"
+    rows = script["table"](paper, paper).splitlines()[2:]
+    assert len(rows) == len(list(paper.glob("dnn_*.nc"))) >= 4
+    assert all("| all | 0.00 / 0.00 | 0 | 0.00 / 0.00 | 0 |" in row for row in rows), rows
+    with pytest.raises(SystemExit) as done:
+        script["main"]([str(paper), str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2 and "no dnn_<knob>.nc is in both" in err and "\n" not in err

@@ -16,6 +16,8 @@ and is the only place that knows both:
 * :func:`held_out_prediction`, :func:`transfer_table` — prediction, not description: the
   chain's monotone map from (alpha, knob) to (friction, noise) fitted on part of a diagram
   predicts the held-out cells' curvature, against baselines without mechanics;
+* :func:`sweeps_agree` — two runs of one sweep (a re-run, another machine or version)
+  cell by cell against their seed noise;
 * :func:`reproduce` — every result and figure of a :data:`PRESETS` entry, end to end.
 
 Modules, one idea each: ``alignment`` (checks, oriented axes, rank alignment),
@@ -24,7 +26,7 @@ Modules, one idea each: ``alignment`` (checks, oriented axes, rank alignment),
 imported on its own: ``from dnnphase.compare import figures``).
 """
 
-from dnnphase.compare.agreement import cohen_kappa, rank_correlations
+from dnnphase.compare.agreement import cohen_kappa, rank_correlations, sweeps_agree
 from dnnphase.compare.alignment import chain_axes
 from dnnphase.compare.dictionary import dictionary_table, effective_force_table
 from dnnphase.compare.fitting import fit_chain, fit_sweep_final, fit_sweep_trajectory
@@ -53,5 +55,6 @@ __all__ = [
     "reproduce",
     "row_accuracy_peaks",
     "summary",
+    "sweeps_agree",
     "transfer_table",
 ]
