@@ -15,12 +15,12 @@ on another; ``prediction_transfer.nc``). Method and reading: docs/prediction.md.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from dnnphase.compare.prediction import MODELS, SPLITS, held_out_prediction, transfer_table
 from phasecore import results
+from phasecore.commandline import Parser, run
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",
@@ -118,18 +118,14 @@ def main(folder: str = "figures/paper") -> None:
         print(f"wrote {Path(folder) / 'prediction_transfer.nc'}")
 
 
-def cli(argv=None) -> int:
-    """The command line: bad input is one line (exit code 2), not a traceback."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(argv=None) -> None:
+    """The command line: bad input is one line and exit code 2, as every command's."""
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default="figures/paper",
                         help="the folder holding dnn_<knob>.nc (default figures/paper)")
-    args = parser.parse_args(argv)
-    try:
-        main(args.folder)
-    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
-    return 0
+    parser.set_defaults(func=lambda args: main(args.folder))
+    sys.exit(run(parser, argv))
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    cli()

@@ -30,7 +30,6 @@ the dropout networks).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import warnings
@@ -42,6 +41,8 @@ import numpy as np
 import springblock as sb
 from dnnphase.compare import compare
 from dnnphase.compare.report import line_signs
+from phasecore.commandline import Parser
+from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
 from phasecore.results import load
 from springblock.theory import load_curve, predict_positions
@@ -254,16 +255,13 @@ def run(folder: Path) -> str:
     return "\n".join([TABLE_HEAD, *rows])
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> None:
+    """The command line: bad input is one line and exit code 2, as every command's."""
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="the figures folder (holds paper/dnn_*.nc)")
-    args = parser.parse_args(argv)
-    try:
-        print(run(args.folder))
-    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
-    return 0
+    parser.set_defaults(func=lambda args: print(run(args.folder)))
+    sys.exit(run_command(parser, argv))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

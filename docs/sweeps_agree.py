@@ -12,11 +12,11 @@ training, and should lie well inside.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from dnnphase.compare import sweeps_agree
+from phasecore.commandline import Parser, run
 
 
 def table(first: Path, second: Path) -> str:
@@ -37,17 +37,14 @@ def table(first: Path, second: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> None:
+    """The command line: bad input is one line and exit code 2, as every command's."""
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("first", type=Path, help="a folder of dnn_<knob>.nc sweeps")
     parser.add_argument("second", type=Path, help="the folder of the other run")
-    args = parser.parse_args(argv)
-    try:
-        print(table(args.first, args.second))
-    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
-    return 0
+    parser.set_defaults(func=lambda args: print(table(args.first, args.second)))
+    sys.exit(run(parser, argv))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

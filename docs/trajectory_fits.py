@@ -16,7 +16,6 @@ About 20 s on one core for the four paper knobs.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np
 
 from dnnphase.compare.fitting import fit_sweep_trajectory
 from phasecore import results
+from phasecore.commandline import Parser, run
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 PARAMS = ("mu_right", "mu_left", "noise", "time_scale")
@@ -59,18 +59,14 @@ def main(folder: str = "figures/paper") -> None:
     print(f"\n({time.process_time() - t0:.0f} s of CPU for {2 * len(sweeps)} fitted diagrams)")
 
 
-def cli(argv=None) -> int:
-    """The command line: bad input is one line (exit code 2), not a traceback."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(argv=None) -> None:
+    """The command line: bad input is one line and exit code 2, as every command's."""
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default="figures/paper",
                         help="the folder holding dnn_<knob>.nc (default figures/paper)")
-    args = parser.parse_args(argv)
-    try:
-        main(args.folder)
-    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
-    return 0
+    parser.set_defaults(func=lambda args: main(args.folder))
+    sys.exit(run(parser, argv))
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    cli()

@@ -140,7 +140,6 @@ def test_the_paper_table_is_the_one_the_committed_reports_give(capsys):
         f"docs/results.md does not hold the table docs/paper_table.py prints:\n{table}"
 
 
-
 @pytest.mark.parametrize("script", ["prediction.py", "trajectory_fits.py", "reversal.py"])
 def test_the_docs_scripts_answer_help_and_bad_input_in_one_line(script, tmp_path, capsys):
     import runpy

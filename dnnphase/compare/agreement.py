@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from dnnphase.compare.alignment import check_network
+from dnnphase.compare.alignment import check_network, seed_se
 from dnnphase.defaults import MEASURE
 from phasecore.checks import ConfigError
 from phasecore.results import as_result, provenance
@@ -51,14 +51,9 @@ def rank_correlations(curv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _seed_z(a: xr.DataArray, b: xr.DataArray) -> xr.DataArray:
     """(mean_b - mean_a) / SE of that difference, per cell; each run's SE from its own seeds
-    (sd / sqrt(n), finite seeds only). NaN where a run has fewer than 2 finite seeds."""
-    def mean_var(x):
-        n = x.notnull().sum("seed")
-        return x.mean("seed"), (x.var("seed", ddof=1) / n).where(n >= 2)
-
-    (ma, va), (mb, vb) = mean_var(a), mean_var(b)
+    (:func:`seed_se`). NaN where a run has fewer than 2 finite seeds."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (mb - ma) / np.sqrt(va + vb)
+        return (b.mean("seed") - a.mean("seed")) / np.hypot(seed_se(a), seed_se(b))
 
 
 def sweeps_agree(a, b, measure: str = MEASURE) -> xr.Dataset:

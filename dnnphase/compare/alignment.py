@@ -65,6 +65,16 @@ def _check_grid(curv: xr.DataArray, what: str) -> None:
         raise ValueError(f"every cell of the {what} phase diagram is NaN")
 
 
+# --- seed statistics ------------------------------------------------------------------
+
+
+def seed_se(x: xr.DataArray) -> xr.DataArray:
+    """Standard error of the seed mean per cell: std over finite seeds (ddof 1) / sqrt(their
+    count); NaN with fewer than 2 finite seeds. ``x`` has a ``seed`` dim, which is dropped."""
+    count = x.count("seed")
+    return x.std("seed", ddof=1, skipna=True) / np.sqrt(count.where(count > 1))
+
+
 # --- oriented grids -------------------------------------------------------------------
 
 

@@ -16,12 +16,15 @@ guess, not a measurement.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import xarray as xr
 
 from dnnphase import knobs
 from dnnphase.compare.alignment import chain_axes
 from dnnphase.compare.report import disagreement
+from dnnphase.compare.text import where
 from dnnphase.defaults import MEASURE
 from dnnphase.plotting import normalised, sweep_panels
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
@@ -75,8 +78,6 @@ def plot_side_by_side(spring, network, measure: str = MEASURE,
 def chain_setting(spring) -> str:
     """What the chain's title should say besides T: ", mu<- = 2 mu->" or ", mu<- = 0.06",
     and ", noise bounded at 1 SD" (read from the stored configuration; "" if none)."""
-    import json
-
     try:
         config = json.loads(spring.attrs.get("config", "{}"))
     except ValueError:
@@ -114,8 +115,6 @@ def disagreement_marks(spring, network, measure: str = MEASURE):
 def _marks_label(maps: xr.Dataset, knob: str) -> str:
     """The legend text of the outlined cells: per direction with opposite lines, how the
     chain's curvature changes there, and how many lines of each grid."""
-    from dnnphase.compare.text import where
-
     verb = {1.0: "rises", -1.0: "falls"}
     parts = []
     for along, bit, line, chain_axis, chain_more, net_more in (

@@ -50,7 +50,7 @@ import xarray as xr
 from scipy.interpolate import RectBivariateSpline
 from scipy.optimize import least_squares, lsq_linear
 
-from dnnphase.compare.alignment import check_network
+from dnnphase.compare.alignment import check_network, seed_se
 from dnnphase.defaults import MEASURE
 from dnnphase.knobs import larger_is_noisier
 from phasecore.checks import is_finite, is_int, require
@@ -169,7 +169,7 @@ def diagram_cells(ds: xr.Dataset, measure: str = MEASURE) -> xr.Dataset:
     curv = sub["curvature_scaled"].transpose("alpha", knob, "seed")
     mean = curv.mean("seed", skipna=True)
     count = curv.count("seed")
-    se = curv.std("seed", ddof=1, skipna=True) / np.sqrt(count.where(count > 1))
+    se = seed_se(curv)
     even = curv.isel(seed=slice(0, None, 2)).mean("seed", skipna=True)
     odd = curv.isel(seed=slice(1, None, 2)).mean("seed", skipna=True)
     train = sub["load_curve"].mean("seed", skipna=True).transpose("alpha", knob, "layer").values

@@ -37,6 +37,7 @@ from dnnphase.compare.alignment import (
     check_spring,
     oriented_network,
     oriented_spring,
+    seed_se,
 )
 from dnnphase.compare.peaks import accuracy_peak, sweep_row_peaks
 from dnnphase.defaults import MEASURE
@@ -252,21 +253,15 @@ def _at_positions(signs: np.ndarray, n: int) -> np.ndarray:
     return aligned_labels(np.asarray(signs, dtype=float)[None, :], (1, n))[0]
 
 
-def _seed_se(curvature: xr.DataArray) -> xr.DataArray:
-    """Standard error of the seed mean per cell (NaN with fewer than 2 finite seeds)."""
-    count = np.isfinite(curvature).sum("seed")
-    return curvature.std("seed", ddof=1, skipna=True) / np.sqrt(count.where(count > 1))
-
-
 def oriented_errors(spring: xr.Dataset, network: xr.Dataset,
                     measure: str = MEASURE) -> tuple[np.ndarray, np.ndarray]:
     """Seed standard errors of the mean curvature, oriented as
     :func:`oriented_network` (R, C) and :func:`oriented_spring` (R_s, C_s)."""
     knob = network.attrs["knob"]
-    net = _seed_se(network["curvature_scaled"].sel(measure=measure)).transpose("alpha", knob)
+    net = seed_se(network["curvature_scaled"].sel(measure=measure)).transpose("alpha", knob)
     net = net.sortby("alpha", ascending=False).sortby(knob, ascending=larger_is_noisier(network))
     friction, noise = chain_axes(spring)
-    chain = _seed_se(spring["curvature_scaled"]).transpose(friction, noise)
+    chain = seed_se(spring["curvature_scaled"]).transpose(friction, noise)
     return net.values, chain.sortby(friction).sortby(noise).values
 
 
