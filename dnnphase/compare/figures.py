@@ -218,9 +218,8 @@ def plot_fit_maps(fit, knob: str, larger_is_noisier: bool = True):
         image = ax.imshow(values, cmap=cmap, aspect="auto", **kwargs)
         for (i, j), text in np.ndenumerate(_cell_texts(fit, name, knob)):
             if text:
-                shade = plt.get_cmap(cmap)(image.norm(values[i, j]))[:3]
-                ink = "0.95" if np.dot(shade, [0.3, 0.59, 0.11]) < 0.5 else "0.05"
-                ax.text(j, i, text, ha="center", va="center", fontsize=6, color=ink)
+                ax.text(j, i, text, ha="center", va="center", fontsize=6,
+                        color=_ink(image, values[i, j]))
         ax.set_xticks(range(fit.sizes[knob]), [fmt_value(v) for v in fit[knob].values],
                       rotation=60, fontsize=7)
         ax.set_yticks(range(fit.sizes["alpha"]), [fmt_value(v) for v in fit["alpha"].values],
@@ -301,7 +300,7 @@ def plot_trajectory_fit_maps(fit: xr.Dataset, knob: str, larger_is_noisier: bool
         for (i, j), v in np.ndenumerate(values):
             if np.isfinite(v):
                 ax.text(j, i, f"{v:.2g}{marks[i, j]}", ha="center", va="center", fontsize=6,
-                        color="0.5")
+                        color=_ink(image, shown[i, j]))
         ax.set_xticks(range(fit.sizes[knob]), [fmt_value(v) for v in fit[knob].values],
                       rotation=60, fontsize=7)
         ax.set_yticks(range(fit.sizes["alpha"]), [fmt_value(v) for v in fit["alpha"].values],
@@ -323,6 +322,12 @@ def plot_trajectory_fit_maps(fit: xr.Dataset, knob: str, larger_is_noisier: bool
                  + "b: on a bound, u: interval unbounded", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _ink(image, value: float) -> str:
+    """Text colour readable on ``image``'s colour at ``value``: light on dark, dark on light."""
+    shade = image.cmap(image.norm(value))[:3]
+    return "0.95" if np.dot(shade, [0.3, 0.59, 0.11]) < 0.5 else "0.05"
 
 
 def _threshold(fit: xr.Dataset) -> str:
