@@ -210,14 +210,69 @@ def gpu_section(quick: bool, depth: int, width: int) -> None:
         metrics_share(f"M={m}", secs, res, y)
         del res
         torch.cuda.empty_cache()
+    small_batches_on_gpu(x, y, quick, depth, width)
     device_consistency(depth, width)
+    chunking_on_gpu(depth, width)
+
+
+def small_batches_on_gpu(x, y, quick: bool, depth: int, width: int) -> None:
+    """Launch overhead: at batch 5 and 20 an epoch is 128-512 steps; if the time per step
+    is flat in the stack size M, the step is bound by kernel launches, not arithmetic.
+    Each row with CUDA graphs (the default) and without (eager steps), same run."""
+    from dnnphase import loop
+
+    epochs = 1 if quick else 2
+    print(f"\n--- GPU small batches, dropout 0.1, {epochs} epochs (seconds per epoch "
+          "of the whole stack, and per model); eager = without CUDA graphs")
+    for b in (20, 5):
+        steps = x.shape[0] // b
+        for m in (16, 160, 960):
+            row = []
+            for graphs in (False, True):
+                loop.CUDA_GRAPHS = graphs
+                cfg = TrainConfig(epochs=epochs, batch_size=b, loss_threshold=0.0,
+                                  rel_tol=0.0, device="cuda")
+                _sync("cuda")
+                t0 = time.perf_counter()
+                train_ensemble(x, y, seeds=list(range(m)), dropout=0.1, depth=depth,
+                               width=width, config=cfg)
+                _sync("cuda")
+                row.append((time.perf_counter() - t0) / epochs)
+            loop.CUDA_GRAPHS = True
+            eager, graph = row
+            print(f"batch {b:<3} M={m:<4} eager {1e3 * eager / steps:6.2f} ms/step, graphs "
+                  f"{1e3 * graph / steps:6.2f} ms/step ({eager / graph:4.1f}x)  "
+                  f"{1e3 * graph / m:8.2f} ms per model-epoch", flush=True)
+        torch.cuda.empty_cache()
+
+
+def chunking_on_gpu(depth: int, width: int) -> None:
+    """The same 8 models in one stack and in stacks of 3, float64, on CUDA: cuBLAS and
+    the BatchNorm kernels may choose reductions by shape, so expect ~1e-12, not 0."""
+    from dnnphase import metrics
+
+    x, y = make_data(1000, seed=2)
+    curves = []
+    for per in (8, 3):
+        cfg = TrainConfig(epochs=10, batch_size=100, dtype=torch.float64, device="cuda",
+                          loss_threshold=0.0, rel_tol=0.0, stack_size=per)
+        res = train_ensemble(x.double(), y, seeds=list(range(8)), dropout=0.2, depth=depth,
+                             width=width, config=cfg)
+        curves.append(metrics.load_curve([f.numpy() for f in res.features()], y.numpy()))
+    diff = abs(curves[0] - curves[1]).max()
+    print(f"CUDA, float64, 8 models as one stack vs stacks of 3: load curves max |diff| = "
+          f"{diff:.1e}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes, < 1 minute")
+    ap.add_argument("--gpu-only", action="store_true", help="only the GPU section")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.gpu_only:
+        gpu_section(args.quick, 7, 100)
+        return
 
     if args.quick:
         n, depth, width, epochs = 2560, 7, 100, 4

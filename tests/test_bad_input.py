@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import dnnphase
 from dnnphase import compare
@@ -145,12 +146,14 @@ def test_a_sweep_beyond_the_memory_is_refused_naming_the_parameter(tmp_path, cap
     assert err.startswith("dnnphase: error: width is too large for this machine") and \
         "GiB of memory" in err
     assert listing(tmp_path) == []  # no result, no chunk store
-    cnn = SweepConfig(**{**TINY, "dataset": "digits", "arch": "cnn", "channels": 5000})
+    # On the CPU's chunking (with CUDA present a chunk would hold every model).
+    cnn = SweepConfig(**{**TINY, "dataset": "digits", "arch": "cnn", "channels": 5000,
+                         "device": "cpu"})
     data = load_data(cnn)
     with pytest.raises(ConfigError, match="^channels is too large"):
         check_sweep_memory(cnn, data, scheduler="serial", workers=None, on_cuda=False,
                            available=2**30)
-    many = SweepConfig(**TINY, models_per_chunk=4000, seeds=4000)
+    many = SweepConfig(**TINY, models_per_chunk=4000, seeds=4000, device="cpu")
     with pytest.raises(ConfigError, match="^models_per_chunk is too large.*a chunk of 4000"):
         check_sweep_memory(many, load_data(many), scheduler="serial", workers=None,
                            on_cuda=False, available=2**20)
@@ -348,7 +351,8 @@ def test_messages_read_well_to_a_command_line_user(tiny_sweep_file, tmp_path, ca
 # --- estimates ---------------------------------------------------------------------------
 
 
-def test_estimate_counts_startup_pool_and_the_machines_load():
+def test_estimate_counts_startup_pool_and_the_machines_load(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the CPU's chunks
     quick = presets.PRESETS["quick"]
     idle = presets.stage_seconds(quick, cores=2, load=0.0)
     busy = presets.stage_seconds(quick, cores=2, load=2.0)

@@ -2,8 +2,6 @@
 generated, the fitted maps are monotone, the splits hold out what they say, bad input names the
 parameter, and the entry point runs on a slice of a committed diagram."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -149,9 +147,7 @@ def test_entry_point_takes_a_dataset_or_a_path_and_nothing_else():
 
 
 def test_entry_point_on_a_committed_slice(batch_slice):
-    start = time.perf_counter()
     out = pr.held_out_prediction(batch_slice, starts=2, points=POINTS)
-    assert time.perf_counter() - start < 8
     knob = out.attrs["knob"]
     assert list(out[knob].values) == [80, 40, 20, 10, 5]  # noisier (smaller) to the right
     assert np.all(np.diff(out["alpha"].values) > 0)
