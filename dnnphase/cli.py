@@ -135,11 +135,15 @@ def _sweep_options():
     ]
 
 
-def _scheduler_options(parser, default: str | None) -> None:
-    parser.add_argument("--scheduler", default=default,
+#: The command line's default scheduler (:func:`dnnphase.phase.default_scheduler`).
+ON_CUDA_SERIAL = (f"{defaults.SCHEDULER}; serial when training on CUDA, where one GPU is one "
+                  "worker")
+
+
+def _scheduler_options(parser, default: str) -> None:
+    parser.add_argument("--scheduler", default=None,
                         help="processes (one single-threaded worker per core), serial, or a "
-                             "Dask address tcp://host:port (default "
-                             f"{default or 'processes; serial for the test preset'})")
+                             f"Dask address tcp://host:port (default {default})")
     parser.add_argument("--workers", type=int, default=None,
                         help="process-pool size (default: one per core)")
 
@@ -166,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--first-seed", type=int, default=None,
                    help=f"first seed (default {seeds[0]})")
     p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
-    _scheduler_options(p, defaults.SCHEDULER)
+    _scheduler_options(p, ON_CUDA_SERIAL)
     output_options(p, "output NetCDF file")
     p.set_defaults(func=cmd_sweep)
 
@@ -227,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--knobs", default=None,
                    help="only these of the preset's knobs, comma-separated (e.g. dropout,lr; "
                         "default: all of them), e.g. one knob per machine")
-    _scheduler_options(p, None)
+    _scheduler_options(p, ON_CUDA_SERIAL + "; serial for the test preset")
     p.add_argument("--overwrite", action="store_true", help="recompute existing results")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_reproduce)
@@ -236,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_sweep(args) -> None:
-    from dnnphase.phase import SweepConfig, sweep
+    from dnnphase.phase import SweepConfig, default_scheduler, sweep
 
     # Only the options given: SweepConfig applies its own defaults and checks every value.
     fields = {dest: _PARSED.get(dest, lambda v: v)(getattr(args, dest))
@@ -251,8 +255,9 @@ def cmd_sweep(args) -> None:
     if args.no_bias:
         fields["bias"] = False
     cfg = SweepConfig(**fields)
-    ds = sweep(cfg, output=args.output, overwrite=args.overwrite, scheduler=args.scheduler,
-               workers=args.workers, quiet=args.quiet)
+    ds = sweep(cfg, output=args.output, overwrite=args.overwrite,
+               scheduler=args.scheduler or default_scheduler(cfg.device), workers=args.workers,
+               quiet=args.quiet)
     if not args.quiet:
         n = ds.sizes["alpha"] * ds.sizes[cfg.knob] * ds.sizes["seed"]
         print(f"wrote {args.output}: {n} models, {int(ds['diverged'].sum())} diverged")
@@ -418,12 +423,13 @@ def _add_tune_parser(sub) -> None:
     g.add_argument("--measure", default=defaults.MEASURE,
                    help="the load curve whose curvature is zeroed (default %(default)s)")
     p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
-    _scheduler_options(p, defaults.SCHEDULER)
+    _scheduler_options(p, ON_CUDA_SERIAL)
     output_options(p, "output NetCDF file")
     p.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args) -> None:
+    from dnnphase.phase import default_scheduler
     from dnnphase.tune import tune
 
     fields = {dest: _PARSED.get(dest, lambda v: v)(getattr(args, dest))
@@ -439,7 +445,8 @@ def cmd_tune(args) -> None:
               values_per_round=args.values_per_round, rounds=args.rounds,
               tolerance=args.tolerance, within_se=args.within_se, max_models=args.max_models,
               measure=args.measure, output=args.output, overwrite=args.overwrite,
-              scheduler=args.scheduler, workers=args.workers, quiet=args.quiet, **fields)
+              scheduler=args.scheduler or default_scheduler(fields.get("device", "auto")),
+              workers=args.workers, quiet=args.quiet, **fields)
     if not args.quiet:
         print(f"wrote {args.output}: {int(ds['models_trained'])} models trained")
 

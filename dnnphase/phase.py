@@ -129,7 +129,7 @@ class SweepConfig(TrainingSettings):
 
     def _default_chunk(self) -> int:
         n_models = len(self.alphas) * len(self.values) * len(self.seeds)
-        if _runs_on_cuda(self.device):
+        if runs_on_cuda(self.device):
             return min(defaults.MODELS_PER_CHUNK_CUDA, n_models)
         per_chunk = math.ceil(n_models / defaults.MIN_CHUNKS)
         return max(1, min(defaults.MODELS_PER_CHUNK, per_chunk))
@@ -192,7 +192,7 @@ class SweepConfig(TrainingSettings):
         data = load_data(self)
         self.check_data(data)
         check_sweep_memory(self, data, scheduler=scheduler, workers=workers,
-                           on_cuda=_runs_on_cuda(self.device))
+                           on_cuda=runs_on_cuda(self.device))
         return data
 
     def check_device(self) -> None:
@@ -239,7 +239,14 @@ _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 _LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule")
 
 
-def _runs_on_cuda(device: str) -> bool:
+def default_scheduler(device: str) -> str:
+    """The command line's scheduler when none is given: a pool of single-threaded worker
+    processes on the CPU; on CUDA this process, one GPU being one worker (a pool's workers
+    would each hold a CUDA context and a chunk of up to 320 models on the one device)."""
+    return "serial" if runs_on_cuda(device) else defaults.SCHEDULER
+
+
+def runs_on_cuda(device: str) -> bool:
     """Whether a sweep on ``device`` trains on CUDA (torch is imported only to resolve auto)."""
     if str(device).startswith("cuda"):
         return True

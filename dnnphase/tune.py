@@ -396,9 +396,9 @@ def _base_config(config, settings: TuneSettings, seeds, first_values,
     require(settings.measure in cfg.measures, "measure",
             f"one of the measures computed ({', '.join(cfg.measures)})", settings.measure)
     if "models_per_chunk" not in sweep_fields:  # a round trains as one stack
-        from dnnphase.phase import _runs_on_cuda
+        from dnnphase.phase import runs_on_cuda
 
-        cap = defaults.MODELS_PER_CHUNK_CUDA if _runs_on_cuda(cfg.device) \
+        cap = defaults.MODELS_PER_CHUNK_CUDA if runs_on_cuda(cfg.device) \
             else defaults.MODELS_PER_CHUNK
         cfg = cfg.replace(models_per_chunk=min(cap, settings.values_per_round * len(seeds)))
     return cfg

@@ -328,3 +328,22 @@ def test_chunks_never_mix_batch_sizes_and_keep_the_plain_cut_otherwise():
     assert [len(chunk) for chunk in plan] == [16, 14] * 3  # 30 models per batch size
     plain = chunk_plan(SweepConfig(knob="dropout", values=[0.0, 0.1, 0.2], **grid))
     assert plain == [everything[k:k + 16] for k in range(0, 90, 16)]
+
+
+def test_the_command_line_trains_on_one_gpu_in_this_process(monkeypatch):
+    """Without --scheduler: a process pool on the CPU, this process on CUDA (one GPU is one
+    worker), for sweep, tune and reproduce alike."""
+    import torch
+
+    from dnnphase import cli
+    from dnnphase.phase import default_scheduler
+
+    assert default_scheduler("cpu") == "processes"
+    assert default_scheduler("cuda:1") == "serial"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_scheduler("auto") == "serial" and default_scheduler("cpu") == "processes"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert default_scheduler("auto") == "processes"
+    for command in ("sweep", "tune", "reproduce"):
+        args = cli.build_parser().parse_args([command, "-o", "x"])
+        assert args.scheduler is None  # resolved from the device when the command runs

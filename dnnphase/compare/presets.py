@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase import defaults
 from dnnphase.compare.dictionary import effective_force_table
 from dnnphase.compare.fitting import fit_chain
 from dnnphase.compare.report import compare
@@ -217,11 +216,12 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     per machine into one shared folder.
 
     ``scheduler`` runs the network sweeps (default: a process pool; serial for
-    the ``test`` preset, whose chunks are too small to pay for workers).
+    the ``test`` preset, whose chunks are too small to pay for workers, and on CUDA,
+    where one GPU is one worker).
     Progress is one bar over all stages (the chain, then per knob its sweep
     and its analysis).
     """
-    from dnnphase.phase import SweepConfig, sweep
+    from dnnphase.phase import SweepConfig, default_scheduler, runs_on_cuda, sweep
 
     if preset not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")
@@ -230,7 +230,8 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     chosen = _chosen_knobs(spec, knobs)
     spec = {**spec, "networks": [net for net in spec["networks"] if net["knob"] in chosen]}
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
-    net_scheduler = scheduler or ("serial" if preset == "test" else defaults.SCHEDULER)
+    net_scheduler = scheduler or ("serial" if preset == "test" or not configs
+                                  else default_scheduler(configs[0].device))
     validate_scheduler(net_scheduler)
     validate_workers(workers, net_scheduler)
     check_reachable(net_scheduler)
@@ -244,10 +245,12 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     serial = net_scheduler == "serial"
     stages = stage_seconds(spec, cores, load, workers, serial)
     busy = f", {load:.1f} busy with other work" if load >= 0.5 else ""
+    on_cuda = any(runs_on_cuda(c.device) for c in configs)
     _say(f"reproduce --preset {preset}: chain {len(spec['spring']['rows'][1])} x "
          f"{len(spec['spring']['cols'][1])} cells x {spec['spring']['seeds']} seeds; "
          f"{n_models} networks; expected about "
-         f"{_duration(STARTUP_SECONDS + sum(stages))} on the CPU ({cores} cores{busy})", quiet)
+         f"{_duration(STARTUP_SECONDS + sum(stages))} on the CPU ({cores} cores{busy})"
+         + ("; the networks train on CUDA here, usually far faster" if on_cuda else ""), quiet)
     weights = [len(stages) * t / sum(stages) for t in stages]  # sum: the number of stages
     start = time.monotonic()
     reports = {}
