@@ -365,6 +365,13 @@ def test_estimate_counts_startup_pool_and_the_machines_load(monkeypatch):
     serial = presets.stage_seconds(quick, cores=2, load=0.0, serial=True)
     assert serial[1] == pytest.approx(8 * (3 * quick["seconds_per_model"]
                                            + presets.CHUNK_SECONDS))
+    # On CUDA: the networks at the GPU's measured speed, in the GPU's chunks (Fig. 1c: 960
+    # models in 3 chunks of 320), whatever the CPU's load; the analysis stays the CPU's.
+    paper = presets.PRESETS["paper"]
+    gpu = presets.stage_seconds(paper, cores=2, load=2.0, serial=True, on_cuda=True)
+    assert gpu[1] == pytest.approx(3 * presets.GPU_CHUNK_SECONDS
+                                   + 960 * presets.GPU_SECONDS_PER_MODEL)
+    assert gpu[2] == presets.stage_seconds(paper, cores=2, load=2.0)[2]
 
 
 def test_progress_of_unequal_stages_is_weighted_by_their_estimated_work():

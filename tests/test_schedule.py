@@ -173,7 +173,9 @@ def test_no_schedule_and_epoch_one_schedules_are_the_unscheduled_run_bitwise(dat
     whole run: bitwise the run with those knobs, early stopping included."""
     x, y = data
     kw = dict(seeds=[1, 2, 3], dropout=[0.0, 0.1, 0.2], lr=[1e-2, 3e-2, 1e-2])
-    stop = dict(loss_threshold=0.4, patience=2, rel_tol=0.05, epochs=12)
+    # foreach Adam: sorted by lr, a model sits at another stack position in some of these
+    # runs, and fused Adam is stack-invariant only to the last bit (OptimizerSettings).
+    stop = dict(loss_threshold=0.4, patience=2, rel_tol=0.05, epochs=12, fused=False)
     plain = train(x, y, **kw, config=config(**stop))
     assert config().schedule == () and TrainingSettings().schedule == ()
     own = train(x, y, **kw, config=config(**stop, schedule=((1, "dropout", None),

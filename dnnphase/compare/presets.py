@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from dnnphase import defaults
 from dnnphase.compare.dictionary import effective_force_table
 from dnnphase.compare.fitting import fit_chain
 from dnnphase.compare.report import compare
@@ -126,6 +127,10 @@ CHUNK_SECONDS = 0.1
 #: ... and one knob's analysis: the fit, the dictionary's bootstrap and the figures, as
 #: seconds plus seconds per network cell (at fit_grid 24 x 24).
 ANALYSIS_SECONDS = (1.0, 0.65)
+#: Networks on CUDA, measured on one H100 (the paper preset: Fig. 1c's 960 models in about
+#: 40 s, chunks of 320): seconds per model at 100 epochs, full batch, and per chunk.
+GPU_SECONDS_PER_MODEL = 0.04
+GPU_CHUNK_SECONDS = 1.0
 
 
 def core_share(busy: int, cores: int, load: float) -> float:
@@ -135,14 +140,17 @@ def core_share(busy: int, cores: int, load: float) -> float:
 
 
 def stage_seconds(preset: dict, cores: int | None = None, load: float | None = None,
-                  workers: int | None = None, serial: bool = False) -> list[float]:
+                  workers: int | None = None, serial: bool = False,
+                  on_cuda: bool = False) -> list[float]:
     """Estimated wall seconds of each stage of a preset, in the order they run: the
     chain's phase diagram, then per network knob its sweep and its analysis.
 
     A sweep is its chunks in rounds over the pool's workers (``serial``: one, in this
     process), each model ``seconds_per_model`` core-seconds at 100 epochs (measured; more
     epochs and smaller batches take longer); ``load`` (default: this machine's 1-minute
-    load average) slows every stage by the share of the ``cores`` it leaves.
+    load average) slows every stage by the share of the ``cores`` it leaves. With
+    ``on_cuda`` the networks train one chunk after another on the GPU, at
+    :data:`GPU_SECONDS_PER_MODEL`; the chain and the analyses stay on the CPU.
     """
     from dnnphase.phase import SweepConfig
 
@@ -156,15 +164,21 @@ def stage_seconds(preset: dict, cores: int | None = None, load: float | None = N
     for net in preset["networks"]:
         cfg = SweepConfig(**net)
         n = len(cfg.values) * len(cfg.alphas) * len(cfg.seeds)
-        per_model = preset["seconds_per_model"] * cfg.epochs / 100
+        per_model = (GPU_SECONDS_PER_MODEL if on_cuda else preset["seconds_per_model"]) \
+            * cfg.epochs / 100
         if cfg.knob == "batch_size":  # small batches: many more steps per epoch
             per_model *= np.mean([max(1.0, 2560 / v / 20) for v in cfg.values])
         chunks = math.ceil(n / cfg.models_per_chunk)
-        pool = 1 if serial or chunks == 1 else min(workers or cores, chunks)
-        rounds = math.ceil(chunks / pool)
-        sweep = rounds * (CHUNK_SECONDS + cfg.models_per_chunk * per_model) \
-            / core_share(pool, cores, load)
-        stages.append(sweep + (POOL_START_SECONDS if pool > 1 else 0.0))
+        if on_cuda:  # the chunks of a GPU (SweepConfig's default there)
+            chunks = math.ceil(n / net.get("models_per_chunk",
+                                           min(defaults.MODELS_PER_CHUNK_CUDA, n)))
+            stages.append(chunks * GPU_CHUNK_SECONDS + n * per_model)
+        else:
+            pool = 1 if serial or chunks == 1 else min(workers or cores, chunks)
+            rounds = math.ceil(chunks / pool)
+            sweep = rounds * (CHUNK_SECONDS + cfg.models_per_chunk * per_model) \
+                / core_share(pool, cores, load)
+            stages.append(sweep + (POOL_START_SECONDS if pool > 1 else 0.0))
         fixed, per_cell = ANALYSIS_SECONDS
         grid = preset["fit_grid"][0] * preset["fit_grid"][1] / 24**2
         stages.append(fixed + per_cell * grid * len(cfg.values) * len(cfg.alphas))
@@ -172,9 +186,10 @@ def stage_seconds(preset: dict, cores: int | None = None, load: float | None = N
 
 
 def expected_seconds(preset: dict, cores: int | None = None, load: float | None = None,
-                     workers: int | None = None, serial: bool = False) -> float:
+                     workers: int | None = None, serial: bool = False,
+                     on_cuda: bool = False) -> float:
     """Estimated wall seconds of a whole preset, start-up included (:func:`stage_seconds`)."""
-    return STARTUP_SECONDS + sum(stage_seconds(preset, cores, load, workers, serial))
+    return STARTUP_SECONDS + sum(stage_seconds(preset, cores, load, workers, serial, on_cuda))
 
 
 def _duration(seconds: float) -> str:
@@ -243,14 +258,15 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     cores = os.cpu_count() or 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     serial = net_scheduler == "serial"
-    stages = stage_seconds(spec, cores, load, workers, serial)
-    busy = f", {load:.1f} busy with other work" if load >= 0.5 else ""
     on_cuda = any(runs_on_cuda(c.device) for c in configs)
+    stages = stage_seconds(spec, cores, load, workers, serial, on_cuda)
+    busy = f", {load:.1f} busy with other work" if load >= 0.5 else ""
+    where = "the networks on CUDA at the speed of one H100, the rest on" if on_cuda else "on"
     _say(f"reproduce --preset {preset}: chain {len(spec['spring']['rows'][1])} x "
          f"{len(spec['spring']['cols'][1])} cells x {spec['spring']['seeds']} seeds; "
          f"{n_models} networks; expected about "
-         f"{_duration(STARTUP_SECONDS + sum(stages))} on the CPU ({cores} cores{busy})"
-         + ("; the networks train on CUDA here, usually far faster" if on_cuda else ""), quiet)
+         f"{_duration(STARTUP_SECONDS + sum(stages))} ({where} the CPU's {cores} cores{busy})",
+         quiet)
     weights = [len(stages) * t / sum(stages) for t in stages]  # sum: the number of stages
     start = time.monotonic()
     reports = {}
