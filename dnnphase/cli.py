@@ -136,8 +136,8 @@ def _sweep_options():
 
 
 #: The command line's default scheduler (:func:`dnnphase.phase.default_scheduler`).
-ON_CUDA_SERIAL = (f"{defaults.SCHEDULER}; serial when training on CUDA, where one GPU is one "
-                  "worker")
+ON_CUDA_SERIAL = (f"{defaults.SCHEDULER}; serial when training on CUDA without --workers, "
+                  "one GPU being one worker")
 
 
 def _scheduler_options(parser, default: str) -> None:
@@ -256,7 +256,8 @@ def cmd_sweep(args) -> None:
         fields["bias"] = False
     cfg = SweepConfig(**fields)
     ds = sweep(cfg, output=args.output, overwrite=args.overwrite,
-               scheduler=args.scheduler or default_scheduler(cfg.device), workers=args.workers,
+               scheduler=args.scheduler or default_scheduler(cfg.device, args.workers),
+               workers=args.workers,
                quiet=args.quiet)
     if not args.quiet:
         n = ds.sizes["alpha"] * ds.sizes[cfg.knob] * ds.sizes["seed"]
@@ -445,7 +446,8 @@ def cmd_tune(args) -> None:
               values_per_round=args.values_per_round, rounds=args.rounds,
               tolerance=args.tolerance, within_se=args.within_se, max_models=args.max_models,
               measure=args.measure, output=args.output, overwrite=args.overwrite,
-              scheduler=args.scheduler or default_scheduler(fields.get("device", "auto")),
+              scheduler=args.scheduler or default_scheduler(fields.get("device", "auto"),
+                                                            args.workers),
               workers=args.workers, quiet=args.quiet, **fields)
     if not args.quiet:
         print(f"wrote {args.output}: {int(ds['models_trained'])} models trained")

@@ -77,7 +77,7 @@ class StackData:
 class Retired:
     """A model that left the stack: its final state and why it stopped."""
 
-    model: EnsembleMLP  # one model
+    model: EnsembleMLP  # one model, on the CPU
     epochs: int  # epochs started
     steps: int  # optimizer updates applied (before a diverged step)
     reason: str  # "max_epochs" | "loss_threshold" | "plateau" | "diverged"
@@ -349,6 +349,9 @@ class TrainingStack:
             return
         gone = self.model.select(positions)
         rec = self._features_record(gone) if self.data.record_epochs else None
+        # Split into single models on the CPU: on a GPU one model's select is ~150 tiny
+        # kernels and copies, and a 320-model stack's end then cost more than 3 epochs.
+        gone = gone.to("cpu")
         for k, (pos, why) in enumerate(zip(positions, reasons, strict=True)):
             j = self.ids[pos]
             diverged = why in _DIVERGED.values()

@@ -239,11 +239,12 @@ _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 _LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule")
 
 
-def default_scheduler(device: str) -> str:
+def default_scheduler(device: str, workers: int | None = None) -> str:
     """The command line's scheduler when none is given: a pool of single-threaded worker
     processes on the CPU; on CUDA this process, one GPU being one worker (a pool's workers
-    would each hold a CUDA context and a chunk of up to 320 models on the one device)."""
-    return "serial" if runs_on_cuda(device) else defaults.SCHEDULER
+    would each hold a CUDA context and a chunk of up to 320 models on the one device),
+    unless ``workers`` asks for a pool."""
+    return "serial" if runs_on_cuda(device) and workers is None else defaults.SCHEDULER
 
 
 def runs_on_cuda(device: str) -> bool:

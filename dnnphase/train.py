@@ -335,7 +335,7 @@ def _stacks(k: ModelKnobs, cfg: TrainConfig, widest: int, device: torch.device):
 def _metrics(models: list[Retired], data: StackData, xt, yt) -> dict[str, np.ndarray]:
     """Eval-mode train loss / accuracy and test accuracy of retired models (NaN when
     diverged)."""
-    final = type(models[0].model).cat([r.model for r in models])
+    final = type(models[0].model).cat([r.model for r in models]).to(data.x.device)
     ev = final.evaluate(data.x, data.y, stack_size=data.eval_stack)
     out = {"train_loss": ev["loss"].double().cpu().numpy(),
            "train_accuracy": ev["accuracy"].double().cpu().numpy(),
@@ -566,7 +566,7 @@ def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg:
             retired[j] = out
             history[j] = hist[j]
     return TrainResult(
-        model=type(retired[0].model).cat([r.model.to("cpu") for r in retired]),
+        model=type(retired[0].model).cat([r.model for r in retired]),  # on the CPU
         **{name: torch.from_numpy(v) for name, v in metrics.items()},
         epochs_run=torch.tensor([r.epochs for r in retired], dtype=torch.long),
         steps_run=torch.tensor([r.steps for r in retired], dtype=torch.long),

@@ -342,6 +342,7 @@ def test_the_command_line_trains_on_one_gpu_in_this_process(monkeypatch):
     assert default_scheduler("cuda:1") == "serial"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert default_scheduler("auto") == "serial" and default_scheduler("cpu") == "processes"
+    assert default_scheduler("auto", workers=2) == "processes"  # --workers asks for a pool
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert default_scheduler("auto") == "processes"
     for command in ("sweep", "tune", "reproduce"):

@@ -246,7 +246,7 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     spec = {**spec, "networks": [net for net in spec["networks"] if net["knob"] in chosen]}
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
     net_scheduler = scheduler or ("serial" if preset == "test" or not configs
-                                  else default_scheduler(configs[0].device))
+                                  else default_scheduler(configs[0].device, workers))
     validate_scheduler(net_scheduler)
     validate_workers(workers, net_scheduler)
     check_reachable(net_scheduler)
