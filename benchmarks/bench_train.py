@@ -23,13 +23,16 @@ Printed, all measured in this run (never asserted: the machine is shared):
   training, when that module is installed.
 * GPU (only when CUDA is present): models per second at M = 96 and 960 (full batch,
   dropout 0.1, as Fig. 1c), achieved FLOP/s against a bmm at the same shapes, the
-  metrics' share of the time, and the float64 load curves of the same models trained
-  on the CPU and on CUDA (dropout and noise on). See docs/performance.md.
+  metrics' share of the time; at batch 20 and 5 and M = 16, 160, 960 the time per step
+  with and without CUDA graphs (same run); the float64 load curves of the same models
+  trained on the CPU and on CUDA (dropout and noise on), and of one stack against stacks
+  of 3 on CUDA. See docs/performance.md.
 
 Usage::
 
-    python benchmarks/bench_train.py            # full run, a few minutes
-    python benchmarks/bench_train.py --quick    # smaller sizes, < 1 minute
+    python benchmarks/bench_train.py              # full run, a few minutes
+    python benchmarks/bench_train.py --quick      # smaller sizes, < 1 minute
+    python benchmarks/bench_train.py --gpu-only   # the GPU section alone, ~2 minutes
 """
 
 from __future__ import annotations
@@ -230,15 +233,17 @@ def small_batches_on_gpu(x, y, quick: bool, depth: int, width: int) -> None:
             row = []
             for graphs in (False, True):
                 loop.CUDA_GRAPHS = graphs
-                cfg = TrainConfig(epochs=epochs, batch_size=b, loss_threshold=0.0,
-                                  rel_tol=0.0, device="cuda")
-                _sync("cuda")
-                t0 = time.perf_counter()
-                train_ensemble(x, y, seeds=list(range(m)), dropout=0.1, depth=depth,
-                               width=width, config=cfg)
-                _sync("cuda")
-                row.append((time.perf_counter() - t0) / epochs)
-            loop.CUDA_GRAPHS = True
+                try:
+                    cfg = TrainConfig(epochs=epochs, batch_size=b, loss_threshold=0.0,
+                                      rel_tol=0.0, device="cuda")
+                    _sync("cuda")
+                    t0 = time.perf_counter()
+                    train_ensemble(x, y, seeds=list(range(m)), dropout=0.1, depth=depth,
+                                   width=width, config=cfg)
+                    _sync("cuda")
+                    row.append((time.perf_counter() - t0) / epochs)
+                finally:
+                    loop.CUDA_GRAPHS = True
             eager, graph = row
             print(f"batch {b:<3} M={m:<4} eager {1e3 * eager / steps:6.2f} ms/step, graphs "
                   f"{1e3 * graph / steps:6.2f} ms/step ({eager / graph:4.1f}x)  "

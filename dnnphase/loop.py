@@ -19,7 +19,7 @@ import torch
 from torch.nn import functional as F
 
 from .optim import OptimizerSettings, StackedOptimizer
-from .randomness import DropoutMasks, ModelStreams, corrupt_batch, dropout_span
+from .randomness import DropoutMasks, ModelStreams, corrupt_batch, dropout_span, tables_read
 from .schedule import changes, last_epoch
 from .stack import EnsembleMLP, row_mean
 
@@ -147,6 +147,7 @@ class _GraphStep:
     idx: torch.Tensor  # (M, B) sample indices, copied in before each replay
     keys: torch.Tensor  # (M,) step keys
     losses: torch.Tensor  # (M,) step losses, overwritten by each replay
+    tables: tuple  # the index-hash tables the graph reads, kept alive with it
 
 
 class TrainingStack:
@@ -226,7 +227,7 @@ class TrainingStack:
         bad_loss = torch.zeros(m, dtype=self.data.x.dtype, device=dev)
         bad_step = torch.full((m,), -1, dtype=torch.long, device=dev)
         step = self._step
-        if perm is not None and dev.type == "cuda" and CUDA_GRAPHS and not self._graphs_fail:
+        if perm is not None and dev.type == "cuda" and CUDA_GRAPHS and self.opt.capturable:
             step = self._graph_step
         for s in range(steps):
             idx = None if perm is None else perm[:, s * b : (s + 1) * b]  # (M, B)
@@ -270,6 +271,8 @@ class TrainingStack:
     def _graph_step(self, idx: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """:meth:`_step` by replaying a captured CUDA graph: eager (warm-up) steps
         after every change of the stack, then one capture, then replays."""
+        if self._graphs_fail:
+            return self._step(idx, keys)
         if self._graph is None:
             if self._eager_since_change < GRAPH_WARMUP_STEPS:
                 self._eager_since_change += 1
@@ -301,14 +304,21 @@ class TrainingStack:
     def _capture(self, idx: torch.Tensor, keys: torch.Tensor) -> _GraphStep | None:
         """Capture one step on static copies of its inputs; None, with a warning, where
         the step cannot be captured. Capturing runs nothing: the caller replays it."""
+        dev = self.data.x.device
         static_idx, static_keys = idx.clone(), keys.clone()
         graph, steps = torch.cuda.CUDAGraph(), self.opt.steps
-        torch.cuda.synchronize(self.data.x.device)
+        stream = torch.cuda.current_stream(dev)
+        torch.cuda.synchronize(dev)
         try:
-            with torch.cuda.graph(graph, stream=self._side_stream()):
+            with tables_read() as tables, torch.cuda.graph(graph, stream=self._side_stream()):
                 losses = self._step(static_idx, static_keys)
-        except RuntimeError as err:  # e.g. an operation that needs the host
+        except RuntimeError as err:  # e.g. an operation that needs the host, or memory
             self.opt.steps = steps  # the step was recorded, not taken
+            # A capture that failed may leave its stream current (torch ends the capture
+            # before it leaves the stream's context, and the end raises).
+            torch.cuda.set_stream(stream)
+            if isinstance(err, torch.cuda.OutOfMemoryError):
+                raise  # the trainer splits the stack (train._train_stack)
             self._graphs_fail = True
             warnings.warn(f"dnnphase: training steps could not be captured as a CUDA graph "
                           f"({str(err).splitlines()[0]}); training without graphs "
@@ -316,7 +326,7 @@ class TrainingStack:
                           stacklevel=2)
             return None
         self.opt.steps = steps  # counted at each replay instead
-        return _GraphStep(graph, static_idx, static_keys, losses)
+        return _GraphStep(graph, static_idx, static_keys, losses, tuple(tables))
 
     def _changed(self) -> None:
         """The stack's models, learning rates or data changed: a new capture is due."""

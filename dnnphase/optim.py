@@ -78,6 +78,13 @@ class StackedOptimizer:
         self.fused = fusable if s.fused is None else s.fused
         self._set_lr(lr)
 
+    @property
+    def capturable(self) -> bool:
+        """Whether a step can be recorded in a CUDA graph and replayed: fused Adam keeps its
+        step count on the device; foreach Adam reads it on the host (its bias correction
+        would be frozen at the captured step); SGD has none."""
+        return self.settings.kind == "sgd" or self.fused
+
     def set_lr(self, lr: Sequence[float]) -> None:
         """New per-model learning rates (a schedule, :mod:`dnnphase.schedule`); the state
         (moments, step count) carries on, as torch.optim's after changing a group's lr."""

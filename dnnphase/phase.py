@@ -202,6 +202,11 @@ class SweepConfig(TrainingSettings):
 
             require(torch.cuda.is_available(), "device",
                     "auto or cpu on this machine (no CUDA device is available)", self.device)
+            count = torch.cuda.device_count()
+            index = torch.device(self.device).index
+            require(index is None or index < count, "device",
+                    f"cuda, cuda:0 … cuda:{count - 1}, auto or cpu on this machine "
+                    f"({count} CUDA device{'s' if count > 1 else ''})", self.device)
 
     def train_config(self) -> TrainConfig:
         """The :class:`dnnphase.train.TrainConfig` of every model: the training settings

@@ -10,6 +10,7 @@ last bit between devices.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -85,10 +86,33 @@ def seed_keys(seeds: Sequence[int], device: torch.device | str = "cpu") -> torch
 
 
 @lru_cache(maxsize=64)
-def _index_hash(start: int, count: int, device: torch.device) -> torch.Tensor:
-    """``mix32(i + GOLDEN)`` for i in [start, start + count): ``(count,)``, cached per shape."""
+def _cached_index_hash(start: int, count: int, device: torch.device) -> torch.Tensor:
     i = torch.arange(start, start + count, dtype=torch.long, device=device)
     return mix32((i + GOLDEN) & MASK32)
+
+
+#: Lists collecting the tables handed out (:func:`tables_read`).
+_READERS: list[list[torch.Tensor]] = []
+
+
+def _index_hash(start: int, count: int, device: torch.device) -> torch.Tensor:
+    """``mix32(i + GOLDEN)`` for i in [start, start + count): ``(count,)``, cached per shape."""
+    table = _cached_index_hash(start, count, device)
+    for reader in _READERS:
+        reader.append(table)
+    return table
+
+
+@contextlib.contextmanager
+def tables_read():
+    """The index-hash tables read inside the block, as a list: a captured CUDA graph holds
+    them, since the cache may drop a table the graph still reads."""
+    reader: list[torch.Tensor] = []
+    _READERS.append(reader)
+    try:
+        yield reader
+    finally:
+        _READERS.remove(reader)
 
 
 def hash_bits(key: torch.Tensor, start: int, count: int, out: torch.Tensor | None = None,

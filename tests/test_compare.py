@@ -280,7 +280,7 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
     assert main(["reproduce", "--preset", "huge", "-o", str(out)]) == 2
     before = sorted(p.name for p in out.iterdir())
     assert main(["reproduce", "--preset", "test", "--knobs", "dropout,lr", "-o", str(out)]) == 2
-    assert "knobs must be one or more of this preset's dropout (not 'lr')" in \
+    assert "knobs must be one or more of this preset's knobs: dropout (not 'lr')" in \
         capsys.readouterr().err
     assert main(["reproduce", "--preset", "test", "--knobs", "dropout,,", "-o", str(out)]) == 2
     assert "(not '', '')" in capsys.readouterr().err

@@ -29,6 +29,21 @@ def data():
     return x.cuda(), y.cuda()
 
 
+@pytest.fixture
+def captures(monkeypatch):
+    """The number of graphs captured so far (a failed capture is not counted)."""
+    made = []
+    original = loop.TrainingStack._capture
+
+    def counting(self, idx, keys):
+        graph = original(self, idx, keys)
+        made.extend([graph] if graph is not None else [])
+        return graph
+
+    monkeypatch.setattr(loop.TrainingStack, "_capture", counting)
+    return made
+
+
 def train(data, graphs: bool, monkeypatch, **kw):
     monkeypatch.setattr(loop, "CUDA_GRAPHS", graphs)
     x, y = data
@@ -58,19 +73,61 @@ def assert_same(a, b):
          config=dict(schedule=((2, "dropout", 0.0), (3, "lr", 3e-3), (5, "dropout", None)))),
     # Some models stop early (loss threshold) or diverge (lr 50): the stack shrinks.
     dict(seeds=[0, 1, 2, 3], lr=[1e-2, 50.0, 1e-2, 1e-3], config=dict(loss_threshold=0.3)),
+    # The only noisy model diverges: the stack goes on without label noise.
+    dict(seeds=[0, 1, 2], lr=[1e-2, 1e-2, 50.0], label_noise=[0.0, 0.0, 0.3]),
     dict(seeds=[0, 1, 2], batch_size=[5, 20, 5], dropout=0.1),
-], ids=["alpha-dropout", "lr-runs-noise", "sgd", "schedule", "retiring", "batch-groups"])
-def test_graph_steps_equal_eager_steps(data, monkeypatch, kw):
+    # Two steps an epoch: the warm-up steps and the capture fall in different epochs.
+    dict(seeds=[0, 1], batch_size=60, dropout=0.1),
+], ids=["alpha-dropout", "lr-runs-noise", "sgd", "schedule", "retiring", "noise-retired",
+        "batch-groups", "two-steps"])
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a failed capture would fall back
+def test_graph_steps_equal_eager_steps(data, monkeypatch, captures, kw):
     eager = train(data, False, monkeypatch, **dict(kw))
+    assert not captures
     graph = train(data, True, monkeypatch, **dict(kw))
+    assert captures  # graphs were replayed, not only eager steps
     assert_same(eager, graph)
 
 
-def test_cnn_graph_steps_equal_eager_steps(data, monkeypatch):
+def test_foreach_adam_steps_are_not_captured(data, monkeypatch, captures):
+    """foreach Adam reads its step count on the host, so a graph would freeze its bias
+    correction at the captured step: such stacks train eagerly."""
+    kw = dict(seeds=[0, 1], dropout=0.1, config=dict(fused=False))
+    eager = train(data, False, monkeypatch, **dict(kw))
+    graph = train(data, True, monkeypatch, **dict(kw))
+    assert not captures
+    assert_same(eager, graph)
+
+
+def test_a_step_that_cannot_be_captured_trains_eagerly(data, monkeypatch, captures):
+    """A host synchronisation inside the step fails its capture: one warning, the current
+    stream restored, the rest of the run eager, and the same results."""
+    kw = dict(seeds=[0, 1], dropout=0.1)
+    eager = train(data, False, monkeypatch, **dict(kw))
+    original = loop.TrainingStack._step
+
+    def syncing(self, idx, keys):
+        losses = original(self, idx, keys)
+        if torch.cuda.is_current_stream_capturing():
+            losses.sum().item()  # needs the host
+        return losses
+
+    monkeypatch.setattr(loop.TrainingStack, "_step", syncing)
+    stream = torch.cuda.current_stream()
+    with pytest.warns(RuntimeWarning, match="could not be captured") as caught:
+        graph = train(data, True, monkeypatch, **dict(kw))
+    assert len([w for w in caught if "could not be captured" in str(w.message)]) == 1
+    assert torch.cuda.current_stream() == stream and not captures
+    assert_same(eager, graph)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_cnn_graph_steps_equal_eager_steps(data, monkeypatch, captures):
     x, y = data
     images = (torch.cat([x, x[:, :4]], dim=1), y)  # (N, 16): 1 x 4 x 4 images
     kw = dict(seeds=[0, 1], arch="cnn", image_shape=(1, 4, 4), channels=4, dropout=0.1)
     assert_same(train(images, False, monkeypatch, **kw), train(images, True, monkeypatch, **kw))
+    assert captures
 
 
 def test_float64_cuda_matches_cpu(data, monkeypatch):

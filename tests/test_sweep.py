@@ -282,6 +282,19 @@ def test_cuda_without_a_gpu_is_refused_before_any_work(tmp_path, capsys):
     assert not out.exists() and not (tmp_path / "x.nc.parts").exists()
 
 
+def test_a_gpu_this_machine_lacks_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    out = tmp_path / "x.nc"
+    assert main(["sweep", "--device", "cuda:2", "--epochs", "1", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "device must be cuda, cuda:0 … cuda:1, auto or cpu on this machine (2 CUDA " \
+           "devices)" in err and "\n" not in err
+    assert not out.exists() and not (tmp_path / "x.nc.parts").exists()
+
+
 def test_dask_address_without_dask_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
     import sys
 

@@ -166,12 +166,16 @@ def stage_seconds(preset: dict, cores: int | None = None, load: float | None = N
         n = len(cfg.values) * len(cfg.alphas) * len(cfg.seeds)
         per_model = (GPU_SECONDS_PER_MODEL if on_cuda else preset["seconds_per_model"]) \
             * cfg.epochs / 100
-        if cfg.knob == "batch_size":  # small batches: many more steps per epoch
-            per_model *= np.mean([max(1.0, 2560 / v / 20) for v in cfg.values])
+        if cfg.knob == "batch_size":
+            # Small batches: many more steps per epoch. Measured on the paper preset (2
+            # cores): a step costs about what 128 samples of a full-batch epoch do, so
+            # batch 5 is 4x a full-batch model and batch 20 and up about 1x.
+            per_model *= np.mean([max(1.0, 2560 / v / 128) for v in cfg.values])
         chunks = math.ceil(n / cfg.models_per_chunk)
-        if on_cuda:  # the chunks of a GPU (SweepConfig's default there)
-            chunks = math.ceil(n / net.get("models_per_chunk",
-                                           min(defaults.MODELS_PER_CHUNK_CUDA, n)))
+        if on_cuda:  # the chunks of a GPU (SweepConfig's default there), one batch size each
+            chunks = max(math.ceil(n / net.get("models_per_chunk",
+                                               min(defaults.MODELS_PER_CHUNK_CUDA, n))),
+                         len(cfg.values) if cfg.knob == "batch_size" else 1)
             stages.append(chunks * GPU_CHUNK_SECONDS + n * per_model)
         else:
             pool = 1 if serial or chunks == 1 else min(workers or cores, chunks)
@@ -245,7 +249,8 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     chosen = _chosen_knobs(spec, knobs)
     spec = {**spec, "networks": [net for net in spec["networks"] if net["knob"] in chosen]}
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
-    net_scheduler = scheduler or ("serial" if preset == "test" or not configs
+    net_scheduler = scheduler or ("serial" if (preset == "test" and workers is None)
+                                  or not configs
                                   else default_scheduler(configs[0].device, workers))
     validate_scheduler(net_scheduler)
     validate_workers(workers, net_scheduler)
@@ -295,7 +300,7 @@ def _chosen_knobs(spec: dict, knobs) -> list[str]:
     available = [net["knob"] for net in spec["networks"]]
     if knobs is None:
         return available
-    allowed = f"one or more of this preset's {', '.join(available)}"
+    allowed = f"one or more of this preset's knobs: {', '.join(available)}"
     if isinstance(knobs, str):
         knobs = knobs.split(",")
     if not isinstance(knobs, (list, tuple)):
