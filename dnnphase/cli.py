@@ -257,8 +257,7 @@ def cmd_sweep(args) -> None:
     cfg = SweepConfig(**fields)
     ds = sweep(cfg, output=args.output, overwrite=args.overwrite,
                scheduler=args.scheduler or default_scheduler(cfg.device, args.workers),
-               workers=args.workers,
-               quiet=args.quiet)
+               workers=args.workers, quiet=args.quiet)
     if not args.quiet:
         n = ds.sizes["alpha"] * ds.sizes[cfg.knob] * ds.sizes["seed"]
         print(f"wrote {args.output}: {n} models, {int(ds['diverged'].sum())} diverged")

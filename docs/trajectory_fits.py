@@ -24,7 +24,7 @@ import numpy as np
 
 from dnnphase.compare.fitting import fit_sweep_trajectory
 from phasecore import results
-from phasecore.commandline import Parser, run
+from phasecore.commandline import folder_command
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 PARAMS = ("mu_right", "mu_left", "noise", "time_scale")
@@ -61,11 +61,7 @@ def main(folder: str = "figures/paper") -> None:
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default="figures/paper",
-                        help="the folder holding dnn_<knob>.nc (default figures/paper)")
-    parser.set_defaults(func=lambda args: main(args.folder))
-    sys.exit(run(parser, argv))
+    sys.exit(folder_command(__doc__.splitlines()[0], main, argv))
 
 
 if __name__ == "__main__":

@@ -134,9 +134,9 @@ def test_float64_cuda_matches_cpu(data, monkeypatch):
     """The same integers drive masks and noise on both devices: load curves and
     parameters agree to rounding."""
     x, y = data
+    monkeypatch.setattr(loop, "CUDA_GRAPHS", True)
     runs = []
     for dev in ("cpu", "cuda"):
-        monkeypatch.setattr(loop, "CUDA_GRAPHS", True)
         cfg = TrainConfig(epochs=4, batch_size=10, dtype=torch.float64, device=dev,
                           loss_threshold=0.0, rel_tol=0.0)
         runs.append(train_ensemble(x.double().to(dev), y.to(dev), seeds=[0, 1], dropout=0.2,

@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase import defaults
 from dnnphase.compare.dictionary import effective_force_table
 from dnnphase.compare.fitting import fit_chain
 from dnnphase.compare.report import compare
@@ -152,7 +151,7 @@ def stage_seconds(preset: dict, cores: int | None = None, load: float | None = N
     ``on_cuda`` the networks train one chunk after another on the GPU, at
     :data:`GPU_SECONDS_PER_MODEL`; the chain and the analyses stay on the CPU.
     """
-    from dnnphase.phase import SweepConfig
+    from dnnphase.phase import SweepConfig, chunk_plan
 
     cores = cores or os.cpu_count() or 1
     load = os.getloadavg()[0] if load is None and hasattr(os, "getloadavg") else (load or 0.0)
@@ -172,10 +171,8 @@ def stage_seconds(preset: dict, cores: int | None = None, load: float | None = N
             # batch 5 is 4x a full-batch model and batch 20 and up about 1x.
             per_model *= np.mean([max(1.0, 2560 / v / 128) for v in cfg.values])
         chunks = math.ceil(n / cfg.models_per_chunk)
-        if on_cuda:  # the chunks of a GPU (SweepConfig's default there), one batch size each
-            chunks = max(math.ceil(n / net.get("models_per_chunk",
-                                               min(defaults.MODELS_PER_CHUNK_CUDA, n))),
-                         len(cfg.values) if cfg.knob == "batch_size" else 1)
+        if on_cuda:  # the sweep's own chunks on a GPU
+            chunks = len(chunk_plan(SweepConfig(**{"device": "cuda", **net})))
             stages.append(chunks * GPU_CHUNK_SECONDS + n * per_model)
         else:
             pool = 1 if serial or chunks == 1 else min(workers or cores, chunks)
@@ -249,8 +246,7 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     chosen = _chosen_knobs(spec, knobs)
     spec = {**spec, "networks": [net for net in spec["networks"] if net["knob"] in chosen]}
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
-    net_scheduler = scheduler or ("serial" if (preset == "test" and workers is None)
-                                  or not configs
+    net_scheduler = scheduler or ("serial" if preset == "test" and workers is None
                                   else default_scheduler(configs[0].device, workers))
     validate_scheduler(net_scheduler)
     validate_workers(workers, net_scheduler)
