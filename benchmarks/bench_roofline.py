@@ -11,23 +11,28 @@ prints, all measured in this run (never asserted: the machine may be shared):
   epochs for models per second), the matmul FLOPs of a step (forward, input gradient and
   weight gradient of all 8 Linear maps; the first has no input gradient), the achieved
   GFLOP/s = FLOPs / step time, and the rate of ``torch.bmm`` / ``torch.baddbmm`` alone on
-  exactly the trainer's shapes and layouts (forward (M, B, in) x (M, in, out) on the
-  transposed view of the sample-major (B, M, in) activations, input gradient
-  (M, B, out) x (M, out, in), weight gradient (M, in, B) x (M, B, out)), measured right
-  after the configuration's training; their ratio is the fraction of the bmm rate.
+  exactly the trainer's shapes and layouts (forward (M, B, in) x (M, in, out), input
+  gradient (M, B, out) x (M, out, in), weight gradient (M, in, B) x (M, B, out); see
+  :func:`bmm_seconds`), measured right after the configuration's training; their
+  ratio is the fraction of the bmm rate.
 * **profile**: ``torch.profiler`` over a few steps of a separate short run; self CPU
-  time grouped into matmul, BatchNorm, activation, dropout masks, label + data noise,
+  time grouped into matmul, the fused hidden layer (BatchNorm + LeakyReLU + dropout in
+  one kernel each way, :mod:`dnnphase.normkernel`), BatchNorm (the input's, or all of
+  them with ``--native-layers``), activation, dropout masks, label + data noise,
   optimizer, loss, other ops, and "Python + untracked" (the profiled wall time minus
   the ops' self times), in percent of the profiled step. The groups come from the op
   names (``aten::bmm``, ``NativeBatchNormBackward0``, ...) and, for code that calls
   generic ops (the masks' int64 hash, the noise, the optimizer, the activation, the
   BatchNorm wrapper and the loss's row means), from ``record_function`` ranges that this
-  benchmark wraps around ``DropoutMasks.__call__``, ``loop.corrupt_batch``,
+  benchmark wraps around ``DropoutMasks.__call__`` / ``kept``, ``loop.corrupt_batch``,
   ``StackedOptimizer.step``, ``EnsembleMLP._act`` / ``_bn`` and ``loop.row_mean`` for the
   profiled run only (monkeypatched at run time and restored; ``dnnphase`` is not
   edited). An op belongs to its outermost enclosing group (the select / copy ops
-  inside ``aten::bmm`` count as matmul). The dropout multiply ``h * mask`` and its
-  backward are "other ops" (the masks group is making the masks).
+  inside ``aten::bmm`` count as matmul). With ``--native-layers`` the dropout multiply
+  ``h * mask`` and its backward are "other ops" (the masks group is making the masks).
+* **fused layer**: the step time of a few configurations with the fused CPU layer and
+  with PyTorch's operations one by one (``stack.FUSED_CPU_LAYERS = False``), alternated
+  twice in this run, and their ratio.
 
 Timing: ``TrainingStack._epoch`` is wrapped with a timer; the first epoch (allocations,
 warm-up) is dropped and the fastest later epoch, divided by its steps, is the step time
@@ -44,6 +49,7 @@ Usage::
     python benchmarks/bench_roofline.py            # full run, a few minutes
     python benchmarks/bench_roofline.py --quick    # fewer configurations, < 1 minute
     python benchmarks/bench_roofline.py --mixed-alpha   # six LeakyReLU slopes per stack
+    python benchmarks/bench_roofline.py --native-layers # PyTorch's ops, not the fused layer
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from threadpoolctl import threadpool_limits
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from dnnphase import loop as loop_module
+from dnnphase import stack as stack_module
 from dnnphase.loop import TrainingStack
 from dnnphase.optim import StackedOptimizer
 from dnnphase.randomness import DropoutMasks
@@ -70,7 +77,8 @@ from dnnphase.train import TrainConfig, default_stack_size, train_ensemble
 D_IN, N_CLASSES, DEPTH, WIDTH = 100, 10, 7, 100
 N_PAPER = 2560  # the paper's training set: an epoch is N_PAPER / B steps
 CPU = torch.device("cpu")
-GROUPS = ("matmul", "batchnorm", "activation", "masks", "noise", "optimizer", "loss", "other")
+GROUPS = ("matmul", "fused", "batchnorm", "activation", "masks", "noise", "optimizer", "loss",
+          "other")
 
 
 # ------------------------------------------------------------------ configurations
@@ -195,13 +203,20 @@ def step_seconds(case: Case, alpha: str) -> tuple[float, int, float]:
 
 def bmm_seconds(m: int, b: int, repeats: int) -> float:
     """Seconds for the 23 matmuls of one training step of m models at batch b alone, on
-    the trainer's layouts: activations sample-major (B, M, F) read as (M, B, F) views,
-    weights (M, in, out), the output map as baddbmm with its bias; the gradient of a
-    hidden layer's pre-activation is a (M, B, out) view of a (B, M·out) tensor (it comes
-    back through the reshape), the logits' gradient a contiguous (M, B, C)."""
+    the trainer's layouts: the input BatchNorm's output sample-major (B, M, d) read as a
+    (M, B, d) view; with the fused CPU layer (``stack.FUSED_CPU_LAYERS``, the default)
+    the hidden activations and their gradients model-major (M, B, F), contiguous;
+    without it sample-major (B, M, F) read as views, as the gradients of the
+    pre-activations (they come back through the reshape); weights (M, in, out), the
+    output map as baddbmm with its bias, the logits' gradient a contiguous (M, B, C)."""
     d = dims()
-    hs = [torch.randn(b, m, d[i]).transpose(0, 1) for i in range(DEPTH + 1)]
-    gs = [torch.randn(b, m, d[i + 1]).transpose(0, 1) for i in range(DEPTH)]
+    fused = stack_module.FUSED_CPU_LAYERS
+
+    def layout(f: int) -> torch.Tensor:
+        return torch.randn(m, b, f) if fused else torch.randn(b, m, f).transpose(0, 1)
+
+    hs = [torch.randn(b, m, d[0]).transpose(0, 1)] + [layout(d[i]) for i in range(1, DEPTH + 1)]
+    gs = [layout(d[i + 1]) for i in range(DEPTH)]
     gs.append(torch.randn(m, b, N_CLASSES))
     ws = [torch.randn(m, d[i], d[i + 1]) for i in range(DEPTH + 1)]
     bias = torch.randn(m, 1, N_CLASSES)
@@ -246,6 +261,8 @@ def group_of_name(name: str) -> str | None:
     if n in _MATMUL_OPS or (n.startswith(("Bmm", "Baddbmm", "Mm", "Addmm", "Matmul"))
                             and "Backward" in n):
         return "matmul"
+    if "normactdropout" in low:  # the fused CPU layer (dnnphase.normkernel), both ways
+        return "fused"
     if "batch_norm" in low or "batchnorm" in low:
         return "batchnorm"
     if "leaky_relu" in low or "leakyrelu" in low:  # LeakyReluBackward0, _LeakyReLUPerModel...
@@ -312,6 +329,7 @@ def profile_case(case: Case, alpha: str, warm: int, n_prof: int) -> Profile:
 
     with (patched(TrainingStack, "_step", make_step),
           patched(DropoutMasks, "__call__", _ranged("bench::masks")),
+          patched(DropoutMasks, "kept", _ranged("bench::masks")),
           patched(loop_module, "corrupt_batch", _ranged("bench::noise")),
           patched(loop_module, "row_mean", _ranged("bench::loss")),
           patched(StackedOptimizer, "step", _ranged("bench::optimizer")),
@@ -366,8 +384,8 @@ def roofline_table(rows: list[Row]) -> str:
 
 
 def profile_table(rows: list[Row]) -> str:
-    heads = ["matmul", "BatchNorm", "activation", "masks", "noise", "optimizer", "loss",
-             "other ops", "Python + untracked"]
+    heads = ["matmul", "fused BN + act + dropout", "BatchNorm", "activation", "masks", "noise",
+             "optimizer", "loss", "other ops", "Python + untracked"]
     out = ["| knob | B | M | profiled ms/step (× unprofiled) | " + " | ".join(heads)
            + " | largest other ops (ms/step) |",
            "|---|---:|---:|---:|" + "---:|" * len(heads) + "---|"]
@@ -422,20 +440,58 @@ def goals(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def fused_cases(quick: bool) -> list[Case]:
+    base = [Case("dropout p=0.1", 2560, None, 2560, 4, dropout=0.1),
+            Case("batch size", 2560, None, 2560, 4)]
+    if quick:
+        return base + [Case("batch size", 20, 64, 640, 2)]
+    return base + [Case("label+data noise q=0.4", 2560, None, 2560, 4, noise=0.4),
+                   Case("batch size", 80, 16, 1280, 3), Case("batch size", 20, 64, 640, 3),
+                   Case("batch size", 5, 16, 320, 3)]
+
+
+def fused_table(case_list: list[Case], alpha: str) -> str:
+    """Step time with and without the fused CPU layer, the two alternated twice (the
+    faster of each pair of runs), and their ratio."""
+    out = ["| knob | B | M | PyTorch's ops ms/step | fused ms/step | speed-up |",
+           "|---|---:|---:|---:|---:|---:|"]
+    old = stack_module.FUSED_CPU_LAYERS
+    try:
+        for case in case_list:
+            best = {True: float("inf"), False: float("inf")}
+            for _ in range(2):
+                for fused in (False, True):
+                    stack_module.FUSED_CPU_LAYERS = fused
+                    best[fused] = min(best[fused], step_seconds(case, alpha)[0])
+            out.append(f"| {case.knob} | {case.batch} | {case.m_label} | "
+                       f"{1e3 * best[False]:.2f} | {1e3 * best[True]:.2f} | "
+                       f"{best[False] / best[True]:.2f}x |")
+            print(f"  {case.knob} B={case.batch} M={case.stack}: "
+                  f"{best[False] / best[True]:.2f}x", flush=True)
+    finally:
+        stack_module.FUSED_CPU_LAYERS = old
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer configurations, < 1 minute")
     ap.add_argument("--mixed-alpha", action="store_true",
                     help="six LeakyReLU slopes 0, 0.2, ..., 1 per stack (the per-model "
                          "activation) instead of alpha = 0 for all")
+    ap.add_argument("--native-layers", action="store_true",
+                    help="PyTorch's operations one by one for BatchNorm, LeakyReLU and "
+                         "dropout instead of the fused CPU layer (dnnphase.normkernel)")
     args = ap.parse_args()
     alpha = "mixed" if args.mixed_alpha else "uniform"
+    stack_module.FUSED_CPU_LAYERS = not args.native_layers
     torch.set_num_threads(1)
     with threadpool_limits(limits=1):
         train(Case("warm-up", 32, 2, 256, 2, dropout=0.1, noise=0.1), *make_data(256), 2, alpha)
+        layers = "PyTorch's operations" if args.native_layers else "the fused CPU layer"
         print(f"torch {torch.__version__}, 1 thread; {DEPTH} hidden layers of {WIDTH} "
-              f"(+ output to {N_CLASSES}), d = {D_IN}, Adam, float32, alpha {alpha}; "
-              "model-epoch = 2560 samples\n", flush=True)
+              f"(+ output to {N_CLASSES}), d = {D_IN}, Adam, float32, alpha {alpha}, "
+              f"{layers}; model-epoch = 2560 samples\n", flush=True)
         rows = []
         repeats = 3 if args.quick else 5
         for case in cases(args.quick):
@@ -457,6 +513,9 @@ def main() -> None:
     print(scaling_table(rows))
     print("\n#### The issue's goals, from these numbers\n")
     print(goals(rows))
+    print("\n#### The fused CPU layer against PyTorch's operations (same run)\n")
+    with threadpool_limits(limits=1):
+        print(fused_table(fused_cases(args.quick), alpha))
 
 
 if __name__ == "__main__":

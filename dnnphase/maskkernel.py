@@ -2,10 +2,11 @@
 
 :class:`dnnphase.randomness.DropoutMasks` draws a layer's masks with ~15 int64 tensor
 operations over the stack's (M, ⌈B·width/2⌉) integers, each a pass over memory; on a CPU
-that is 10-13 % of a training step with dropout. This kernel computes the same numbers —
+that is 10-13 % of a training step with dropout. These kernels compute the same numbers —
 the same hash of the same counters, bit for bit (tested against the tensor version, which
-stays the definition and the GPU's path) — in one loop that writes the multipliers
-directly. Imported on first use only: ``import dnnphase`` does not load numba.
+stays the definition and the GPU's path) — in one loop that writes the multipliers, or
+one byte per unit (kept or not) for the fused hidden layer (:mod:`dnnphase.normkernel`).
+Imported on first use only: ``import dnnphase`` does not load numba.
 """
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ import numba
 import numpy as np
 
 _MASK32 = np.uint64(0xFFFFFFFF)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix32(x):
+    """:func:`dnnphase.randomness.mix32` of one uint64 (< 2³²)."""
+    x ^= x >> np.uint64(16)
+    x = (x * np.uint64(0x7FEB352D)) & _MASK32
+    x ^= x >> np.uint64(15)
+    x = (x * np.uint64(0x846CA68B)) & _MASK32  # uint64 products wrap: defined
+    return x ^ (x >> np.uint64(16))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -32,12 +43,25 @@ def dropout_multipliers(keys, table, levels, scale, n_units, out):
         kept = scale[m]
         zero = kept * 0
         for i in range(half):
-            x = key ^ np.uint64(table[i])
-            x ^= x >> np.uint64(16)
-            x = (x * np.uint64(0x7FEB352D)) & _MASK32
-            x ^= x >> np.uint64(15)
-            x = (x * np.uint64(0x846CA68B)) & _MASK32  # uint64 products wrap: defined
-            x ^= x >> np.uint64(16)
+            x = _mix32(key ^ np.uint64(table[i]))
             out[m, i] = kept if (x & np.uint64(0xFFFF)) >= level else zero
             if half + i < n_units:
                 out[m, half + i] = kept if (x >> np.uint64(16)) >= level else zero
+
+
+@numba.njit(cache=True, nogil=True)
+def dropout_kept(keys, table, levels, n_units, out):
+    """The units kept, as :func:`dropout_multipliers` decides: ``out`` (M, n_units) uint8,
+    1 kept, 0 dropped (a quarter of the float32 multipliers' memory traffic)."""
+    n_models, half = keys.shape[0], table.shape[0]
+    pairs = n_units - half  # integers whose high half is a unit too (half or half − 1)
+    for m in range(n_models):
+        key = np.uint64(keys[m])
+        level = np.uint64(levels[m])
+        for i in range(pairs):  # no test inside, so that the loop is vectorised
+            x = _mix32(key ^ np.uint64(table[i]))
+            out[m, i] = (x & np.uint64(0xFFFF)) >= level
+            out[m, half + i] = (x >> np.uint64(16)) >= level
+        for i in range(pairs, half):
+            x = _mix32(key ^ np.uint64(table[i]))
+            out[m, i] = (x & np.uint64(0xFFFF)) >= level

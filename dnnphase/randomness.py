@@ -214,6 +214,20 @@ class DropoutMasks:
                             b * w, out.numpy())
         return out.view(m, b, w).transpose(0, 1)
 
+    def kept(self, layer: int) -> torch.Tensor:
+        """``(M, B, width)`` uint8, 1 where hidden layer ``layer``'s unit is kept: the same
+        decisions as :meth:`__call__`, whose kept units are multiplied by ``scale``. CPU
+        (fused) only."""
+        from dnnphase.maskkernel import dropout_kept  # numba: on first use only
+
+        assert self.fused, "DropoutMasks.kept: the fused CPU kernel only"
+        m, b, w, h = self.keys.shape[0], self.batch, self.width, self.half
+        out = torch.empty((m, b * w), dtype=torch.uint8)
+        dropout_kept(self.keys.contiguous().numpy(),
+                     _index_hash(layer * h, h, self.keys.device).numpy(),
+                     self._levels.numpy(), b * w, out.numpy())
+        return out.view(m, b, w)
+
     def __call__(self, layer: int) -> torch.Tensor:
         """``(B, M, width)`` multipliers of hidden layer ``layer`` (0-based)."""
         if self.fused:

@@ -22,9 +22,14 @@ from phasecore.checks import ConfigError, require
 from .defaults import DEPTH, WIDTH
 from .knobs import RANGES
 from .model import MLP, activation_scale, check_norm, check_weight_init, orthogonal_linear_
-from .randomness import LEVELS, dropout_levels
+from .randomness import LEVELS, DropoutMasks, dropout_levels
 
 __all__ = ["EnsembleMLP", "StackedModels", "per_model", "row_mean"]
+
+#: Hidden layers in training mode on a CPU through the fused BatchNorm + LeakyReLU +
+#: dropout kernel (:mod:`dnnphase.normkernel`); False: PyTorch's operations one by one
+#: (the GPU's path; the same numbers to rounding).
+FUSED_CPU_LAYERS = True
 
 
 def per_model(value: Any, m: int, name: str) -> list[float]:
@@ -430,11 +435,34 @@ class EnsembleMLP(StackedModels):
             return F.leaky_relu(u, self._alpha_uniform)
         return _LeakyReLUPerModel.apply(u, self.alpha.view(1, -1, 1))
 
-    def _hidden(self, h: torch.Tensor, i: int) -> torch.Tensor:
+    def _fuses(self, z: torch.Tensor) -> bool:
+        """Whether hidden layers run the fused CPU kernel (:mod:`dnnphase.normkernel`):
+        BatchNorm in training mode on a CPU, float32 or float64, more than one sample."""
+        return (FUSED_CPU_LAYERS and self.training and self.norm == "batchnorm"
+                and z.device.type == "cpu" and z.dtype in (torch.float32, torch.float64)
+                and z.shape[1] > 1)
+
+    def _hidden(self, h: torch.Tensor, i: int,
+                dropout: Callable[[int], torch.Tensor] | None = None) -> torch.Tensor:
         """Hidden layer i: ``h`` ``(B, M, in)`` → LeakyReLU(BN(h W + b)) ``(B, M, n)``
-        (``"scale"``: c(α)·LeakyReLU(h W + b); ``"none"``: LeakyReLU(h W + b))."""
+        (``"scale"``: c(α)·LeakyReLU(h W + b); ``"none"``: LeakyReLU(h W + b)), times the
+        dropout multipliers ``dropout(i)`` ``(B, M, n)`` when given."""
         b, m, n = h.shape[0], self.n_models, self.width
         z = torch.bmm(h.transpose(0, 1), self.weights[i])  # (M, B, n); BLAS reads the view
+        if self._fuses(z):
+            from .normkernel import NormActDropout  # numba: on first use only
+
+            # The trainer's masks as kept-unit bytes (a quarter of the multipliers' memory
+            # traffic); other multipliers are applied after the kernel (the same product).
+            own = isinstance(dropout, DropoutMasks) and dropout.fused
+            j = i + 1
+            bias = self.biases[i].view(m, n) if self.bias else z.new_zeros(m, n)
+            h = NormActDropout.apply(
+                z, bias.detach(), self.bn_weights[j], self.bn_biases[j], self.alpha,
+                dropout.kept(i) if own else None, self.drop_scale, self.running_mean(j),
+                self.running_var(j), self.bn_eps, self.bn_momentum,
+            ).transpose(0, 1)  # (B, M, n), a view of the model-major result
+            return h if dropout is None or own else h * dropout(i)
         u = z.transpose(0, 1).reshape(b, m * n)  # (B, M·n): a copy unless M == 1
         if self.bias:
             bias = self.biases[i].view(1, m * n)
@@ -446,7 +474,7 @@ class EnsembleMLP(StackedModels):
         h = self._act(u.view(b, m, n))
         if self.norm == "scale":
             h = h * self.act_scale.view(1, m, 1)  # as MLP: after the activation
-        return h
+        return h if dropout is None else h * dropout(i)
 
     def forward(
         self,
@@ -476,11 +504,13 @@ class EnsembleMLP(StackedModels):
         if drop and dropout is None:
             dropout = self._global_masks(b, x.device)
         for i in range(self.depth):
-            h = self._hidden(h, i)  # (B, M, n)
-            if feats is not None:
+            if feats is None:  # dropout inside the layer (one pass with the fused kernel)
+                h = self._hidden(h, i, dropout if drop else None)  # (B, M, n)
+            else:
+                h = self._hidden(h, i)
                 feats.append(h)
-            if drop:
-                h = h * dropout(i)
+                if drop:
+                    h = h * dropout(i)
         h_t = h.transpose(0, 1)  # (M, B, n)
         w = self.weights[self.depth]
         logits = torch.baddbmm(self.biases[self.depth], h_t, w) if self.bias \

@@ -83,7 +83,8 @@ def test_fused_cpu_masks_equal_the_tensor_definition_bit_for_bit(n_models, batch
                                                                  dtype):
     """The CPU's one-pass kernel (dnnphase.maskkernel) against the tensor operations that
     define the masks (and run on a GPU): equal for every layer, odd B·width included
-    (the last high half unused), levels 0 (no dropout) to 2¹⁶ − 1."""
+    (the last high half unused), levels 0 (no dropout) to 2¹⁶ − 1; the kept-unit bytes
+    (``DropoutMasks.kept``) are the same decisions."""
     keys = rnd.ModelStreams(list(range(40, 40 + n_models))).step_keys(torch.tensor([3]))[:, 0]
     p = [0.0, 0.02, 0.3, 0.5, 0.99999][:n_models]
     levels = torch.tensor([float(v) for v in rnd.dropout_levels(p)], dtype=dtype)
@@ -95,6 +96,9 @@ def test_fused_cpu_masks_equal_the_tensor_definition_bit_for_bit(n_models, batch
         a, b = tensor(layer), fused(layer)
         assert a.shape == b.shape == (batch, n_models, width) and a.dtype == b.dtype == dtype
         assert torch.equal(a, b), layer
+        kept = fused.kept(layer)  # the fused hidden layer's bytes: the same decisions
+        assert kept.dtype == torch.uint8 and kept.shape == (n_models, batch, width)
+        assert torch.equal(kept.transpose(0, 1).bool(), a != 0), layer
 
 
 def test_epoch_order_is_a_fresh_permutation():

@@ -1,0 +1,178 @@
+"""A hidden layer's BatchNorm, LeakyReLU and dropout in two passes each way (numba, CPU).
+
+In training mode a hidden layer of :class:`dnnphase.stack.EnsembleMLP` takes its Linear
+map's output ``z`` ``(M, B, n)`` through a layout copy, the bias, BatchNorm, LeakyReLU and
+the dropout multiply: with PyTorch's operations on a CPU about six passes over memory
+forward and as many backward, at full batch more time than the matmuls
+(docs/performance.md, "Roofline"). These kernels do the same arithmetic in two passes
+each way, on each model's channels in the model-major layout of ``z`` (no layout copy):
+
+* forward, pass 1: per channel the batch mean and biased variance (float64 sums of
+  u − u₀ and its square in batch order, u₀ the first sample: no cancellation beyond the
+  channel's spread), the running statistics with PyTorch's momentum and unbiased
+  variance; pass 2::
+
+      y = u·s + t,   s = γ/√(var + ε),   t = β − mean·s      (u = z + b; PyTorch's form)
+      h = (y if y > 0 else α·y) · (scale if kept else 0)
+
+  and one byte per unit for backward (kept; y > 0).
+* backward, pass 1: Σ gy and Σ gy·x̂ per channel (gy the gradient reaching y, x̂ the
+  normalised u); pass 2: the input gradient (PyTorch's formula).
+
+Every model's numbers depend on its own channels only, in a fixed order: the same for
+any stack, chunk or thread count. Agreement with PyTorch's operations is to rounding
+(tests/test_fused_layer.py). Imported on first use only: ``import dnnphase`` does not
+load numba.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import torch
+
+
+@numba.njit(cache=True, nogil=True)
+def norm_act_forward(z, bias, gamma, beta, alpha, code, scale, has_mask, eps, momentum,
+                     running_mean, running_var, out, mean_out, invstd_out):
+    """Forward of every model's layer; fills ``out``, ``code`` and the statistics.
+
+    z, out (M, B, n); code (M, B, n) uint8; bias, gamma, beta, running_mean, running_var,
+    mean_out, invstd_out (M, n); alpha, scale (M,). With ``has_mask`` ``code`` holds on
+    entry 1 where a unit is kept (multiplied by ``scale[m]``), 0 where it is dropped
+    (by 0); on return bit 0 is that and bit 1 is (y > 0): what backward needs. The
+    running statistics are updated in place. (One array in and out: with two that might
+    alias, the compiler would not vectorise the loop.)
+    """
+    n_models, batch, n = z.shape
+    acc = np.empty(n, dtype=np.float64)
+    acc2 = np.empty(n, dtype=np.float64)
+    pivot = np.empty(n, dtype=np.float64)
+    dt = z.dtype.type
+    for m in range(n_models):
+        # One pass: sums of u − u[0] and of its square (float64, shifted: no cancellation
+        # beyond the spread of the channel).
+        for f in range(n):
+            pivot[f] = z[m, 0, f] + bias[m, f]
+        acc[:] = 0.0
+        acc2[:] = 0.0
+        for b in range(batch):
+            for f in range(n):
+                d = (z[m, b, f] + bias[m, f]) - pivot[f]
+                acc[f] += d
+                acc2[f] += d * d
+        shift = acc / batch
+        mean = pivot + shift
+        var = np.maximum(acc2 / batch - shift * shift, 0.0)
+        invstd = 1.0 / np.sqrt(var + eps)
+        for f in range(n):
+            running_mean[m, f] = (1.0 - momentum) * running_mean[m, f] + momentum * mean[f]
+            running_var[m, f] = ((1.0 - momentum) * running_var[m, f]
+                                 + momentum * var[f] * batch / (batch - 1))
+            mean_out[m, f] = mean[f]
+            invstd_out[m, f] = invstd[f]
+        s = gamma[m] * invstd_out[m]  # (n,) in z's dtype
+        t = beta[m] - mean_out[m] * s
+        a = dt(alpha[m])
+        keep = dt(scale[m])
+        if has_mask:  # two loops: a test inside would keep the compiler from vectorising
+            for b in range(batch):
+                for f in range(n):
+                    y = (z[m, b, f] + bias[m, f]) * s[f] + t[f]
+                    k = code[m, b, f]
+                    out[m, b, f] = (y if y > 0 else a * y) * (keep * dt(k))  # k: 0 or 1
+                    code[m, b, f] = k + np.uint8(2) * np.uint8(y > 0)
+        else:
+            for b in range(batch):
+                for f in range(n):
+                    y = (z[m, b, f] + bias[m, f]) * s[f] + t[f]
+                    out[m, b, f] = y if y > 0 else a * y
+                    code[m, b, f] = np.uint8(2) * np.uint8(y > 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def norm_act_backward(g, z, bias, gamma, alpha, code, scale, has_mask, mean, invstd,
+                      dz, dgamma, dbeta):
+    """Backward: ``g`` the gradient of the layer's output, shapes as in
+    :func:`norm_act_forward` (``code``, ``mean``, ``invstd`` its saved results); fills
+    ``dz``, ``dgamma``, ``dbeta``. BatchNorm's input gradient is (PyTorch's formula)
+    ``(gy − Σgy/B − x̂·Σ(gy·x̂)/B)·γ/√(var + ε)``, ``gy`` the gradient reaching y."""
+    n_models, batch, n = z.shape
+    sum_g = np.empty(n, dtype=np.float64)
+    sum_gx = np.empty(n, dtype=np.float64)
+    dt = z.dtype.type
+    one = dt(1)
+    for m in range(n_models):
+        a = dt(alpha[m])
+        keep = dt(scale[m]) if has_mask else one
+        drop = keep * 0 if has_mask else one  # without dropout every unit has factor 1
+        sum_g[:] = 0.0
+        sum_gx[:] = 0.0
+        for b in range(batch):
+            for f in range(n):
+                c = code[m, b, f]
+                gy = g[m, b, f] * (keep if c & 1 else drop) * (one if c & 2 else a)
+                xhat = ((z[m, b, f] + bias[m, f]) - mean[m, f]) * invstd[m, f]
+                sum_g[f] += gy
+                sum_gx[f] += gy * xhat
+        for f in range(n):
+            dbeta[m, f] = sum_g[f]
+            dgamma[m, f] = sum_gx[f]
+        k_g = (sum_g / batch).astype(z.dtype)
+        k_gx = (sum_gx / batch).astype(z.dtype)
+        s = gamma[m] * invstd[m]
+        for b in range(batch):
+            for f in range(n):
+                c = code[m, b, f]
+                gy = g[m, b, f] * (keep if c & 1 else drop) * (one if c & 2 else a)
+                xhat = ((z[m, b, f] + bias[m, f]) - mean[m, f]) * invstd[m, f]
+                dz[m, b, f] = (gy - k_g[f] - xhat * k_gx[f]) * s[f]
+
+
+class NormActDropout(torch.autograd.Function):
+    """BatchNorm (training mode) → LeakyReLU → dropout of a stack's hidden layer, by the
+    kernels above: ``z`` ``(M, B, n)`` (the Linear map's output, model-major) →
+    ``(M, B, n)``. Gradients reach ``z``, γ and β; the Linear bias feeding BatchNorm is a
+    gauge parameter and gets none (as in :meth:`dnnphase.stack.EnsembleMLP._hidden`).
+
+    Arguments: ``z``; ``bias``, ``gamma``, ``beta``, ``running_mean``, ``running_var``
+    ``(M, n)`` (the running statistics updated in place); ``alpha``, ``scale`` ``(M,)``;
+    ``kept`` ``(M, B, n)`` uint8 (1: the unit is kept and multiplied by its model's
+    ``scale``; it is overwritten) or None (no dropout); ``eps``, ``momentum`` floats. All
+    on the CPU, in one dtype.
+    """
+
+    @staticmethod
+    def forward(ctx, z, bias, gamma, beta, alpha, kept, scale, running_mean, running_var,
+                eps, momentum):
+        m, b, n = z.shape
+        z = z.detach().contiguous()
+        has_mask = kept is not None
+        code = kept.contiguous() if has_mask else torch.empty((m, b, n), dtype=torch.uint8)
+        scale = scale if has_mask else alpha  # never read without a mask
+        out = torch.empty_like(z)
+        mean = z.new_empty((m, n))
+        invstd = z.new_empty((m, n))
+        norm_act_forward(z.numpy(), _array(bias), _array(gamma), _array(beta), _array(alpha),
+                         code.numpy(), _array(scale), has_mask, eps, momentum,
+                         running_mean.numpy(), running_var.numpy(), out.numpy(), mean.numpy(),
+                         invstd.numpy())
+        ctx.save_for_backward(z, bias, gamma, alpha, code, scale, mean, invstd)
+        ctx.has_mask = has_mask
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        z, bias, gamma, alpha, code, scale, mean, invstd = ctx.saved_tensors
+        g = g.contiguous()
+        dz, dgamma = torch.empty_like(z), torch.empty_like(gamma)
+        dbeta = torch.empty_like(gamma)
+        norm_act_backward(g.numpy(), z.numpy(), _array(bias), _array(gamma), _array(alpha),
+                          code.numpy(), _array(scale), ctx.has_mask, mean.numpy(),
+                          invstd.numpy(), dz.numpy(), dgamma.numpy(), dbeta.numpy())
+        return dz, None, dgamma, dbeta, None, None, None, None, None, None, None
+
+
+def _array(t: torch.Tensor) -> np.ndarray:
+    """A contiguous numpy view of a (possibly parameter) tensor's values."""
+    return t.detach().contiguous().numpy()

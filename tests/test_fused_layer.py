@@ -1,0 +1,133 @@
+"""The fused CPU hidden layer (dnnphase.normkernel) against PyTorch's operations.
+
+In training mode on a CPU a hidden layer's BatchNorm, LeakyReLU and dropout run as one
+numba kernel each way; ``stack.FUSED_CPU_LAYERS = False`` gives the operations one by one
+(the GPU's path). In float64 the two agree to rounding (logits, every gradient, the
+running statistics); in float32 each model's numbers are bit for bit its own whatever
+else shares the stack.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dnnphase import stack
+from dnnphase.randomness import DropoutMasks, ModelStreams
+from dnnphase.stack import EnsembleMLP
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+D, C, DEPTH, WIDTH, B = 12, 4, 3, 16, 40
+ALPHAS = [0.0, 0.3, 1.0]
+DROPS = [0.0, 0.2, 0.5]
+
+
+def ensemble(dtype, seeds=(1, 2, 3), alphas=ALPHAS, drops=DROPS):
+    ens = EnsembleMLP.init(len(seeds), D, C, seeds=list(seeds), depth=DEPTH, width=WIDTH,
+                           alpha=list(alphas), dropout=list(drops), dtype=dtype).train()
+    with torch.no_grad():  # non-trivial BatchNorm affine parameters and running statistics
+        g = torch.Generator().manual_seed(9)
+        for p in list(ens.bn_weights) + list(ens.bn_biases):
+            p.add_(0.3 * torch.randn(p.shape, generator=g, dtype=dtype))
+    return ens
+
+
+def data(dtype, n=B):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(n, D, generator=g, dtype=dtype), torch.randint(0, C, (n,), generator=g)
+
+
+def step(ens, x, y, masks, fused, monkeypatch, features=False):
+    """Loss of every model, backward; returns logits, gradients and running statistics."""
+    monkeypatch.setattr(stack, "FUSED_CPU_LAYERS", fused)
+    ens = EnsembleMLP.cat([ens])  # a copy: running statistics start equal
+    out = ens(x, dropout=masks, return_features=features)
+    logits = out[0] if features else out
+    m = logits.shape[0]
+    F.cross_entropy(logits.reshape(m * len(y), C), y.repeat(m), reduction="sum").backward()
+    grads = {n: p.grad.clone() for n, p in ens.named_parameters() if p.grad is not None}
+    stats = {n: b.clone() for n, b in ens.named_buffers() if n.startswith("running")}
+    return logits.detach(), grads, stats
+
+
+def trainer_masks(ens, n, seeds=(1, 2, 3)):
+    keys = ModelStreams(list(seeds)).step_keys(torch.tensor([4]))[:, 0]
+    return DropoutMasks(keys, ens.drop_level, ens.drop_scale, n, WIDTH)
+
+
+def assert_close(a, b, tol):
+    for (name, u), v in zip(a.items(), b.values(), strict=True):
+        assert (u - v).abs().max().item() <= tol * (1 + v.abs().max().item()), name
+
+
+@pytest.mark.parametrize("masks", ["trainer", "global", "none"])
+def test_fused_layer_equals_pytorch_operations_in_float64(masks, monkeypatch):
+    """Logits, gradients of every parameter (BatchNorm γ and β, weights) and running
+    statistics agree to 1e-12 with the native path, for the trainer's dropout masks (the
+    kernel's kept-unit bytes), multipliers from the global generator (applied after the
+    kernel) and no dropout; a gauge bias gets no gradient on either path."""
+    ens = ensemble(torch.float64, drops=DROPS if masks != "none" else [0.0] * 3)
+    x, y = data(torch.float64)
+    results = []
+    for fused in (False, True):
+        torch.manual_seed(5)  # the global generator's masks: the same on both paths
+        mk = trainer_masks(ens, B) if masks == "trainer" else None
+        results.append(step(ens, x, y, mk, fused, monkeypatch))
+    (l0, g0, s0), (l1, g1, s1) = results
+    assert (l0 - l1).abs().max().item() < 1e-12
+    assert g0.keys() == g1.keys() and "biases.0" not in g1  # bias before BatchNorm: gauge
+    assert_close(g1, g0, 1e-12)
+    assert_close(s1, s0, 1e-12)
+    assert not torch.equal(s1["running_mean_1"], ensemble(torch.float64).running_mean_1)
+
+
+def test_fused_layer_float32_close_to_pytorch_operations(monkeypatch):
+    ens = ensemble(torch.float32)
+    x, y = data(torch.float32)
+    (l0, g0, s0), (l1, g1, s1) = (step(ens, x, y, trainer_masks(ens, B), f, monkeypatch)
+                                  for f in (False, True))
+    assert (l0 - l1).abs().max().item() < 1e-4
+    assert_close(g1, g0, 1e-4)
+    assert_close(s1, s0, 1e-5)
+
+
+def test_fused_layer_is_per_model_bit_for_bit(monkeypatch):
+    """float32: model 1 in a stack of three and alone gives the same logits, gradients and
+    running statistics, to the last bit; asking for the features (dropout multiplied
+    after the kernel, in the sample-major layout) changes only the rounding."""
+    ens = ensemble(torch.float32)
+    x, y = data(torch.float32)
+    full = step(ens, x, y, trainer_masks(ens, B), True, monkeypatch)
+    alone_ens = ens.select([1])
+    alone = step(alone_ens, x, y, trainer_masks(alone_ens, B, seeds=(2,)), True, monkeypatch)
+    assert torch.equal(full[0][1:2], alone[0])
+    for part in (1, 2):
+        for name, value in alone[part].items():
+            assert torch.equal(full[part][name][1:2], value), name
+    feats = step(ens, x, y, trainer_masks(ens, B), True, monkeypatch, features=True)
+    assert (feats[0] - full[0]).abs().max().item() < 1e-5
+    for part in (1, 2):
+        assert_close(feats[part], full[part], 1e-5)
+
+
+def test_fused_layer_only_where_it_applies(monkeypatch):
+    """Eval mode, one sample, and norm="none" take PyTorch's operations; one sample in
+    training mode fails as BatchNorm does."""
+    ens = ensemble(torch.float64)
+    called = []
+    from dnnphase import normkernel
+
+    original = normkernel.NormActDropout.apply
+    monkeypatch.setattr(normkernel.NormActDropout, "apply",
+                        lambda *a: called.append(1) or original(*a))
+    x, _ = data(torch.float64)
+    ens(x)
+    assert len(called) == DEPTH
+    ens.eval()(x)
+    assert len(called) == DEPTH
+    with pytest.raises(ValueError, match="more than 1 value"):
+        ens.train()(x[:1])
+    plain = EnsembleMLP.init(2, D, C, seeds=[1, 2], depth=DEPTH, width=WIDTH, norm="none",
+                             dtype=torch.float64).train()
+    plain(x)
+    assert len(called) == DEPTH
