@@ -30,6 +30,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
 
 @numba.njit(cache=True, nogil=True)
@@ -38,9 +39,9 @@ def norm_act_forward(z, bias, gamma, beta, alpha, code, scale, has_mask, eps, mo
     """Forward of every model's layer; fills ``out``, ``code`` and the statistics.
 
     z, out (M, B, n); code (M, B, n) uint8; bias, gamma, beta, running_mean, running_var,
-    mean_out, invstd_out (M, n); alpha, scale (M,). With ``has_mask`` ``code`` holds on
-    entry 1 where a unit is kept (multiplied by ``scale[m]``), 0 where it is dropped
-    (by 0); on return bit 0 is that and bit 1 is (y > 0): what backward needs. The
+    mean_out, invstd_out (M, n); alpha, scale (M,). With ``has_mask`` bit 0 of ``code``
+    holds on entry 1 where a unit is kept (multiplied by ``scale[m]``), 0 where it is
+    dropped (by 0); on return bit 0 is that and bit 1 is (y > 0): what backward needs. The
     running statistics are updated in place. (One array in and out: with two that might
     alias, the compiler would not vectorise the loop.)
     """
@@ -79,8 +80,8 @@ def norm_act_forward(z, bias, gamma, beta, alpha, code, scale, has_mask, eps, mo
             for b in range(batch):
                 for f in range(n):
                     y = (z[m, b, f] + bias[m, f]) * s[f] + t[f]
-                    k = code[m, b, f]
-                    out[m, b, f] = (y if y > 0 else a * y) * (keep * dt(k))  # k: 0 or 1
+                    k = code[m, b, f] & np.uint8(1)  # & 1: a code array passed again is safe
+                    out[m, b, f] = (y if y > 0 else a * y) * (keep * dt(k))
                     code[m, b, f] = k + np.uint8(2) * np.uint8(y > 0)
         else:
             for b in range(batch):
@@ -138,14 +139,17 @@ class NormActDropout(torch.autograd.Function):
     Arguments: ``z``; ``bias``, ``gamma``, ``beta``, ``running_mean``, ``running_var``
     ``(M, n)`` (the running statistics updated in place); ``alpha``, ``scale`` ``(M,)``;
     ``kept`` ``(M, B, n)`` uint8 (1: the unit is kept and multiplied by its model's
-    ``scale``; it is overwritten) or None (no dropout); ``eps``, ``momentum`` floats. All
-    on the CPU, in one dtype.
+    ``scale``; a contiguous one is overwritten with the codes backward reads) or None (no
+    dropout); ``eps``, ``momentum`` floats. All on the CPU, in one dtype (asserted).
+    Differentiable once.
     """
 
     @staticmethod
     def forward(ctx, z, bias, gamma, beta, alpha, kept, scale, running_mean, running_var,
                 eps, momentum):
         m, b, n = z.shape
+        _check_arguments(z, kept, (bias, gamma, beta, running_mean, running_var),
+                         (alpha, scale))
         z = z.detach().contiguous()
         has_mask = kept is not None
         code = kept.contiguous() if has_mask else torch.empty((m, b, n), dtype=torch.uint8)
@@ -162,6 +166,7 @@ class NormActDropout(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, g):
         z, bias, gamma, alpha, code, scale, mean, invstd = ctx.saved_tensors
         g = g.contiguous()
@@ -171,6 +176,19 @@ class NormActDropout(torch.autograd.Function):
                           code.numpy(), _array(scale), ctx.has_mask, mean.numpy(),
                           invstd.numpy(), dz.numpy(), dgamma.numpy(), dbeta.numpy())
         return dz, None, dgamma, dbeta, None, None, None, None, None, None, None
+
+
+def _check_arguments(z, kept, per_channel, per_model) -> None:
+    """The kernels index every array by ``z``'s shape, unchecked: shapes, device and dtype
+    are checked here (an internal invariant of the callers, asserted)."""
+    m, b, n = z.shape
+    assert z.device.type == "cpu" and z.dtype in (torch.float32, torch.float64), z
+    assert kept is None or (kept.shape == z.shape and kept.dtype == torch.uint8
+                            and kept.device.type == "cpu"), "kept: (M, B, n) uint8 on the CPU"
+    for t in per_channel:
+        assert t.shape == (m, n) and t.dtype == z.dtype and t.device.type == "cpu", t.shape
+    for t in per_model:
+        assert t.shape == (m,) and t.dtype == z.dtype and t.device.type == "cpu", t.shape
 
 
 def _array(t: torch.Tensor) -> np.ndarray:

@@ -252,6 +252,16 @@ def default_scheduler(device: str, workers: int | None = None) -> str:
     return "serial" if runs_on_cuda(device) and workers is None else defaults.SCHEDULER
 
 
+def fused_cpu_layers(cfg: SweepConfig) -> bool:
+    """Whether the sweep's networks train through the CPU's fused hidden layer
+    (:mod:`dnnphase.normkernel`): MLPs with BatchNorm on the CPU
+    (:meth:`dnnphase.stack.EnsembleMLP._fuses`)."""
+    from dnnphase import stack
+
+    return (stack.FUSED_CPU_LAYERS and cfg.arch == "mlp" and cfg.norm == "batchnorm"
+            and not runs_on_cuda(cfg.device))
+
+
 def runs_on_cuda(device: str) -> bool:
     """Whether a sweep on ``device`` trains on CUDA (torch is imported only to resolve auto)."""
     if str(device).startswith("cuda"):
@@ -309,8 +319,11 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
         check_pool_can_start(scheduler)
     # A store of chunks that mixed batch sizes (before they were kept apart) is not resumed
     # with this plan: the plan's rule is part of the stored configuration.
+    # Likewise a CPU store from before the fused hidden layer (its float32 networks round
+    # differently): the layer is part of the stored configuration.
     stored = cfg.to_dict() | ({"chunks": "one batch size each"} if cfg.knob == "batch_size"
-                              else {})
+                              else {}) \
+        | ({"cpu_hidden_layers": "fused"} if fused_cpu_layers(cfg) else {})
     chunks, store = run_chunked(train_chunk, payloads, config=stored, output=output,
                                 overwrite=overwrite, scheduler=scheduler, workers=workers,
                                 quiet=quiet, label=f"{cfg.knob} sweep")

@@ -459,7 +459,8 @@ class EnsembleMLP(StackedModels):
             bias = self.biases[i].view(m, n) if self.bias else z.new_zeros(m, n)
             h = NormActDropout.apply(
                 z, bias.detach(), self.bn_weights[j], self.bn_biases[j], self.alpha,
-                dropout.kept(i) if own else None, self.drop_scale, self.running_mean(j),
+                dropout.kept(i) if own else None,
+                dropout.scale.view(-1) if own else self.drop_scale, self.running_mean(j),
                 self.running_var(j), self.bn_eps, self.bn_momentum,
             ).transpose(0, 1)  # (B, M, n), a view of the model-major result
             return h if dropout is None or own else h * dropout(i)

@@ -22,13 +22,17 @@ ALPHAS = [0.0, 0.3, 1.0]
 DROPS = [0.0, 0.2, 0.5]
 
 
-def ensemble(dtype, seeds=(1, 2, 3), alphas=ALPHAS, drops=DROPS):
-    ens = EnsembleMLP.init(len(seeds), D, C, seeds=list(seeds), depth=DEPTH, width=WIDTH,
-                           alpha=list(alphas), dropout=list(drops), dtype=dtype).train()
+def ensemble(dtype, seeds=(1, 2, 3), alphas=ALPHAS, drops=DROPS, width=WIDTH, bias=True):
+    ens = EnsembleMLP.init(len(seeds), D, C, seeds=list(seeds), depth=DEPTH, width=width,
+                           alpha=list(alphas), dropout=list(drops), dtype=dtype,
+                           bias=bias).train()
     with torch.no_grad():  # non-trivial BatchNorm affine parameters and running statistics
         g = torch.Generator().manual_seed(9)
         for p in list(ens.bn_weights) + list(ens.bn_biases):
             p.add_(0.3 * torch.randn(p.shape, generator=g, dtype=dtype))
+        for i in range(DEPTH + 1):
+            ens.running_mean(i).normal_(0.0, 0.5, generator=g)
+            ens.running_var(i).uniform_(0.5, 2.0, generator=g)
     return ens
 
 
@@ -52,7 +56,7 @@ def step(ens, x, y, masks, fused, monkeypatch, features=False):
 
 def trainer_masks(ens, n, seeds=(1, 2, 3)):
     keys = ModelStreams(list(seeds)).step_keys(torch.tensor([4]))[:, 0]
-    return DropoutMasks(keys, ens.drop_level, ens.drop_scale, n, WIDTH)
+    return DropoutMasks(keys, ens.drop_level, ens.drop_scale, n, ens.width)
 
 
 def assert_close(a, b, tol):
@@ -60,25 +64,92 @@ def assert_close(a, b, tol):
         assert (u - v).abs().max().item() <= tol * (1 + v.abs().max().item()), name
 
 
-@pytest.mark.parametrize("masks", ["trainer", "global", "none"])
-def test_fused_layer_equals_pytorch_operations_in_float64(masks, monkeypatch):
+CASES = {  # name: (masks, ensemble settings, batch)
+    "trainer masks": ("trainer", {}, B),
+    "global masks": ("global", {}, B),
+    "no dropout": ("none", {"drops": [0.0] * 3}, B),
+    "uniform slope": ("trainer", {"alphas": [0.2] * 3}, B),
+    "no bias": ("trainer", {"bias": False}, B),
+    "two samples": ("trainer", {}, 2),
+    "odd batch x width": ("trainer", {"width": 15}, 3),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_fused_layer_equals_pytorch_operations_in_float64(case, monkeypatch):
     """Logits, gradients of every parameter (BatchNorm γ and β, weights) and running
-    statistics agree to 1e-12 with the native path, for the trainer's dropout masks (the
+    statistics agree to 1e-12 with the native path: the trainer's dropout masks (the
     kernel's kept-unit bytes), multipliers from the global generator (applied after the
-    kernel) and no dropout; a gauge bias gets no gradient on either path."""
-    ens = ensemble(torch.float64, drops=DROPS if masks != "none" else [0.0] * 3)
-    x, y = data(torch.float64)
+    kernel), no dropout, one slope for all (native ``F.leaky_relu``), no bias, the
+    smallest batch (unbiased variance ×2) and an odd number of units per layer; a gauge
+    bias gets no gradient on either path."""
+    masks, settings, n = CASES[case]
+    ens = ensemble(torch.float64, **settings)
+    x, y = data(torch.float64, n)
     results = []
     for fused in (False, True):
         torch.manual_seed(5)  # the global generator's masks: the same on both paths
-        mk = trainer_masks(ens, B) if masks == "trainer" else None
+        mk = trainer_masks(ens, n) if masks == "trainer" else None
         results.append(step(ens, x, y, mk, fused, monkeypatch))
     (l0, g0, s0), (l1, g1, s1) = results
     assert (l0 - l1).abs().max().item() < 1e-12
     assert g0.keys() == g1.keys() and "biases.0" not in g1  # bias before BatchNorm: gauge
     assert_close(g1, g0, 1e-12)
     assert_close(s1, s0, 1e-12)
-    assert not torch.equal(s1["running_mean_1"], ensemble(torch.float64).running_mean_1)
+    assert not torch.equal(s1["running_mean_1"], ens.running_mean_1)  # updated
+    assert not torch.equal(s1["running_var_1"], ens.running_var_1)
+
+
+def test_switch_selects_pytorch_operations(monkeypatch):
+    """``FUSED_CPU_LAYERS = False`` never calls the kernel; a diverged model (inf in its
+    input) gives non-finite logits on both paths without raising, its stack-mates finite
+    and equal to theirs alone."""
+    from dnnphase import normkernel
+
+    called = []
+    original = normkernel.NormActDropout.apply
+    monkeypatch.setattr(normkernel.NormActDropout, "apply",
+                        lambda *a: called.append(1) or original(*a))
+    ens = ensemble(torch.float64)
+    x, _ = data(torch.float64)
+    xs = x[:, None, :].repeat(1, 3, 1)  # (B, M, d): one input per model
+    xs[0, 1, 0] = float("inf")
+    outs = {}
+    for fused in (False, True):
+        monkeypatch.setattr(stack, "FUSED_CPU_LAYERS", fused)
+        n_before = len(called)
+        outs[fused] = EnsembleMLP.cat([ens])(xs, dropout=trainer_masks(ens, B)).detach()
+        assert len(called) - n_before == (DEPTH if fused else 0)
+    for out in outs.values():
+        assert not out[1].isfinite().all() and out[[0, 2]].isfinite().all()
+    assert (outs[True][[0, 2]] - outs[False][[0, 2]]).abs().max() < 1e-12
+
+
+def test_kernel_arguments_checked_and_codes_reusable():
+    """A mask of another shape or dtype is refused before the unchecked kernel runs; the
+    codes a forward leaves in its mask, passed again, give the same output."""
+    from dnnphase.normkernel import NormActDropout
+
+    m, b, n = 2, 6, 5
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(m, b, n, generator=g, dtype=torch.float64)
+    per_channel = [torch.zeros(m, n, dtype=torch.float64), torch.ones(m, n, dtype=torch.float64),
+                   torch.zeros(m, n, dtype=torch.float64)]
+    per_model = [torch.full((m,), 0.3, dtype=torch.float64), torch.full((m,), 2.0,
+                                                                      dtype=torch.float64)]
+
+    def run(kept):
+        stats = [torch.zeros(m, n, dtype=torch.float64), torch.ones(m, n, dtype=torch.float64)]
+        return NormActDropout.apply(z, *per_channel, per_model[0], kept, per_model[1], *stats,
+                                    1e-5, 0.1)
+
+    kept = (torch.rand(m, b, n, generator=g) > 0.5).to(torch.uint8)
+    first = run(kept)
+    assert kept.max() > 1  # the codes of the forward (kept | y > 0)
+    assert torch.equal(run(kept), first)
+    for bad in (kept[:, :-1], kept.bool(), kept.to(torch.float64)):
+        with pytest.raises(AssertionError, match="kept"):
+            run(bad)
 
 
 def test_fused_layer_float32_close_to_pytorch_operations(monkeypatch):

@@ -339,6 +339,8 @@ def test_sweep_with_a_schedule_resumes_identically(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="stopped"):
         sweep(**SMALL, models_per_chunk=2, output=out)
     stored = json.loads((tmp_path / "s.nc.parts" / "sweep.json").read_text())["config"]
+    # The store also records how the CPU trains hidden layers (not a sweep setting).
+    assert stored.pop("cpu_hidden_layers") == "fused"
     cfg = SweepConfig(**stored)
     assert cfg == SweepConfig(**SMALL, models_per_chunk=2)
     resumed_calls = []
