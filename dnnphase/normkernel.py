@@ -46,34 +46,39 @@ def norm_act_forward(z, bias, gamma, beta, alpha, code, scale, has_mask, eps, mo
     alias, the compiler would not vectorise the loop.)
     """
     n_models, batch, n = z.shape
+    dt = z.dtype.type
+    # Scratch per channel, allocated once: array expressions inside the model loop would
+    # allocate per model, which at small batches costs more than the arithmetic.
     acc = np.empty(n, dtype=np.float64)
     acc2 = np.empty(n, dtype=np.float64)
     pivot = np.empty(n, dtype=np.float64)
-    dt = z.dtype.type
+    s = np.empty(n, dtype=z.dtype)
+    t = np.empty(n, dtype=z.dtype)
     for m in range(n_models):
         # One pass: sums of u − u[0] and of its square (float64, shifted: no cancellation
         # beyond the spread of the channel).
         for f in range(n):
             pivot[f] = z[m, 0, f] + bias[m, f]
-        acc[:] = 0.0
-        acc2[:] = 0.0
+            acc[f] = 0.0
+            acc2[f] = 0.0
         for b in range(batch):
             for f in range(n):
                 d = (z[m, b, f] + bias[m, f]) - pivot[f]
                 acc[f] += d
                 acc2[f] += d * d
-        shift = acc / batch
-        mean = pivot + shift
-        var = np.maximum(acc2 / batch - shift * shift, 0.0)
-        invstd = 1.0 / np.sqrt(var + eps)
         for f in range(n):
-            running_mean[m, f] = (1.0 - momentum) * running_mean[m, f] + momentum * mean[f]
+            shift = acc[f] / batch
+            mean = pivot[f] + shift
+            var = acc2[f] / batch - shift * shift
+            if var < 0.0:  # rounding; a NaN stays NaN
+                var = 0.0
+            running_mean[m, f] = (1.0 - momentum) * running_mean[m, f] + momentum * mean
             running_var[m, f] = ((1.0 - momentum) * running_var[m, f]
-                                 + momentum * var[f] * batch / (batch - 1))
-            mean_out[m, f] = mean[f]
-            invstd_out[m, f] = invstd[f]
-        s = gamma[m] * invstd_out[m]  # (n,) in z's dtype
-        t = beta[m] - mean_out[m] * s
+                                 + momentum * var * batch / (batch - 1))
+            mean_out[m, f] = mean
+            invstd_out[m, f] = 1.0 / np.sqrt(var + eps)
+            s[f] = gamma[m, f] * invstd_out[m, f]  # in z's dtype
+            t[f] = beta[m, f] - mean_out[m, f] * s[f]
         a = dt(alpha[m])
         keep = dt(scale[m])
         if has_mask:  # two loops: a test inside would keep the compiler from vectorising
@@ -99,16 +104,20 @@ def norm_act_backward(g, z, bias, gamma, alpha, code, scale, has_mask, mean, inv
     ``dz``, ``dgamma``, ``dbeta``. BatchNorm's input gradient is (PyTorch's formula)
     ``(gy − Σgy/B − x̂·Σ(gy·x̂)/B)·γ/√(var + ε)``, ``gy`` the gradient reaching y."""
     n_models, batch, n = z.shape
-    sum_g = np.empty(n, dtype=np.float64)
-    sum_gx = np.empty(n, dtype=np.float64)
     dt = z.dtype.type
     one = dt(1)
+    sum_g = np.empty(n, dtype=np.float64)  # scratch allocated once (see the forward)
+    sum_gx = np.empty(n, dtype=np.float64)
+    k_g = np.empty(n, dtype=z.dtype)
+    k_gx = np.empty(n, dtype=z.dtype)
+    s = np.empty(n, dtype=z.dtype)
     for m in range(n_models):
         a = dt(alpha[m])
         keep = dt(scale[m]) if has_mask else one
         drop = keep * 0 if has_mask else one  # without dropout every unit has factor 1
-        sum_g[:] = 0.0
-        sum_gx[:] = 0.0
+        for f in range(n):
+            sum_g[f] = 0.0
+            sum_gx[f] = 0.0
         for b in range(batch):
             for f in range(n):
                 c = code[m, b, f]
@@ -119,9 +128,9 @@ def norm_act_backward(g, z, bias, gamma, alpha, code, scale, has_mask, mean, inv
         for f in range(n):
             dbeta[m, f] = sum_g[f]
             dgamma[m, f] = sum_gx[f]
-        k_g = (sum_g / batch).astype(z.dtype)
-        k_gx = (sum_gx / batch).astype(z.dtype)
-        s = gamma[m] * invstd[m]
+            k_g[f] = sum_g[f] / batch
+            k_gx[f] = sum_gx[f] / batch
+            s[f] = gamma[m, f] * invstd[m, f]
         for b in range(batch):
             for f in range(n):
                 c = code[m, b, f]
