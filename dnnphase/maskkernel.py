@@ -1,4 +1,4 @@
-"""The CPU's dropout masks in one pass: hash, threshold and scale fused (numba).
+"""The CPU's counter-based random numbers in one pass: hash, threshold and scale fused (numba).
 
 :class:`dnnphase.randomness.DropoutMasks` draws a layer's masks with ~15 int64 tensor
 operations over the stack's (M, ⌈B·width/2⌉) integers, each a pass over memory; on a CPU
@@ -6,6 +6,7 @@ that is 10-13 % of a training step with dropout. These kernels compute the same 
 the same hash of the same counters, bit for bit (tested against the tensor version, which
 stays the definition and the GPU's path) — in one loop that writes the multipliers, or
 one byte per unit (kept or not) for the fused hidden layer (:mod:`dnnphase.normkernel`).
+Likewise the uniforms of the label and data noise (:func:`open_uniforms`).
 Imported on first use only: ``import dnnphase`` does not load numba.
 """
 
@@ -65,3 +66,15 @@ def dropout_kept(keys, table, levels, n_units, out):
         for i in range(pairs, half):
             x = _mix32(key ^ np.uint64(table[i]))
             out[m, i] = (x & np.uint64(0xFFFF)) >= level
+
+
+@numba.njit(cache=True, nogil=True)
+def open_uniforms(keys, table, out):
+    """:func:`dnnphase.randomness.uniform_from_bits` of ``hash_bits``: ``out`` (M, H)
+    float64 uniforms (b + ½)·2⁻³² of the hashes of keys (M,) int64 with the index hashes
+    table (H,) int64. Every step is exact in float64 (b < 2³²), so bit for bit the
+    tensor version's numbers."""
+    for m in range(keys.shape[0]):
+        key = np.uint64(keys[m])
+        for i in range(table.shape[0]):
+            out[m, i] = (np.float64(_mix32(key ^ np.uint64(table[i]))) + 0.5) * 2.0**-32

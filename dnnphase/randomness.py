@@ -27,6 +27,7 @@ __all__ = [
     "mix32_int",
     "normal_from_bits",
     "uniform_from_bits",
+    "uniforms",
 ]
 
 MASK32 = 0xFFFFFFFF
@@ -129,6 +130,20 @@ def hash_bits(key: torch.Tensor, start: int, count: int, out: torch.Tensor | Non
 def uniform_from_bits(bits: torch.Tensor) -> torch.Tensor:
     """32-bit integers → float64 uniforms on the open interval (0, 1): (b + ½)·2⁻³²."""
     return (bits.to(torch.float64) + 0.5) * 2.0**-32
+
+
+def uniforms(key: torch.Tensor, start: int, count: int) -> torch.Tensor:
+    """``(M, count)`` float64 uniforms number ``start…start+count−1`` of each key ``(M,)``:
+    ``uniform_from_bits(hash_bits(key, start, count))``, on a CPU in one fused pass
+    (:func:`dnnphase.maskkernel.open_uniforms`, bit for bit the same)."""
+    if key.device.type != "cpu":
+        return uniform_from_bits(hash_bits(key, start, count))
+    from dnnphase.maskkernel import open_uniforms  # numba: on first use only
+
+    out = torch.empty((key.shape[0], count), dtype=torch.float64)
+    open_uniforms(key.contiguous().numpy(), _index_hash(start, count, key.device).numpy(),
+                  out.numpy())
+    return out
 
 
 def normal_from_bits(bits: torch.Tensor) -> torch.Tensor:
@@ -258,9 +273,9 @@ def corrupt_batch(
     A model with q = 0 gets its batch back exactly (u ≥ 0, ξ·0 = 0).
     """
     b, m, d = x.shape
-    u = uniform_from_bits(hash_bits(keys, start, b))  # (M, B) float64
+    u = uniforms(keys, start, b)  # (M, B) float64
     cls = (hash_bits(keys, start + b, b) * n_classes) >> 32  # (M, B) in [0, C)
-    xi = normal_from_bits(hash_bits(keys, start + 2 * b, b * d)).view(m, b, d)
+    xi = torch.special.ndtri(uniforms(keys, start + 2 * b, b * d)).view(m, b, d)
     y = torch.where(u < q.to(torch.float64)[:, None], cls, y)
     x = x + (xi.to(x.dtype) * sigma[:, None, :]).transpose(0, 1)  # (B, M, d)
     return x, y

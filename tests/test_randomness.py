@@ -101,6 +101,19 @@ def test_fused_cpu_masks_equal_the_tensor_definition_bit_for_bit(n_models, batch
         assert torch.equal(kept.transpose(0, 1).bool(), a != 0), layer
 
 
+@pytest.mark.parametrize(("start", "count"), [(0, 1), (17, 1000), (5000, 25_600)])
+def test_fused_cpu_uniforms_equal_the_tensor_definition_bit_for_bit(start, count):
+    """The noise's uniforms by the one-pass kernel equal uniform_from_bits(hash_bits(...)),
+    and so do their normals (corrupt_batch's draws)."""
+    keys = rnd.ModelStreams([3, 4, 2**40 + 5]).step_keys(torch.tensor([7]))[:, 0]
+    fused = rnd.uniforms(keys, start, count)
+    tensor = rnd.uniform_from_bits(rnd.hash_bits(keys, start, count))
+    assert fused.dtype == torch.float64 and fused.shape == (3, count)
+    assert torch.equal(fused, tensor)
+    assert torch.equal(torch.special.ndtri(fused),
+                       rnd.normal_from_bits(rnd.hash_bits(keys, start, count)))
+
+
 def test_epoch_order_is_a_fresh_permutation():
     s = rnd.ModelStreams([3, 4])
     a, b = s.epoch_order(1, 1000), s.epoch_order(2, 1000)
