@@ -254,11 +254,13 @@ def default_scheduler(device: str, workers: int | None = None) -> str:
 
 def fused_cpu_layers(cfg: SweepConfig) -> bool:
     """Whether the sweep's networks train through the CPU's fused hidden layer
-    (:mod:`dnnphase.normkernel`): MLPs with BatchNorm on the CPU
-    (:meth:`dnnphase.stack.EnsembleMLP._fuses`)."""
+    (:mod:`dnnphase.normkernel`): stacked MLPs (``arch`` mlp or linear) with BatchNorm on
+    the CPU (:meth:`dnnphase.stack.EnsembleMLP._fuses`), unless
+    ``dnnphase.stack.FUSED_CPU_LAYERS`` is off in this process (the chunks then carry
+    that to every worker)."""
     from dnnphase import stack
 
-    return (stack.FUSED_CPU_LAYERS and cfg.arch == "mlp" and cfg.norm == "batchnorm"
+    return (stack.FUSED_CPU_LAYERS and cfg.arch != "cnn" and cfg.norm == "batchnorm"
             and not runs_on_cuda(cfg.device))
 
 
@@ -314,7 +316,11 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     data = cfg.preflight(scheduler, workers)
     plan = chunk_plan(cfg)
     # The checked configuration itself travels (pickled), so no worker checks it again.
-    payloads = [{"config": cfg, "models": models} for models in plan]
+    # The fused layer's switch travels too: a pool's workers import the default.
+    from dnnphase import stack
+
+    payloads = [{"config": cfg, "models": models, "fused_cpu_layers": stack.FUSED_CPU_LAYERS}
+                for models in plan]
     if len(payloads) > 1:  # one chunk runs here, without a pool
         check_pool_can_start(scheduler)
     # A store of chunks that mixed batch sizes (before they were kept apart) is not resumed
@@ -361,9 +367,18 @@ def train_chunk(payload: dict) -> xr.Dataset:
     never depends on the scheduler, the thread count or the machine's load.
 
     ``payload``: ``{"config": SweepConfig, "models": [(alpha index, value index,
-    seed), ...]}``, the configuration checked by its construction.
+    seed), ...], "fused_cpu_layers": bool}``, the configuration checked by its
+    construction; the last is ``dnnphase.stack.FUSED_CPU_LAYERS`` where the sweep began
+    (set here for the chunk, then restored).
     """
-    return _train_and_measure(payload["config"], payload["models"])
+    from dnnphase import stack
+
+    before = stack.FUSED_CPU_LAYERS
+    stack.FUSED_CPU_LAYERS = payload.get("fused_cpu_layers", before)
+    try:
+        return _train_and_measure(payload["config"], payload["models"])
+    finally:
+        stack.FUSED_CPU_LAYERS = before
 
 
 def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) -> xr.Dataset:

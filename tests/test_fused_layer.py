@@ -202,3 +202,51 @@ def test_fused_layer_only_where_it_applies(monkeypatch):
                              dtype=torch.float64).train()
     plain(x)
     assert len(called) == DEPTH
+
+
+def test_sweep_switch_reaches_pool_workers_and_store_records_the_layer(tmp_path, monkeypatch):
+    """``FUSED_CPU_LAYERS = False`` in the sweep's process holds in a process pool's workers
+    (they import the default): the pool's networks are bit for bit the serial ones with
+    PyTorch's operations, not the fused ones. A CPU store of a stacked-MLP sweep (mlp or
+    linear) records the fused layer, so a store begun without it is not resumed with it."""
+    import json
+
+    import xarray as xr
+
+    from dnnphase import phase
+
+    small = dict(dataset="digits", n_train=120, depth=2, width=8, epochs=3, seeds=[0, 1],
+                 knob="dropout", values=[0.0, 0.2], alphas=[0.0, 1.0], measures=["trace_ratio"],
+                 models_per_chunk=4, dtype="float32", device="cpu")
+
+    def run(fused, **kw):
+        monkeypatch.setattr(stack, "FUSED_CPU_LAYERS", fused)
+        return phase.sweep(**small, **kw).drop_attrs()
+
+    native = run(False, scheduler="serial")
+    pooled = run(False, scheduler="processes", workers=2)
+    fused = run(True, scheduler="serial")
+    xr.testing.assert_identical(pooled, native)
+    assert not fused["train_loss"].equals(native["train_loss"])  # float32 rounding differs
+
+    for arch, recorded in (("mlp", True), ("linear", True), ("cnn", False)):
+        cfg = phase.SweepConfig(**{**small, "arch": arch, "alphas": [1.0] if arch == "linear"
+                                   else [0.0], "values": [0.0], "dataset": "digits"})
+        monkeypatch.setattr(stack, "FUSED_CPU_LAYERS", True)
+        assert phase.fused_cpu_layers(cfg) is recorded, arch
+    out = tmp_path / "s.nc"
+    monkeypatch.setattr(stack, "FUSED_CPU_LAYERS", True)
+    calls = []
+    real = phase.train_chunk
+
+    def stop(payload):
+        if calls:
+            raise RuntimeError("stopped")
+        calls.append(payload)
+        return real(payload)
+
+    monkeypatch.setattr(phase, "train_chunk", stop)
+    with pytest.raises(RuntimeError, match="stopped"):
+        phase.sweep(**{**small, "models_per_chunk": 2}, output=out, scheduler="serial")
+    stored = json.loads((tmp_path / "s.nc.parts" / "sweep.json").read_text())["config"]
+    assert stored["cpu_hidden_layers"] == "fused"
