@@ -204,13 +204,11 @@ def test_fused_layer_only_where_it_applies(monkeypatch):
     assert len(called) == DEPTH
 
 
-def test_sweep_switch_reaches_pool_workers_and_store_records_the_layer(tmp_path, monkeypatch):
+def test_sweep_switch_reaches_pool_workers_and_store_records_the_layer(monkeypatch):
     """``FUSED_CPU_LAYERS = False`` in the sweep's process holds in a process pool's workers
     (they import the default): the pool's networks are bit for bit the serial ones with
     PyTorch's operations, not the fused ones. A CPU store of a stacked-MLP sweep (mlp or
     linear) records the fused layer, so a store begun without it is not resumed with it."""
-    import json
-
     import xarray as xr
 
     from dnnphase import phase
@@ -234,19 +232,4 @@ def test_sweep_switch_reaches_pool_workers_and_store_records_the_layer(tmp_path,
                                    else [0.0], "values": [0.0], "dataset": "digits"})
         monkeypatch.setattr(stack, "FUSED_CPU_LAYERS", True)
         assert phase.fused_cpu_layers(cfg) is recorded, arch
-    out = tmp_path / "s.nc"
-    monkeypatch.setattr(stack, "FUSED_CPU_LAYERS", True)
-    calls = []
-    real = phase.train_chunk
-
-    def stop(payload):
-        if calls:
-            raise RuntimeError("stopped")
-        calls.append(payload)
-        return real(payload)
-
-    monkeypatch.setattr(phase, "train_chunk", stop)
-    with pytest.raises(RuntimeError, match="stopped"):
-        phase.sweep(**{**small, "models_per_chunk": 2}, output=out, scheduler="serial")
-    stored = json.loads((tmp_path / "s.nc.parts" / "sweep.json").read_text())["config"]
-    assert stored["cpu_hidden_layers"] == "fused"
+    # The store's record itself: tests/test_schedule.py (a store interrupted and resumed).
