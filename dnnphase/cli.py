@@ -38,6 +38,13 @@ def _schedule(text: str) -> tuple:
     return parse_schedule(text, name="--schedule")
 
 
+def _check_seed_count(n: int, first: int) -> None:
+    """``--seeds n`` and ``--first-seed``: 1 <= n <= MAX_SEEDS and first >= 0."""
+    if not 1 <= n <= defaults.MAX_SEEDS or first < 0:
+        raise ConfigError(f"seeds must be 1 to {defaults.MAX_SEEDS} and first-seed >= 0 "
+                          f"(got {n}, {first})")
+
+
 def _sweep_defaults() -> dict:
     """SweepConfig's field defaults: the sweep's options show them, and SweepConfig
     applies them itself (an option left out is not passed on)."""
@@ -249,8 +256,7 @@ def cmd_sweep(args) -> None:
         default = _sweep_defaults()["seeds"]
         n = len(default) if args.seeds is None else args.seeds
         first = default[0] if args.first_seed is None else args.first_seed
-        if n < 1 or first < 0:
-            raise ConfigError(f"seeds must be >= 1 and first-seed >= 0 (got {n}, {first})")
+        _check_seed_count(n, first)  # before the list is made
         fields["seeds"] = list(range(first, first + n))
     if args.no_bias:
         fields["bias"] = False
@@ -435,9 +441,7 @@ def cmd_tune(args) -> None:
     fields = {dest: _PARSED.get(dest, lambda v: v)(getattr(args, dest))
               for _, dest, *_ in _sweep_options()
               if dest not in ("values", "alphas") and getattr(args, dest) is not None}
-    if args.seeds < 1 or args.first_seed < 0:
-        raise ConfigError(f"seeds must be >= 1 and first-seed >= 0 (got {args.seeds}, "
-                          f"{args.first_seed})")
+    _check_seed_count(args.seeds, args.first_seed)
     if args.no_bias:
         fields["bias"] = False
     ds = tune(low=args.low, high=args.high, alpha=args.alpha,

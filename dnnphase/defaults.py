@@ -20,6 +20,9 @@ MEASURE = "trace_ratio"
 #: The measures a sweep computes unless told otherwise; the first one is also recorded
 #: during training. "regression" (SM S5) is computed only when asked for.
 SWEEP_MEASURES = (MEASURE, "fuzziness", "cdnv", "ncc")
+#: At most this many seeds per cell (a sanity bound, checked before the seeds are made:
+#: 10⁵ seeds of the paper's network are ~80 core-hours per cell on a CPU).
+MAX_SEEDS = 100_000
 MODELS_PER_CHUNK = 16  # the automatic chunk size is at most this ...
 MIN_CHUNKS = 8  # ... and gives at least this many chunks: both cores busy, a tick within ~10 s
 # On a GPU one chunk is one stack (the whole device): hundreds of models keep it busy, and

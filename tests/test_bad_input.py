@@ -239,6 +239,22 @@ def test_seeds_are_a_count_or_a_list_as_on_the_command_line():
     with pytest.raises(ConfigError, match="^seeds must be"):
         dnnphase.sweep(**TINY, seeds=0)
     assert seed_list(np.arange(2)) == (0, 1)
+    limit = dnnphase.defaults.MAX_SEEDS
+    assert len(SweepConfig(**TINY, seeds=limit).seeds) == limit
+    with pytest.raises(ConfigError, match=f"^seeds must be at most {limit} seeds"):
+        SweepConfig(**TINY, seeds=limit + 1)
+
+
+@pytest.mark.parametrize("command", ["sweep", "tune"])
+def test_a_huge_seed_count_is_refused_before_the_seeds_are_made(command, tmp_path, capsys):
+    """``--seeds 10⁸`` used to build 10⁸ seeds (GiB of memory) before any check."""
+    out = tmp_path / "s.nc"
+    args = [a if a != "1" or TINY_ARGS[i - 1] != "--seeds" else "100000000"
+            for i, a in enumerate(TINY_ARGS)]  # TINY_ARGS with --seeds 100000000
+    assert dnnphase_main([command, *args, "-o", str(out)]) == 2
+    err = one_line_error(capsys, "dnnphase")
+    assert f"seeds must be 1 to {dnnphase.defaults.MAX_SEEDS}" in err and "100000000" in err
+    assert listing(tmp_path) == []
 
 
 @pytest.mark.parametrize("field,value", [("values", "0.1,0.2"), ("values", ["a"]),
