@@ -71,8 +71,9 @@ class ChunkStore:
             if stored != digest and not overwrite:
                 raise OutputExistsError(
                     f"{str(self.path)!r} holds an interrupted sweep with a different "
-                    "configuration; rerun with the same settings to resume, or pass "
-                    "overwrite=True (--overwrite) to discard it"
+                    f"configuration{self._differences(config, n_chunks)}; rerun with the "
+                    "same settings to resume, or pass overwrite=True (--overwrite) to "
+                    "discard it"
                 )
             self.clear()
         elif self.path.exists() and any(self.path.iterdir()) and not overwrite:
@@ -82,6 +83,18 @@ class ChunkStore:
         self.path.mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.meta, json.dumps({"hash": digest, "n_chunks": n_chunks,
                                                   "config": config}, default=str))
+
+    def _differences(self, config: dict, n_chunks: int) -> str:
+        """' (differs in: a, b)', the settings whose stored values differ from ``config``'s
+        (a key only one side has counts: e.g. one an earlier version did not record)."""
+        try:
+            meta = json.loads(self.meta.read_text())
+            old = dict(meta["config"], n_chunks=meta["n_chunks"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
+        new = json.loads(json.dumps(dict(config, n_chunks=n_chunks), default=str))
+        keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        return f" (differs in: {', '.join(keys)})" if keys else ""
 
     def _stored_hash(self) -> str | None:
         try:

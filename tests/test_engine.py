@@ -46,8 +46,11 @@ def test_changed_configuration_is_refused_then_overwritten(tmp_path):
     out = tmp_path / "phase.nc"
     store = ChunkStore(out)
     store.open({"a": 1}, n_chunks=3)
-    with pytest.raises(OutputExistsError, match="different configuration"):
+    with pytest.raises(OutputExistsError, match=r"different configuration \(differs in: a\)"):
         store.open({"a": 2}, n_chunks=3)
+    # A setting one side lacks (e.g. one an earlier version did not record) is named too.
+    with pytest.raises(OutputExistsError, match=r"\(differs in: b, n_chunks\)"):
+        store.open({"a": 1, "b": "x"}, n_chunks=4)
     code, err = _cli(PHASE_ARGS + ["-o", str(out), "--quiet"])
     assert code == 2 and "different configuration" in err
     store.open({"a": 2}, n_chunks=3, overwrite=True)  # --overwrite discards the old store
