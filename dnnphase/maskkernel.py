@@ -4,8 +4,9 @@
 operations over the stack's (M, ⌈B·width/2⌉) integers, each a pass over memory; on a CPU
 that is 10-13 % of a training step with dropout. These kernels compute the same numbers —
 the same hash of the same counters, bit for bit (tested against the tensor version, which
-stays the definition and the GPU's path) — in one loop that writes the multipliers, or
-one byte per unit (kept or not) for the fused hidden layer (:mod:`dnnphase.normkernel`).
+stays the definition and the GPU's path) — in one loop that writes one byte per unit
+(kept or not): the fused hidden layer (:mod:`dnnphase.normkernel`) reads them as they are,
+other layers as multipliers (kept × scale).
 Likewise the uniforms of the label and data noise (:func:`open_uniforms`).
 Imported on first use only: ``import dnnphase`` does not load numba.
 """
@@ -29,31 +30,13 @@ def _mix32(x):
 
 
 @numba.njit(cache=True, nogil=True)
-def dropout_multipliers(keys, table, levels, scale, n_units, out):
-    """Multipliers (M, n_units) of one layer into ``out``.
+def dropout_kept(keys, table, levels, n_units, out):
+    """The units of one layer kept: ``out`` (M, n_units) uint8, 1 kept, 0 dropped.
 
     keys (M,) int64 step keys, table (H,) int64 index hashes of the layer's counters,
-    levels (M,) int64 dropped 16-bit integers, scale (M,) the kept units' factor. Unit
-    i < H takes the low 16 bits of integer i, unit H + i its high 16 bits; a unit is kept
-    (factor ``scale``) when its 16-bit integer is >= the level, else dropped (0).
+    levels (M,) int64 dropped 16-bit integers. Unit i < H takes the low 16 bits of integer
+    i, unit H + i its high 16 bits; a unit is kept when its 16-bit integer is >= the level.
     """
-    n_models, half = keys.shape[0], table.shape[0]
-    for m in range(n_models):
-        key = np.uint64(keys[m])
-        level = np.uint64(levels[m])
-        kept = scale[m]
-        zero = kept * 0
-        for i in range(half):
-            x = _mix32(key ^ np.uint64(table[i]))
-            out[m, i] = kept if (x & np.uint64(0xFFFF)) >= level else zero
-            if half + i < n_units:
-                out[m, half + i] = kept if (x >> np.uint64(16)) >= level else zero
-
-
-@numba.njit(cache=True, nogil=True)
-def dropout_kept(keys, table, levels, n_units, out):
-    """The units kept, as :func:`dropout_multipliers` decides: ``out`` (M, n_units) uint8,
-    1 kept, 0 dropped (a quarter of the float32 multipliers' memory traffic)."""
     n_models, half = keys.shape[0], table.shape[0]
     pairs = n_units - half  # integers whose high half is a unit too (half or half − 1)
     for m in range(n_models):

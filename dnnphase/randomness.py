@@ -218,16 +218,9 @@ class DropoutMasks:
         self._bits = self._tmp = None
 
     def _fused(self, layer: int) -> torch.Tensor:
-        """The same multipliers from the fused CPU kernel, ``(B, M, width)``."""
-        from dnnphase.maskkernel import dropout_multipliers  # numba: on first use only
-
-        m, b, w, h = self.keys.shape[0], self.batch, self.width, self.half
-        out = torch.empty((m, b * w), dtype=self.scale.dtype)
-        dropout_multipliers(self.keys.contiguous().numpy(),
-                            _index_hash(layer * h, h, self.keys.device).numpy(),
-                            self._levels.numpy(), self.scale.detach().reshape(-1).numpy(),
-                            b * w, out.numpy())
-        return out.view(m, b, w).transpose(0, 1)
+        """The same multipliers from the fused CPU kernel's bytes, ``(B, M, width)``: 1·scale
+        and 0·scale are exactly the tensor version's scale and 0."""
+        return (self.kept(layer).to(self.scale.dtype) * self.scale).transpose(0, 1)
 
     def kept(self, layer: int) -> torch.Tensor:
         """``(M, B, width)`` uint8, 1 where hidden layer ``layer``'s unit is kept: the same
