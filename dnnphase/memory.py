@@ -32,6 +32,9 @@ TRAINING_COPIES = 2.0
 MEASURING_COPIES = 3.0
 #: Optimizer state tensors per parameter.
 OPTIMIZER_STATES = {"adam": 2, "sgd": 0}
+#: A process-pool worker's own memory before its first chunk (Python, torch, numba and
+#: the kernels: ~320 MB resident measured after the imports; counted low).
+WORKER_BYTES = 256 * 2**20
 #: Training samples of the paper's setup (mnist5k): the scale n_train is compared with.
 PAPER_N_TRAIN = 2560
 
@@ -100,8 +103,10 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
                        available: float | None = None) -> dict[str, float]:
     """Refuse, before any work, a sweep whose chunks cannot fit in memory, naming the
     parameter most above its usual size (width or channels, depth, models_per_chunk,
-    n_train). ``available``: bytes (default: this machine's, :func:`available_bytes`).
-    Returns the estimate of one chunk (:func:`chunk_bytes`)."""
+    n_train), or ``workers`` where one chunk fits and the pool asked for does not (a
+    pool's worker costs :data:`WORKER_BYTES` of its own). ``available``: bytes (default:
+    this machine's, :func:`available_bytes`). Returns the estimate of one chunk
+    (:func:`chunk_bytes`)."""
     arch = cfg.architecture()
     n_models = len(cfg.alphas) * len(cfg.values) * len(cfg.seeds)
     models = min(cfg.models_per_chunk, n_models)
@@ -120,14 +125,21 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
              "models_per_chunk": models / defaults.MODELS_PER_CHUNK,
              "n_train": data.n_train / PAPER_N_TRAIN}
     name = max(scale, key=scale.get)
+    per_chunk = part["peak"] + (WORKER_BYTES if scheduler == "processes" else 0)
+    if workers is not None and available is not None and \
+            per_chunk <= available < per_chunk * at_once:
+        name = "workers"
     chunks = f"{at_once} chunks at once ({at_once} workers) of" if at_once > 1 else "a chunk of"
     what = (f"{chunks} {models} model{'s' if models > 1 else ''} ({size[0]} {size[1]}, "
             f"depth {cfg.depth}, "
             f"{data.n_train} training samples, {cfg.dtype})")
     hint = (f"parameters and optimizer state {part['state'] / 2**30:.3g} GiB, activations "
             f"and features {max(part['training'], part['measuring']) / 2**30:.3g} GiB per "
-            f"chunk; use a smaller {', '.join(list(scale)[:-1])} or {list(scale)[-1]}"
-            + (", or fewer workers" if at_once > 1 else "")
+            f"chunk" + (f", a pool's worker {WORKER_BYTES / 2**30:.2g} GiB of its own"
+                        if scheduler == "processes" else "")
+            + (f"; use at most {int(available // per_chunk)} workers" if name == "workers"
+               else f"; use a smaller {', '.join(list(scale)[:-1])} or {list(scale)[-1]}"
+               + (", or fewer workers" if at_once > 1 else ""))
             + (", or float32" if cfg.dtype == "float64" else ""))
-    check_memory(name, part["peak"] * at_once, available, what, hint)
+    check_memory(name, per_chunk * at_once, available, what, hint)
     return part

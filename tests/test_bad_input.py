@@ -165,6 +165,26 @@ def test_a_sweep_beyond_the_memory_is_refused_naming_the_parameter(tmp_path, cap
     assert fits["peak"] > 0
 
 
+def test_a_pool_beyond_the_memory_is_refused_naming_workers():
+    """Every pool worker is a process of its own (Python, torch, numba): a pool of 1000
+    workers over 1000 one-model chunks is refused naming ``workers`` and how many fit,
+    while the same sweep on 2 workers, or serial, passes."""
+    many = SweepConfig(**TINY, models_per_chunk=1, seeds=1000, device="cpu")
+    data = load_data(many)
+    available = 8 * 2**30
+    with pytest.raises(ConfigError, match=r"^workers is too large.*1000 chunks at once.*"
+                                          r"use at most (3[01]) workers\)$"):
+        check_sweep_memory(many, data, scheduler="processes", workers=1000, on_cuda=False,
+                           available=available)
+    for scheduler, workers in (("processes", 2), ("processes", 30), ("serial", None)):
+        check_sweep_memory(many, data, scheduler=scheduler, workers=workers, on_cuda=False,
+                           available=available)
+    # The worker's own memory counts with the default pool size too (one per core).
+    with pytest.raises(ConfigError, match="a pool's worker 0.25 GiB of its own"):
+        check_sweep_memory(many, data, scheduler="processes", workers=None, on_cuda=False,
+                           available=2**20)
+
+
 def test_refused_overwrite_leaves_the_existing_result_intact(tiny_sweep_file, capsys):
     before = tiny_sweep_file.read_bytes()
     assert dnnphase_main(["sweep", *TINY_ARGS, "--width", "100000000", "--overwrite",
