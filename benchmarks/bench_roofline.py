@@ -30,6 +30,12 @@ prints, all measured in this run (never asserted: the machine may be shared):
   edited). An op belongs to its outermost enclosing group (the select / copy ops
   inside ``aten::bmm`` count as matmul). With ``--native-layers`` the dropout multiply
   ``h * mask`` and its backward are "other ops" (the masks group is making the masks).
+* **ceilings**: the most each row could reach while the matmuls stay torch's: its
+  matmuls at the bmm rate plus the memory traffic no such design avoids — Adam's 28
+  bytes per parameter and step, and BatchNorm's two passes each way (its batch
+  statistics are needed before anything can be normalised), each where its working set
+  outgrows one core's L2 — at the copy rate measured in this run at the step's working
+  set (activations saved for backward and optimizer state), everything else free.
 * **fused layer**: the step time of a few configurations with the fused CPU layer and
   with PyTorch's operations one by one (``stack.FUSED_CPU_LAYERS = False``), alternated
   twice in this run, and their ratio.
@@ -441,6 +447,84 @@ def goals(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def stream_rate(megabytes: float, seconds: float = 0.2) -> float:
+    """Bytes per second one core moves (read + write) copying a float32 array of
+    ``megabytes`` MiB into another (``Tensor.copy_``, the best of ~``seconds`` of copies):
+    the memory rate of a working set of twice that size. On this machine's 2 cores it is
+    ~28 GB/s up to ~32 MiB in all, ~14 GB/s beyond 64 (memory rather than cache)."""
+    a = torch.randn(max(1, int(megabytes * 2**20 / 4)))
+    b = torch.empty_like(a)
+    best, spent = float("inf"), 0.0
+    while spent < seconds or best == float("inf"):
+        t0 = time.perf_counter()
+        b.copy_(a)
+        took = time.perf_counter() - t0
+        best, spent = min(best, took), spent + took
+    return 2 * a.numel() * 4 / best
+
+
+def parameters_per_model() -> int:
+    return sum(p.numel() for p in EnsembleMLP.init(1, D_IN, N_CLASSES, seeds=[0], depth=DEPTH,
+                                                   width=WIDTH).parameters())
+
+
+#: Bytes Adam moves per parameter and step: reads p, g, m, v; writes p, m, v (float32).
+ADAM_BYTES = 7 * 4
+#: Hidden-layer activations of the size of z a training step must move per layer when
+#: BatchNorm's batch statistics are not in cache: forward reads z twice (statistics,
+#: then normalisation) and writes h; backward reads g and z twice (Σgy and Σgy·x̂, then
+#: the input gradient) and writes dz.
+BN_PASSES = 3 + 5
+
+
+def l2_bytes() -> int:
+    """One core's L2 cache in bytes (Linux sysfs; 1 MiB where it cannot be read)."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+            text = f.read().strip()
+        scale = {"K": 2**10, "M": 2**20}.get(text[-1], 1)
+        return int(text.rstrip("KM")) * scale
+    except (OSError, ValueError):
+        return 2**20
+
+
+def working_set(m: int, b: int, n_params: int) -> int:
+    """Bytes a step of M models at batch B keeps live: every hidden layer's z, h and
+    mask byte (saved for backward) and the optimizer's state (p, g, m, v)."""
+    return DEPTH * m * b * WIDTH * (4 + 4 + 1) + 16 * n_params * m
+
+
+def ceilings(rows: list[Row], l2: int) -> str:
+    """What the goals allow at best: the matmuls at the bmm rate measured in this run
+    plus the memory traffic no design that keeps the matmuls in the BLAS can avoid, at
+    the copy rate measured in this run for the step's working set
+    (:func:`working_set`); everything else (masks, loss, Python, the fused layer's
+    arithmetic) counted as free. Traffic counts only where its own data outgrow ``l2``
+    bytes: a layer's input and output (the bmm writes z while reading h), the
+    optimizer's state."""
+    n_params = parameters_per_model()
+    lines = [f"L2 {l2 / 2**20:g} MiB per core; {n_params} parameters per model; Adam "
+             f"{ADAM_BYTES} B per parameter and step; a hidden layer's BatchNorm {BN_PASSES} "
+             f"passes of z per step; copy rate measured at each step's working set"]
+    for r in rows:
+        m, b = r.case.stack, r.case.batch
+        live = working_set(m, b, n_params)
+        rate = stream_rate(live / 2**21)
+        adam = ADAM_BYTES * n_params * m / rate if 16 * n_params * m > l2 else 0.0
+        z_bytes = 4 * m * b * WIDTH
+        bn = DEPTH * BN_PASSES * z_bytes / rate if 2 * z_bytes > l2 else 0.0
+        best = r.bmm / (r.bmm + adam + bn)
+        steps = N_PAPER / b
+        lines.append(f"* {r.case.knob}, B = {b}, M = {r.case.m_label}: measured "
+                     f"{100 * r.bmm / r.step:.0f} % of the bmm rate, ceiling "
+                     f"{100 * best:.0f} % (working set {live / 2**20:.0f} MiB, "
+                     f"{rate / 1e9:.0f} GB/s: Adam {1e3 * adam:.2f} ms + BatchNorm's "
+                     f"traffic {1e3 * bn:.2f} ms per step against {1e3 * r.bmm:.2f} ms of "
+                     f"matmuls); model-epochs/s measured {1 / r.model_epoch:.3g}, at most "
+                     f"{m / (steps * (r.bmm + adam + bn)):.3g}")
+    return "\n".join(lines)
+
+
 def fused_cases(quick: bool) -> list[Case]:
     base = [Case("dropout p=0.1", 2560, None, 2560, 4, dropout=0.1),
             Case("batch size", 2560, None, 2560, 4)]
@@ -515,6 +599,10 @@ def main() -> None:
     print("\n#### Against the goals (docs/performance.md: >= 85 % of bmm at full batch with "
           "dropout, >= 50 % at batch 20, 5x the model-epochs/s of M = 16 at batch 5)\n")
     print(goals(rows))
+    print("\n#### Ceilings: the matmuls at the bmm rate plus the memory traffic they cannot "
+          "avoid\n")
+    with threadpool_limits(limits=1):
+        print(ceilings(rows, l2_bytes()))
     print("\n#### The fused CPU layer against PyTorch's operations (same run)\n")
     with threadpool_limits(limits=1):
         print(fused_table(fused_cases(args.quick), alpha))
