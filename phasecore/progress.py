@@ -14,7 +14,14 @@ class Progress:
     some work has finished in this run)::
 
         progress <label>: <done>/<total> <unit>s (<pct>%) elapsed <s>s eta <s|?>s
+
+    written at the start, at the end, and in between at most once every
+    :attr:`line_interval` seconds (a log, not a line per chunk).
     """
+
+    #: Seconds between two non-terminal lines (the first and the last are always
+    #: written): a sweep of 25 000 small chunks writes some hundred lines, not 25 000.
+    line_interval: float = 5.0
 
     def __init__(self, total: float, done: float = 0, label: str = "sweep", quiet: bool = False,
                  stream=None, unit: str = "chunk", since: tuple[float, float] | None = None):
@@ -25,6 +32,7 @@ class Progress:
         # progress shown only once a run proves long still measures from its start
         self.start, self.start_done = since if since is not None else (time.monotonic(), done)
         self.bar = None
+        self._last_line = -float("inf")
         if not quiet and getattr(self.stream, "isatty", lambda: False)():
             from tqdm import tqdm
 
@@ -39,19 +47,23 @@ class Progress:
 
     def advance(self, n: float = 1) -> None:
         # never past the total: weights' float sums may overshoot it by a rounding error
-        n = min(n * self.weight, self.total - self.done)
+        rest = self.total - self.done
+        n = min(n * self.weight, rest)
         if n <= 0:
             return
-        self.done += n
+        self.done = self.total if n == rest else self.done + n
         if self.bar is not None:
             self.bar.update(n)
         else:
             self._line()
 
     def _line(self) -> None:
-        if self.quiet:
+        now = time.monotonic()
+        if self.quiet or (now - self._last_line < self.line_interval
+                          and self.done < self.total):
             return
-        elapsed = time.monotonic() - self.start
+        self._last_line = now
+        elapsed = now - self.start
         new = self.done - self.start_done
         eta = f"{elapsed / new * (self.total - self.done):.1f}" if new > 0 else "?"
         pct = 100.0 * self.done / self.total if self.total else 100.0

@@ -419,6 +419,7 @@ def test_progress_of_unequal_stages_is_weighted_by_their_estimated_work():
     assert weights[0] < 0.01 * len(stages)  # the chain is a sliver of the paper preset
     stream = io.StringIO()
     progress = Progress(len(stages), label="reproduce paper", stream=stream, unit="stage")
+    progress.line_interval = 0.0  # every line, to see the first stage's
     with weighted(progress, weights[0]):
         progress.advance()
     with weighted(progress, weights[1]):

@@ -76,16 +76,23 @@ def test_non_tty_progress_is_line_based_and_parseable():
         def flush(self):
             pass
 
-    stream = Stream()
-    progress = Progress(total=4, done=1, label="demo", stream=stream)
-    for _ in range(3):
-        progress.advance()
-    lines = stream.text.strip().splitlines()
     pattern = re.compile(r"^progress demo: (\d+)/4 chunks \(([\d.]+)%\) elapsed ([\d.]+)s "
                          r"eta ([\d.]+|\?)s$")
+
+    def run(**attributes):
+        stream = Stream()
+        progress = Progress(total=4, done=1, label="demo", stream=stream)
+        vars(progress).update(attributes)
+        for _ in range(3):
+            progress.advance()
+        return stream.text.strip().splitlines()
+
+    lines = run(line_interval=0.0)  # a line per chunk
     assert [int(pattern.match(line).group(1)) for line in lines] == [1, 2, 3, 4]
     assert pattern.match(lines[0]).group(4) == "?"  # no estimate before a chunk finished
     assert all(pattern.match(line).group(4) != "?" for line in lines[1:])
+    # By default at most a line every few seconds: the first and the last always.
+    assert [int(pattern.match(line).group(1)) for line in run()] == [1, 4]
     quiet = Stream()
     Progress(total=2, stream=quiet, quiet=True).advance()
     assert quiet.text == ""
@@ -139,8 +146,9 @@ def test_dask_phase_diagram_equals_serial(tmp_path):
     _identical(serial, results.load(tmp_path / "d.nc"))
 
 
-def test_overall_progress_counts_each_stage_once(tmp_path, capsys):
+def test_overall_progress_counts_each_stage_once(tmp_path, capsys, monkeypatch):
     """Sweeps inside a multi-stage job advance its one bar chunk by chunk, to exactly 1 stage."""
+    monkeypatch.setattr(Progress, "line_interval", 0.0)  # every line, to see each chunk
     from phasecore.progress import overall_progress
 
     payloads = [(i, 100 + i, None) for i in range(4)]
