@@ -251,10 +251,17 @@ def test_ctrl_c_in_a_python_session_stops_a_run_at_the_next_slice(monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(runner, "advance", advance)
-    cfg = ChainConfig(noise=0.01, steps=10**13)
-    with pytest.raises(KeyboardInterrupt, match="interrupted at 0.0% of the run; nothing was kept"):
-        ensemble.run_ensemble([cfg], [0])
-    assert calls[0] == 3 and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Python's own handler, as in a session: a test run started in the background of a
+    # shell inherits SIGINT ignored, and the signal would then never stop this run.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        cfg = ChainConfig(noise=0.01, steps=10**13)
+        with pytest.raises(KeyboardInterrupt,
+                           match="interrupted at 0.0% of the run; nothing was kept"):
+            ensemble.run_ensemble([cfg], [0])
+        assert calls[0] == 3 and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 def test_a_long_run_reports_progress_from_its_measured_rate(monkeypatch, capsys):
