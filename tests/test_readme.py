@@ -70,7 +70,9 @@ def _resolve(name: str):
         try:
             obj = importlib.import_module(module_name)
         except ModuleNotFoundError as err:
-            if err.name != module_name:  # a real module failed to import something it needs
+            # A prefix of the name is no module (``a.b.C.d``: ``a.b.C``): look further up;
+            # anything else is a real module failing to import something it needs.
+            if not (module_name + ".").startswith(err.name + "."):
                 raise
             continue
         for k, attr in enumerate(parts[n:], start=n):
