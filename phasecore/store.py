@@ -9,8 +9,11 @@ write is many files), concurrent writers on a cluster never touch the same
 file, and the final result stays a single NetCDF file. The caller
 consolidates the chunks into that file and then calls :meth:`ChunkStore.clear`.
 
-Resume: a store opened again with the same configuration keeps its chunks; a
-different configuration is refused unless ``overwrite``.
+Resume: a store opened again with the same configuration keeps its chunks, with or
+without ``overwrite`` (a chunk depends on its configuration and seed only, so they are
+what this run would compute: a sweep begun with ``--overwrite`` and interrupted resumes
+when the same command is run again); a different configuration is refused unless
+``overwrite``, which discards it. To compute a sweep's chunks afresh, delete the store.
 
 Healing: on resume every chunk file is opened once; one that cannot be read
 (a disk filled up, a copy was truncated) is deleted, reported in one line and
@@ -57,18 +60,19 @@ class ChunkStore:
         return self.path / f"chunk-{index:06d}.nc"
 
     def open(self, config: dict, n_chunks: int, overwrite: bool = False) -> None:
-        """Create the store, or check that an existing one belongs to ``config``."""
+        """Create the store, or resume one of ``config`` (even with ``overwrite``), or
+        refuse one of another configuration (discard it with ``overwrite``)."""
         digest = config_hash({"config": config, "n_chunks": n_chunks})
         check_output(self.output, overwrite)
         if self.path.exists() and not self.path.is_dir():  # the store's folder is taken
             raise OutputExistsError(f"{str(self.path)!r} is a file where the sweep keeps its "
                                     "chunks (a folder); remove or rename it")
         if self.meta.exists():
-            stored = self._stored_hash()
-            if stored == digest and not overwrite:
+            stored = self._stored_hash(overwrite)
+            if stored == digest:
                 self._heal()
                 return  # resume
-            if stored != digest and not overwrite:
+            if not overwrite:
                 raise OutputExistsError(
                     f"{str(self.path)!r} holds an interrupted sweep with a different "
                     f"configuration{self._differences(config, n_chunks)}; rerun with the "
@@ -96,10 +100,14 @@ class ChunkStore:
         keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
         return f" (differs in: {', '.join(keys)})" if keys else ""
 
-    def _stored_hash(self) -> str | None:
+    def _stored_hash(self, overwrite: bool = False) -> str | None:
+        """The stored configuration's hash; None for an unreadable one with ``overwrite``
+        (it is discarded), which is refused otherwise."""
         try:
             return json.loads(self.meta.read_text())["hash"]
         except (OSError, ValueError, KeyError, TypeError) as err:
+            if overwrite:
+                return None
             raise OutputExistsError(
                 f"{str(self.meta)!r} is unreadable ({type(err).__name__}); delete "
                 f"{str(self.path)!r} or pass overwrite=True (--overwrite) to start afresh"

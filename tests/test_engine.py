@@ -55,6 +55,17 @@ def test_changed_configuration_is_refused_then_overwritten(tmp_path):
     assert code == 2 and "different configuration" in err
     store.open({"a": 2}, n_chunks=3, overwrite=True)  # --overwrite discards the old store
     assert store.done() == set()
+    # ... but resumes one of the same configuration: its chunks are what this run computes
+    # (a sweep begun with --overwrite, interrupted, then run again by the same command).
+    store.write(0, xr.Dataset({"x": ("i", [1.0])}))
+    store.open({"a": 2}, n_chunks=3, overwrite=True)
+    assert store.done() == {0}
+    # An unreadable sweep.json is refused, and discarded with --overwrite.
+    store.meta.write_text("{not json")
+    with pytest.raises(OutputExistsError, match="unreadable"):
+        store.open({"a": 2}, n_chunks=3)
+    store.open({"a": 2}, n_chunks=3, overwrite=True)
+    assert store.done() == set()
 
 
 def test_chunking_does_not_change_the_result(tmp_path):
