@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from dnnphase import defaults
-from phasecore.checks import ConfigError, parse_values
+from phasecore.checks import SEED_LIMIT, ConfigError, parse_values
 from phasecore.commandline import Parser, add_options, output_options, run
 from phasecore.loadcurve import PHASE_TOLERANCE
 from phasecore.panels import check_figure_path
@@ -39,10 +39,14 @@ def _schedule(text: str) -> tuple:
 
 
 def _check_seed_count(n: int, first: int) -> None:
-    """``--seeds n`` and ``--first-seed``: 1 <= n <= MAX_SEEDS and first >= 0."""
+    """``--seeds n`` and ``--first-seed``: 1 <= n <= MAX_SEEDS, first >= 0 and the last seed
+    below 2⁶³ (a result labels seeds in an int64 coordinate)."""
     if not 1 <= n <= defaults.MAX_SEEDS or first < 0:
         raise ConfigError(f"seeds must be 1 to {defaults.MAX_SEEDS} and first-seed >= 0 "
                           f"(got {n}, {first})")
+    if first + n > SEED_LIMIT:
+        raise ConfigError(f"first-seed must be at most 2**63 - seeds = {SEED_LIMIT - n} "
+                          f"(seeds are labelled as int64; got {first})")
 
 
 def _sweep_defaults() -> dict:

@@ -82,12 +82,17 @@ def check_grid(name: str, values) -> list:
     return np.asarray(listed.tolist()).tolist()
 
 
+#: Seeds are labelled in int64 coordinates: every seed is below this.
+SEED_LIMIT = 2**63
+
+
 def seed_list(seeds, name: str = "seeds") -> tuple[int, ...]:
     """Seeds as both packages take them: a count n >= 1 (seeds 0..n-1) or a non-empty list
-    of distinct integers >= 0 (as the command lines' ``--seeds N``)."""
-    allowed = "a count >= 1 or a non-empty list of distinct integers >= 0"
+    of distinct integers in [0, 2⁶³) (as the command lines' ``--seeds N``; a result labels
+    them in an int64 coordinate, where a larger one would lose its identity)."""
+    allowed = "a count >= 1 or a non-empty list of distinct integers in [0, 2**63)"
     if is_int(seeds):
-        require(seeds >= 1, name, allowed, seeds)
+        require(1 <= seeds <= SEED_LIMIT, name, allowed, seeds)
         return tuple(range(int(seeds)))
     require(not isinstance(seeds, (str, bytes)), name, allowed, seeds)
     try:
@@ -95,7 +100,7 @@ def seed_list(seeds, name: str = "seeds") -> tuple[int, ...]:
     except (TypeError, ValueError):
         listed = None
     require(listed is not None and np.ndim(listed) == 1 and len(listed) > 0
-            and all(is_int(s) and s >= 0 for s in listed), name, allowed, seeds)
+            and all(is_int(s) and 0 <= s < SEED_LIMIT for s in listed), name, allowed, seeds)
     check_distinct(name, listed)
     return tuple(int(s) for s in listed)
 

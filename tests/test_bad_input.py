@@ -253,9 +253,10 @@ def test_repeated_knobs_are_refused_before_any_work(tmp_path, capsys):
 def test_seeds_are_a_count_or_a_list_as_on_the_command_line():
     assert SweepConfig(**TINY, seeds=3).seeds == (0, 1, 2)
     assert SweepConfig(**TINY, seeds=[4, 7]).seeds == (4, 7)
-    for bad in (0, -1, [], "0,1", [1, 1], [0.5], True):
+    for bad in (0, -1, [], "0,1", [1, 1], [0.5], True, [2**63]):
         with pytest.raises(ConfigError, match="^seeds must be"):
             SweepConfig(**TINY, seeds=bad)
+    assert SweepConfig(**TINY, seeds=[2**63 - 1]).seeds == (2**63 - 1,)  # int64's largest
     with pytest.raises(ConfigError, match="^seeds must be"):
         dnnphase.sweep(**TINY, seeds=0)
     assert seed_list(np.arange(2)) == (0, 1)
