@@ -147,6 +147,11 @@ class SweepConfig(TrainingSettings):
             check_distinct(name, getattr(self, name))
         dataset_key(self.dataset)
         self.architecture().check_alphas(self.alphas)  # and its own fields, on construction
+        # A sweep measures every model's load curve, whose curvature (the second difference
+        # over layers 0..L) needs L >= 2; a single network may have one hidden layer.
+        require(self.depth >= 2, "depth",
+                "an integer >= 2 (a load curve's curvature needs layers 0..L, L >= 2)",
+                self.depth)
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)

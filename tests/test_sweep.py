@@ -159,6 +159,7 @@ def test_cli_sweep_and_plot(tmp_path, capsys):
     (["--norm", "bn"], "norm must be one of batchnorm, scale, none (got 'bn')"),
     (["--weight-init", "xavier"], "weight_init must be one of default, orthogonal"),
     (["--no-batchnorm"], "unrecognized arguments: --no-batchnorm"),
+    (["--depth", "1"], "depth must be an integer >= 2 (a load curve's curvature needs"),
     # seeds are labelled in int64: 2**63 - 1 and 2**63 would both read as 9.22e18
     (["--seeds", "2", "--first-seed", str(2**63 - 1)],
      f"first-seed must be at most 2**63 - seeds = {2**63 - 2}"),
