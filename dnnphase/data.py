@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from dnnphase.defaults import DATASET
-from phasecore.checks import ConfigError, check_int, require
+from phasecore.checks import ConfigError, check_int, check_memory, host_available_memory, require
 
 #: Images are resized in chunks of this many, to bound peak memory on full CIFAR-10.
 _RESIZE_CHUNK = 8192
@@ -397,6 +397,12 @@ def _load_gmm(*, n_train, data_seed, n_classes=10, dim=100, separation=3.0, n_te
     if n_train < n_classes:
         raise ConfigError(f"n_train must be at least n_classes = {n_classes} for dataset 'gmm' "
                          f"(one sample per class); got {n_train}")
+    # Drawn in float64 (the noise and the means, added), then kept in float32: refuse
+    # what cannot fit before drawing it, rather than fail inside numpy.
+    for name, n in (("n_train", n_train), ("n_test", n_test)):
+        check_memory(name, GMM_BYTES_PER_NUMBER * n * dim, host_available_memory(),
+                     f"dataset 'gmm' with {name} {n} and dim {dim}",
+                     f"a smaller {name} or dim")
 
     rng = np.random.default_rng(data_seed)
     means = rng.normal(scale=separation / np.sqrt(2 * dim), size=(n_classes, dim))
@@ -412,6 +418,11 @@ def _load_gmm(*, n_train, data_seed, n_classes=10, dim=100, separation=3.0, n_te
     return _make("gmm", x_train, y_train, x_test, y_test, n_classes,
                  {"source": "Gaussian mixture generated from data_seed", "resize": "none",
                   "data_seed": data_seed, "dim": dim, "separation": separation})
+
+
+#: Bytes a generated Gaussian-mixture number passes through at once: the float64 noise
+#: and class means and their sum, and the float32 copy kept.
+GMM_BYTES_PER_NUMBER = 3 * 8 + 4
 
 
 def _orthogonal_matrix(dim: int, rng: np.random.Generator) -> np.ndarray:

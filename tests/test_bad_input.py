@@ -165,6 +165,20 @@ def test_a_sweep_beyond_the_memory_is_refused_naming_the_parameter(tmp_path, cap
     assert fits["peak"] > 0
 
 
+def test_a_generated_data_set_beyond_the_memory_is_refused_before_it_is_drawn(monkeypatch):
+    """``--dataset gmm --n-train 10**8`` used to fail inside numpy (74.5 GiB) with a
+    traceback; it is refused naming n_train (or n_test) before anything is drawn."""
+    from dnnphase import data as data_module
+
+    monkeypatch.setattr(data_module, "host_available_memory", lambda: 8 * 2**30)
+    with pytest.raises(ConfigError, match=r"^n_train is too large for this machine: dataset "
+                                          r"'gmm' with n_train 100000000 and dim 100"):
+        data_module.load_dataset("gmm", n_train=10**8)
+    with pytest.raises(ConfigError, match="^n_test is too large"):
+        data_module.load_dataset("gmm", n_train=100, n_test=10**8)
+    assert data_module.load_dataset("gmm", n_train=1000).n_train == 1000
+
+
 def test_a_pool_beyond_the_memory_is_refused_naming_workers():
     """Every pool worker is a process of its own (Python, torch, numba): a pool of 1000
     workers over 1000 one-model chunks is refused naming ``workers`` and how many fit,
