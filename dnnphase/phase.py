@@ -38,6 +38,7 @@ from phasecore.checks import (
     check_distinct,
     check_grid,
     check_pool_can_start,
+    check_result_size,
     is_int,
     require,
     seed_list,
@@ -172,6 +173,15 @@ class SweepConfig(TrainingSettings):
                 "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
         check_measures(self.measures, "measures")
         check_distinct("measures", self.measures)
+        # Before any plan is made: 10^9 networks would fill the memory with their chunk
+        # plan alone, silently. Per network at least every layer's measures and
+        # snapshots, and a few scalars (the result holds more: the estimate errs low).
+        n_models = len(self.alphas) * len(self.values) * len(self.seeds)
+        snapshots = 1 + self.epochs // self.record_every if self.record_every else 1
+        check_result_size(
+            f"{len(self.alphas)} alphas x {len(self.values)} values x {len(self.seeds)} seeds "
+            f"= {n_models} networks",
+            n_models * ((self.depth + 1) * (len(self.measures) + snapshots) + 8))
 
     def architecture(self) -> Architecture:
         """The network every model of the sweep is (checked on construction)."""

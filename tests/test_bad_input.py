@@ -165,6 +165,19 @@ def test_a_sweep_beyond_the_memory_is_refused_naming_the_parameter(tmp_path, cap
     assert fits["peak"] > 0
 
 
+def test_a_grid_too_large_for_one_result_is_refused_before_any_plan():
+    """10⁹ networks used to build their chunk plan silently until the memory ran out."""
+    with pytest.raises(ConfigError, match=r"^100 alphas x 100 values x 100000 seeds = "
+                                          r"1000000000 networks would make a result of"):
+        SweepConfig(**{**TINY, "epochs": 2}, values=np.linspace(0, 0.3, 100),
+                    alphas=np.linspace(0, 1, 100), seeds=100_000)
+    # Recording every epoch multiplies it: 18 000 networks pass, with snapshots they do not.
+    grid = dict(values=[0.0, 0.1, 0.2], alphas=[0.0, 0.5, 1.0], seeds=2000)
+    SweepConfig(**{**TINY, "epochs": 10_000}, **grid)
+    with pytest.raises(ConfigError, match="coarser record_every"):
+        SweepConfig(**{**TINY, "epochs": 10_000, "record_every": 1}, **grid)
+
+
 def test_a_generated_data_set_beyond_the_memory_is_refused_before_it_is_drawn(monkeypatch):
     """``--dataset gmm --n-train 10**8`` used to fail inside numpy (74.5 GiB) with a
     traceback; it is refused naming n_train (or n_test) before anything is drawn."""
