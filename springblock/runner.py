@@ -325,10 +325,15 @@ class Checkpoint:
         self.cost = 0.0  # seconds the last write took
 
     def open(self, overwrite: bool) -> None:
-        """Refuse a checkpoint of another run unless ``overwrite`` (which discards it)."""
+        """Keep a checkpoint of this run (with or without ``overwrite``: the state is what
+        the run would compute, so a run begun with ``--overwrite`` and interrupted resumes
+        when the same command runs again); refuse one of another run unless ``overwrite``
+        (which discards it); discard an unreadable one."""
         if not self.path.exists():
             return
         stored = self._stored_digest()
+        if stored == self.digest:
+            return
         if overwrite or stored is None:
             self.clear()
         elif stored != self.digest:

@@ -274,3 +274,19 @@ def test_a_long_run_reports_progress_from_its_measured_rate(monkeypatch, capsys)
     assert len(lines) >= 2 and lines[-1].startswith("progress chain: 200000/200000 steps "
                                                      "(100.0%)"), lines
     assert all(" eta " in ln for ln in lines)
+
+
+def test_a_checkpoint_of_the_same_run_is_kept_even_with_overwrite(tmp_path):
+    """A run begun with --overwrite and interrupted resumes when the same command runs
+    again: its own state is kept; another run's is refused, or discarded with overwrite."""
+    from phasecore.results import OutputExistsError
+
+    path = tmp_path / "out.nc.parts" / "chains.npz"
+    path.parent.mkdir()
+    np.savez(path, digest=np.array("this run"))
+    runner.Checkpoint(path, "this run").open(overwrite=True)
+    assert path.exists()
+    with pytest.raises(OutputExistsError, match="different configuration"):
+        runner.Checkpoint(path, "another run").open(overwrite=False)
+    runner.Checkpoint(path, "another run").open(overwrite=True)
+    assert not path.exists()
