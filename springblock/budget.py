@@ -6,7 +6,8 @@
   :func:`check_memory` refuses, before any work, a run that needs more than
   the machine has available, with the one-line ConfigError the network side
   uses too (:func:`phasecore.checks.check_memory`), naming the parameter of
-  the largest need.
+  the largest need; :func:`check_phase_memory` names ``workers`` (and how many
+  fit) where a process pool does not fit but one worker would.
 * Time (:func:`simulate_seconds`, :func:`phase_seconds`): the kernels' work
   at the measured throughput below, the mean-drift prediction, and numba's
   compilation of every kernel not yet compiled in this process or cached on
@@ -44,6 +45,10 @@ WORDS_PER_RECORD_POINT = 4
 WORDS_PER_THEORY_BLOCK = 12
 #: ... per chain, layer and cell of an assembled phase diagram (arrays, chunks, Dataset).
 WORDS_PER_DIAGRAM_POINT = 4
+#: A process-pool worker's own memory before its first chunk (a fresh interpreter with
+#: numpy, xarray, numba and the kernels): ~210 MB resident measured with 20 workers,
+#: counted low so that the estimate never refuses a pool that fits.
+WORKER_BYTES = 160 * 2**20
 
 
 def available_memory() -> float | None:
@@ -107,22 +112,56 @@ def simulate_memory(cfg: ChainConfig, n_seeds: int, with_theory: bool) -> list[N
     return needs
 
 
+def _chunk_chains(chains_per_chunk: int, n_seeds: int) -> int:
+    """Chains of a phase-diagram chunk: whole cells, at least one cell's seeds."""
+    return max(chains_per_chunk // n_seeds, 1) * n_seeds
+
+
 def phase_memory(cfg: ChainConfig, n_cells: int, n_seeds: int, chains_per_chunk: int,
-                 workers: int, with_theory: bool) -> list[Need]:
+                 workers: int, with_theory: bool, processes: bool = False) -> list[Need]:
     """Peak memory of :func:`springblock.phase_diagram`: the assembled diagram, and one
-    chunk per worker (a chunk holds whole cells: at least one cell's seeds)."""
-    chunk_chains = max(chains_per_chunk // n_seeds, 1) * n_seeds
+    chunk per worker; with ``processes`` (a process pool of ``workers``) each worker's
+    own WORKER_BYTES too."""
+    chunk_chains = _chunk_chains(chains_per_chunk, n_seeds)
     points = cfg.blocks + 1
     per_chunk = (WORDS_PER_CHAIN_POINT * chunk_chains * points
                  + WORDS_PER_RECORD_POINT * chunk_chains * _records(cfg) * points
                  + _theory_words(cfg, with_theory))
-    return [Need("rows x cols x seeds", f"a diagram of {n_cells} cells x {n_seeds} seeds x "
-                 f"{cfg.blocks} blocks",
-                 8.0 * WORDS_PER_DIAGRAM_POINT * n_cells * n_seeds * (cfg.blocks + 4),
-                 "a smaller grid, or fewer seeds or blocks"),
-            Need("chains_per_chunk", f"{workers} chunk(s) of {chunk_chains} chains of "
-                 f"{cfg.blocks} blocks", 8.0 * per_chunk * workers,
-                 "fewer chains per chunk, workers or blocks")]
+    needs = [Need("rows x cols x seeds", f"a diagram of {n_cells} cells x {n_seeds} seeds x "
+                  f"{cfg.blocks} blocks",
+                  8.0 * WORDS_PER_DIAGRAM_POINT * n_cells * n_seeds * (cfg.blocks + 4),
+                  "a smaller grid, or fewer seeds or blocks"),
+             Need("chains_per_chunk", f"{workers} chunk(s) of {chunk_chains} chains of "
+                  f"{cfg.blocks} blocks", 8.0 * per_chunk * workers,
+                  "fewer chains per chunk, workers or blocks")]
+    if processes:
+        needs.append(Need("workers", f"{workers} pool worker(s) of "
+                          f"{WORKER_BYTES / 2**30:.2g} GiB of their own", WORKER_BYTES * workers,
+                          "fewer workers"))
+    return needs
+
+
+def check_phase_memory(cfg: ChainConfig, n_cells: int, n_seeds: int, chains_per_chunk: int,
+                       workers: int, with_theory: bool, processes: bool,
+                       available: float | None = None) -> None:
+    """:func:`check_memory` of :func:`phase_memory`, before any work; where the diagram
+    fits with one worker but not with ``workers``, the error names ``workers`` and says how
+    many fit. ``available``: bytes (default: this machine's, :func:`available_memory`)."""
+    available = available_memory() if available is None else available
+    needs = phase_memory(cfg, n_cells, n_seeds, chains_per_chunk, workers, with_theory,
+                         processes)
+    total = sum(need.bytes for need in needs)
+    if workers > 1 and available is not None and total > available:
+        diagram = needs[0].bytes
+        fit = int((available - diagram) // ((total - diagram) / workers))
+        if fit >= 1:
+            own = f" and {WORKER_BYTES / 2**30:.2g} GiB of its own" if processes else ""
+            phasecore_check_memory(
+                "workers", total, available,
+                f"{workers} workers, each with a chunk of "
+                f"{_chunk_chains(chains_per_chunk, n_seeds)} chains of {cfg.blocks} "
+                f"blocks{own},", f"use at most {fit} workers: --workers {fit}")
+    check_memory(needs, available)
 
 
 # --- time -------------------------------------------------------------------------------------

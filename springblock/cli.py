@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from phasecore.checks import ConfigError
+from phasecore.checks import ConfigError, require
 from phasecore.commandline import Parser, add_options, output_options, run
 from phasecore.panels import check_figure_path
 from springblock import defaults
@@ -35,7 +35,7 @@ def steps_count(text: str):
 # (flag, ChainConfig field, type, default, help) — the chain options both commands share.
 # Defaults are shown, not applied here: an option left out keeps ChainConfig's default.
 CHAIN_OPTIONS = [
-    ("--blocks", "blocks", int, 7, "number of blocks L"),
+    ("--blocks", "blocks", int, 7, "number of blocks L (>= 2)"),
     ("--mu-right", "mu_right", float, 0.0, "friction for rightward motion mu->"),
     ("--mu-left", "mu_left", float, "mu-right", "friction for leftward motion mu<-"),
     ("--noise", "noise", float, 0.0, "noise level s per step (Langevin: sigma_0)"),
@@ -96,13 +96,23 @@ def _chain_config(args, **defaults) -> ChainConfig:
     return ChainConfig(**params)
 
 
-def _seeds(args, default: int):
+def _seeds(args, default: int, config: ChainConfig) -> range:
+    """``--seeds`` and ``--first-seed`` as a range: simulate and phase_diagram check its size
+    before they build its seeds."""
+    from springblock.ensemble import max_seed
+
     n = default if args.seeds is None else args.seeds
     if n < 1:
         raise ConfigError(f"seeds must be >= 1 (got {n})")
-    if args.first_seed < 0:
-        raise ConfigError(f"first-seed must be >= 0 (got {args.first_seed})")
-    return np.arange(args.first_seed, args.first_seed + n, dtype=np.int64)
+    top = max_seed(config)
+    require(n <= top + 1, "seeds", f"an integer in 1..{top + 1} (seeds are 0..{top})", n)
+    why = ("2**32 - 1 (rng 'legacy' takes 32-bit seeds)" if config.rng == "legacy"
+           else "2**63 - 1 (seeds are stored as int64)")
+    last = f"the last seed (first_seed + {n - 1})" if n > 1 else "the seed"
+    require(0 <= args.first_seed <= top - (n - 1), "first_seed",
+            f"an integer in 0..{top - (n - 1)} for {n} seed(s), so that {last} is at most "
+            f"{why}", args.first_seed)
+    return range(args.first_seed, args.first_seed + n)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,7 +165,7 @@ def cmd_simulate(args) -> None:
     from springblock.ensemble import simulate
 
     config = _chain_config(args)
-    seeds = _seeds(args, default=1)
+    seeds = _seeds(args, default=1, config=config)
     # resumable: the state of an interrupted run is kept beside the output
     ds = simulate(config, seeds=seeds, output=args.output, overwrite=args.overwrite,
                   quiet=args.quiet, theory_prediction=not args.no_theory)
@@ -177,7 +187,7 @@ def cmd_phase(args) -> None:
         if getattr(args, axis, None) is not None:
             raise ConfigError(f"{axis} is an axis of the diagram (--rows / --cols); leave "
                               f"--{axis.replace('_', '-')} unset (got {getattr(args, axis)})")
-    ds = phase_diagram(rows, cols, seeds=_seeds(args, default=defaults.SEEDS),
+    ds = phase_diagram(rows, cols, seeds=_seeds(args, default=defaults.SEEDS, config=config),
                        mu_left_ratio=args.mu_left_ratio, config=config, output=args.output,
                        overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
                        quiet=args.quiet, chains_per_chunk=args.chains_per_chunk,

@@ -18,7 +18,6 @@ import numpy as np
 from phasecore.checks import ConfigError, is_finite, is_int, require
 from springblock import dynamics as _dyn
 from springblock.checks import (
-    check_blocks,
     check_modulus,
     check_nonnegative,
     check_step,
@@ -33,6 +32,9 @@ RNGS = ("xoshiro", "legacy")
 ALGORITHMS = ("steps", "events", "auto")
 #: The step kernel counts steps in int64; a larger count needs the events algorithm.
 MAX_KERNEL_STEPS = 2**62
+#: Fewest blocks of a simulated chain: every result holds the curvature of each load curve
+#: (:mod:`phasecore.loadcurve`), which needs 3 points, layers 0..L with L >= 2.
+MIN_BLOCKS = 2
 
 #: Parameters that may differ between the chains of one kernel call (and so
 #: may be axes of a phase diagram), with the kernel's parameter-table column.
@@ -69,8 +71,9 @@ class ChainConfig:
 
     Parameters (units in brackets; the paper's symbols in parentheses):
 
-    blocks : int, >= 1
-        Number of blocks L (hidden layers). Load curves have L + 1 points.
+    blocks : int, >= 2
+        Number of blocks L (hidden layers). Load curves have L + 1 points, at
+        least 3 for their curvature (the theory's functions take L = 1 too).
     mu_right, mu_left : float, >= 0  [force]
         Sliding = maximal static friction for rightward (mu->) and leftward
         (mu<-) motion. ``mu_left=None`` means equal to ``mu_right``.
@@ -171,7 +174,11 @@ class ChainConfig:
         Noise or friction far above the spring force k |y| is allowed but
         flagged in results (``out_of_scale``), like overflow (``diverged``).
         """
-        check_blocks(self.blocks)
+        # Stricter than the theory's check_blocks (its functions take one block): a
+        # simulated chain is read by its load curve's curvature.
+        require(is_int(self.blocks) and self.blocks >= MIN_BLOCKS, "blocks",
+                f"an integer >= {MIN_BLOCKS} to simulate a chain: the curvature of its load "
+                f"curve needs the layers 0..L with L >= {MIN_BLOCKS}", self.blocks)
         require(self.dynamics in DYNAMICS, "dynamics", f"one of {', '.join(DYNAMICS)}",
                  self.dynamics)
         require(self.noise_dist in NOISE_DISTS, "noise_dist",

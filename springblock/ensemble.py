@@ -21,7 +21,7 @@ import xarray as xr
 from scipy.special import log_ndtr, ndtr
 
 from phasecore import loadcurve
-from phasecore.checks import ConfigError, check_result_size
+from phasecore.checks import ConfigError, check_result_size, require
 from phasecore.results import check_output, provenance, save
 from phasecore.store import config_hash
 from springblock import budget, runner, theory
@@ -62,17 +62,54 @@ class EnsembleResult:
     frozen: np.ndarray | None = None
 
 
-def _seed_list(seeds) -> np.ndarray:
+#: The largest seed: seeds are stored as int64 (the kernels' seed arrays, the result's
+#: ``seed`` coordinate, checkpoints), so a larger one would not be the seed asked for.
+MAX_SEED = 2**63 - 1
+#: ... with ``rng='legacy'``: numpy's legacy generator takes 32-bit seeds, and the kernel's
+#: ``np.random.seed`` (numba) wraps a larger one silently (2**32 + 5 would replay seed 5).
+MAX_LEGACY_SEED = 2**32 - 1
+
+
+def max_seed(config: ChainConfig) -> int:
+    """The largest seed ``config``'s generator takes exactly."""
+    return MAX_LEGACY_SEED if config.rng == "legacy" else MAX_SEED
+
+
+def _seed_range_text(config: ChainConfig) -> str:
+    top = max_seed(config)
+    if top == MAX_LEGACY_SEED:
+        return f"0..{top} (2**32 - 1: rng='legacy' takes 32-bit seeds)"
+    return f"0..{top} (2**63 - 1: seeds are stored as int64)"
+
+
+def _seed_list(seeds, config: ChainConfig, what: str = "seeds",
+               values_per_seed: float = 0) -> np.ndarray:
+    """Seeds as int64: a count n (seeds 0..n-1), a ``range`` (the command line's
+    ``--first-seed``) or a list of distinct integers, each in 0..:func:`max_seed`.
+
+    ``values_per_seed``: float64 numbers of the result per seed, refused above the result
+    limit (:func:`~phasecore.checks.check_result_size`, named ``what``); a count or a range
+    is refused before its seeds are built (``seeds=10**12`` would need 8 TB for them alone).
+    """
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         if seeds < 1:
             raise ConfigError(f"seeds must be a count >= 1 or a list of integers (got {seeds})")
-        return np.arange(int(seeds), dtype=np.int64)
+        seeds = range(int(seeds))
+    if isinstance(seeds, range):
+        count = max(0, -(-(seeds.stop - seeds.start) // seeds.step))  # len() stops at 2**63
+        check_result_size(what, count * values_per_seed)
+        require(count > 0 and seeds.step > 0 and seeds.start >= 0
+                and seeds[-1] <= max_seed(config), "seeds",
+                f"a count >= 1 or a range of integers in {_seed_range_text(config)}", seeds)
+        return np.arange(seeds.start, seeds.stop, seeds.step, dtype=np.int64)
     arr = np.asarray(seeds)
     valid = arr.ndim == 1 and arr.size > 0 and np.issubdtype(arr.dtype, np.integer)
-    if not valid or (arr < 0).any():
-        raise ConfigError(f"seeds must be a count >= 1 or a list of integers >= 0 (got {seeds!r})")
+    if not valid or (arr < 0).any() or arr.max() > max_seed(config):
+        raise ConfigError(f"seeds must be a count >= 1 or a list of integers in "
+                          f"{_seed_range_text(config)} (got {seeds!r})")
     if not (np.diff(arr) > 0).all() and np.unique(arr).size != arr.size:  # sorted: distinct
         raise ConfigError(f"seeds must be distinct (got {arr.tolist()!r})")
+    check_result_size(what, arr.size * values_per_seed)
     return arr.astype(np.int64)
 
 
@@ -244,7 +281,8 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
 
     ``config`` is a :class:`ChainConfig`, or pass its fields as keywords
     (``simulate(blocks=7, mu_right=0.1, mu_left=0.2, noise=0.1, seeds=64)``).
-    ``seeds``: a count n (seeds 0..n-1) or a list of integers.
+    ``seeds``: a count n (seeds 0..n-1), a ``range`` or a list of integers, each at most
+    2**63 - 1 (2**32 - 1 with ``rng='legacy'``).
 
     Before any work the memory the run needs is estimated and refused beyond
     what the machine has available (:mod:`springblock.budget`). ``output``:
@@ -274,10 +312,10 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
         config = ChainConfig(**params)
     elif params:
         config = config.replace(**params)
-    seed_values = _seed_list(seeds)
     records = config.steps // config.record_every + 1 if config.record_every else 1
-    check_result_size("seeds x recorded times" if config.record_every else "seeds",
-                      len(seed_values) * records * (config.blocks + 1))
+    seed_values = _seed_list(seeds, config,
+                             "seeds x recorded times" if config.record_every else "seeds",
+                             records * (config.blocks + 1))
     budget.check_memory(budget.simulate_memory(config, len(seed_values), theory_prediction))
     checkpoint = None
     if output is not None:

@@ -20,10 +20,10 @@ from phasecore.checks import (
     ConfigError,
     check_grid,
     check_pool_can_start,
-    check_result_size,
     parse_axis,
 )
 from phasecore.executors import validate_scheduler, validate_workers
+from phasecore.results import check_output
 from phasecore.sweeps import finish, run_chunked
 from springblock import budget, defaults, theory
 from springblock.checks import out_of_scale
@@ -110,9 +110,9 @@ def phase_diagram(
 
     rows, cols : (name, values) or a spec string ``"name=start:stop:count"``;
         names from :data:`springblock.config.CHAIN_PARAMS`.
-    seeds : count n (seeds 0..n-1) or list of integers. Cells with the same
-        seed share their noise stream (common random numbers), which makes
-        differences between cells less noisy.
+    seeds : count n (seeds 0..n-1), range or list of integers (each at most 2**63 - 1,
+        2**32 - 1 with ``rng='legacy'``). Cells with the same seed share their noise
+        stream (common random numbers), which makes differences between cells less noisy.
     mu_left_ratio : if given, mu_left = ratio * mu_right in every cell.
     config / **params : the base configuration (defaults as in :mod:`springblock.defaults`:
         L=7, k=1, step 0.01; steps default to 100 000, i.e. T = 1000).
@@ -147,10 +147,11 @@ def phase_diagram(
     elif params:
         config = config.replace(**params)
     _check_axis_matters((row_name, col_name), config)
-    seed_values = _seed_list(seeds)
+    if output is not None:  # a bad name is one line naming output, before anything else
+        check_output(output, overwrite)
     # load curves, curvatures and steps of every chain, twice while assembling
-    check_result_size("rows x cols x seeds", 2 * row_values.size * col_values.size
-                      * seed_values.size * (config.blocks + 4))
+    seed_values = _seed_list(seeds, config, "rows x cols x seeds",
+                             2 * row_values.size * col_values.size * (config.blocks + 4))
     validate_scheduler(scheduler)
     validate_workers(workers, scheduler)
     if chains_per_chunk < 1:
@@ -170,8 +171,8 @@ def phase_diagram(
     here = scheduler if n_chunks > 1 else "serial"  # one chunk always runs here
     check_pool_can_start(here)
     pool = min(workers or os.cpu_count() or 1, n_chunks) if here == "processes" else 1
-    budget.check_memory(budget.phase_memory(config, len(cells), seed_values.size,
-                                            chains_per_chunk, pool, theory_prediction))
+    budget.check_phase_memory(config, len(cells), seed_values.size, chains_per_chunk, pool,
+                              theory_prediction, processes=here == "processes")
     if not quiet:
         budget.announce("springblock phase", budget.phase_seconds(
             cell_configs, seed_values.size, here, pool, theory_prediction))

@@ -47,7 +47,7 @@ def test_phase_diagram_python_api_matches_cli_layout():
     (["simulate", "--mu-right", "-0.1"], "mu_right must be a finite number >= 0"),
     (["simulate", "--noise", "-1"], "noise must be"),
     (["simulate", "--modulus", "0"], "modulus must be > 0"),
-    (["simulate", "--blocks", "0"], "blocks must be an integer >= 1"),
+    (["simulate", "--blocks", "0"], "blocks must be an integer >= 2 to simulate a chain"),
     (["simulate", "--step", "0.6"], "step must be in (0, 0.5197"),
     (["simulate", "--dynamics", "ballistic"], "dynamics must be one of"),
     (["simulate", "--noise-dist", "cauchy"], "noise_dist must be one of"),
@@ -208,14 +208,18 @@ def test_the_python_api_refuses_what_the_command_line_refuses(monkeypatch):
     monkeypatch.setattr(budget, "available_memory", lambda: 2.0**30)
     with pytest.raises(ConfigError, match="blocks is too large for this machine"):
         simulate(blocks=10_000_000)
-    for args, config in (((7, -1), {"mu_right": -1}), ((0, 0.02), {"blocks": 0}),
-                         ((7, 0.02, 0.0), {"modulus": 0.0}), ((7, 0.02, 1.0, 0.0),
-                                                              {"target": 0.0})):
+    for args, config in (((7, -1), {"mu_right": -1}), ((7, 0.02, 0.0), {"modulus": 0.0}),
+                         ((7, 0.02, 1.0, 0.0), {"target": 0.0})):
         with pytest.raises(ConfigError) as api:
             theory.noiseless_state(*args)
         with pytest.raises(ConfigError) as cli:
             ChainConfig(**config)
         assert str(api.value) == str(cli.value)
+    # Blocks: the theory takes one, a simulated chain needs two (its load curve's curvature).
+    with pytest.raises(ConfigError, match=r"^blocks must be an integer >= 1 \(got 0\)"):
+        theory.noiseless_state(0, 0.02)
+    with pytest.raises(ConfigError, match="^blocks must be an integer >= 2 to simulate"):
+        ChainConfig(blocks=0)
     assert budget.available_memory() > 0  # this machine's, read from /proc
 
 
