@@ -126,9 +126,8 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
              "n_train": data.n_train / PAPER_N_TRAIN}
     name = max(scale, key=scale.get)
     per_chunk = part["peak"] + (WORKER_BYTES if scheduler == "processes" else 0)
-    if workers is not None and available is not None and \
-            per_chunk <= available < per_chunk * at_once:
-        name = "workers"
+    if at_once > 1 and available is not None and per_chunk <= available < per_chunk * at_once:
+        name = "workers"  # the automatic pool (one per core) too: --workers fixes it
     chunks = f"{at_once} chunks at once ({at_once} workers) of" if at_once > 1 else "a chunk of"
     what = (f"{chunks} {models} model{'s' if models > 1 else ''} ({size[0]} {size[1]}, "
             f"depth {cfg.depth}, "

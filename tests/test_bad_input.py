@@ -192,7 +192,7 @@ def test_a_generated_data_set_beyond_the_memory_is_refused_before_it_is_drawn(mo
     assert data_module.load_dataset("gmm", n_train=1000).n_train == 1000
 
 
-def test_a_pool_beyond_the_memory_is_refused_naming_workers():
+def test_a_pool_beyond_the_memory_is_refused_naming_workers(monkeypatch):
     """Every pool worker is a process of its own (Python, torch, numba): a pool of 1000
     workers over 1000 one-model chunks is refused naming ``workers`` and how many fit,
     while the same sweep on 2 workers, or serial, passes."""
@@ -206,10 +206,16 @@ def test_a_pool_beyond_the_memory_is_refused_naming_workers():
     for scheduler, workers in (("processes", 2), ("processes", 30), ("serial", None)):
         check_sweep_memory(many, data, scheduler=scheduler, workers=workers, on_cuda=False,
                            available=available)
-    # The worker's own memory counts with the default pool size too (one per core).
+    # The worker's own memory counts with the default pool size too (one per core), and a
+    # default pool that does not fit where one worker would is named as workers.
     with pytest.raises(ConfigError, match="a pool's worker 0.25 GiB of its own"):
         check_sweep_memory(many, data, scheduler="processes", workers=None, on_cuda=False,
                            available=2**20)
+    monkeypatch.setattr(memory.os, "cpu_count", lambda: 64)
+    with pytest.raises(ConfigError, match=r"^workers is too large.*64 chunks at once.*"
+                                          r"use at most 31 workers\)$"):
+        check_sweep_memory(many, data, scheduler="processes", workers=None, on_cuda=False,
+                           available=available)
 
 
 def test_refused_overwrite_leaves_the_existing_result_intact(tiny_sweep_file, capsys):
