@@ -122,7 +122,7 @@ class SweepConfig(TrainingSettings):
         # list gets an error naming the field rather than numpy's conversion error.
         object.__setattr__(self, "values", tuple(check_grid("values", self.values)))
         object.__setattr__(self, "alphas", tuple(check_grid("alphas", self.alphas)))
-        object.__setattr__(self, "seeds", seed_list(self.seeds))
+        object.__setattr__(self, "seeds", seed_list(self.seeds, at_most=defaults.MAX_SEEDS))
         object.__setattr__(self, "measures", tuple(np.atleast_1d(self.measures).tolist()))
         super().__post_init__()  # validates
         if self.models_per_chunk is None:

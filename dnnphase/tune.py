@@ -373,7 +373,7 @@ def _defaults_from(config: SweepConfig | None, knob, low, high, alpha, seeds) ->
         alpha = alphas[0]
     if seeds is None:
         seeds = config.seeds if config is not None else SEEDS
-    return knob, low, high, alpha, seed_list(seeds)
+    return knob, low, high, alpha, seed_list(seeds, at_most=defaults.MAX_SEEDS)
 
 
 def _base_config(config, settings: TuneSettings, seeds, first_values,

@@ -86,13 +86,16 @@ def check_grid(name: str, values) -> list:
 SEED_LIMIT = 2**63
 
 
-def seed_list(seeds, name: str = "seeds") -> tuple[int, ...]:
+def seed_list(seeds, name: str = "seeds", at_most: int | None = None) -> tuple[int, ...]:
     """Seeds as both packages take them: a count n >= 1 (seeds 0..n-1) or a non-empty list
     of distinct integers in [0, 2⁶³) (as the command lines' ``--seeds N``; a result labels
-    them in an int64 coordinate, where a larger one would lose its identity)."""
+    them in an int64 coordinate, where a larger one would lose its identity). ``at_most``:
+    the most seeds allowed, checked before a count's seeds are made."""
     allowed = "a count >= 1 or a non-empty list of distinct integers in [0, 2**63)"
     if is_int(seeds):
-        require(1 <= seeds <= SEED_LIMIT, name, allowed, seeds)
+        require(seeds >= 1, name, allowed, seeds)
+        require(seeds <= (SEED_LIMIT if at_most is None else at_most), name,
+                f"at most {at_most} seeds" if at_most is not None else allowed, seeds)
         return tuple(range(int(seeds)))
     require(not isinstance(seeds, (str, bytes)), name, allowed, seeds)
     try:
@@ -101,6 +104,8 @@ def seed_list(seeds, name: str = "seeds") -> tuple[int, ...]:
         listed = None
     require(listed is not None and np.ndim(listed) == 1 and len(listed) > 0
             and all(is_int(s) and 0 <= s < SEED_LIMIT for s in listed), name, allowed, seeds)
+    require(at_most is None or len(listed) <= at_most, name, f"at most {at_most} seeds",
+            len(listed))
     check_distinct(name, listed)
     return tuple(int(s) for s in listed)
 

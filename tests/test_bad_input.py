@@ -297,6 +297,9 @@ def test_seeds_are_a_count_or_a_list_as_on_the_command_line():
     assert len(SweepConfig(**TINY, seeds=limit).seeds) == limit
     with pytest.raises(ConfigError, match=f"^seeds must be at most {limit} seeds"):
         SweepConfig(**TINY, seeds=limit + 1)
+    # From Python too, before the seeds are made (10¹² of them would fill the memory).
+    with pytest.raises(ConfigError, match=f"^seeds must be at most {limit} seeds"):
+        SweepConfig(**TINY, seeds=10**12)
 
 
 @pytest.mark.parametrize("command", ["sweep", "tune"])
