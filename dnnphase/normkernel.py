@@ -163,8 +163,8 @@ class NormActDropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z, bias, gamma, beta, alpha, kept, scale, running_mean, running_var,
                 eps, momentum):
-        arrays = [_array(t) for t in (z, bias, gamma, beta, alpha, scale)]
-        z, bias, gamma, beta, alpha, scale = arrays
+        z, bias, gamma, beta, alpha, scale = (_array(t)
+                                              for t in (z, bias, gamma, beta, alpha, scale))
         stats = running_mean.numpy(), running_var.numpy()  # updated in place
         m, b, n = z.shape
         has_mask = kept is not None

@@ -142,8 +142,7 @@ class SweepConfig(TrainingSettings):
         require(len(self.values) > 0, "values", "a non-empty list", self.values)
         require(len(self.alphas) > 0, "alphas", "a non-empty list", self.alphas)
         knobs.check("alpha", self.alphas)
-        require(len(seed_list(self.seeds)) <= defaults.MAX_SEEDS, "seeds",
-                f"at most {defaults.MAX_SEEDS} seeds", len(self.seeds))
+        seed_list(self.seeds, at_most=defaults.MAX_SEEDS)
         for name in ("seeds", "values", "alphas"):  # a repeated cell would be trained twice
             check_distinct(name, getattr(self, name))
         dataset_key(self.dataset)
