@@ -19,6 +19,7 @@ from dnnphase.measure import LoadCurveRecorder, default_layers, measure_model
 from dnnphase.separation import LayerAccumulator
 from dnnphase.train import TrainConfig, train_ensemble
 from phasecore.checks import ConfigError
+from tests.rounding import assert_close_across_kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL = metrics.MEASURE_NAMES
@@ -138,8 +139,10 @@ def test_data_forms_give_the_same_result_and_splits_become_a_dimension():
     dataset = torch.utils.data.TensorDataset(x, y)
     for form in (dataset, torch.utils.data.DataLoader(dataset, batch_size=33),
                  [(x[:120], y[:120]), (x[120:], y[120:])]):
-        np.testing.assert_allclose(measure_model(model, form).load_curve, base.load_curve,
-                                   rtol=1e-9)
+        # other batch sizes run other matmul kernels on the float32 features: equal to
+        # rounding along the three Linear layers' reductions, not bit for bit
+        assert_close_across_kernels(measure_model(model, form).load_curve, base.load_curve,
+                                    torch.float32, [8, 16, 16])
     both = measure_model(model, {"train": (x[:150], y[:150]), "test": (x[150:], y[150:])})
     assert both.load_curve.dims == ("split", "measure", "layer")
     assert list(both.split.values) == ["train", "test"]
