@@ -288,6 +288,7 @@ def cmd_plot(args) -> None:
 
 def cmd_compare(args) -> None:
     from dnnphase.compare import compare, figures, summary
+    from phasecore import results
     from phasecore.panels import save_figure
     from phasecore.results import check_output_folder, load, save
 
@@ -302,15 +303,18 @@ def cmd_compare(args) -> None:
             "springblock"):
         raise ConfigError("the spring phase diagram comes first: dnnphase compare SPRING NETWORK")
     report = compare(spring, network, measure=args.measure, tolerance=args.tolerance)
-    out.mkdir(parents=True, exist_ok=True)
-    save(report, report_path, overwrite=True)
-    save_figure(figures.plot_side_by_side(spring, network, args.measure, args.tolerance),
-                out / "phase.png")
-    written = [report_path, out / "phase.png"]
+    # Every figure is drawn before anything is written: a figure that fails leaves no
+    # report behind (a report alone would make the rerun refuse without --overwrite).
+    drawn = {out / "phase.png": figures.plot_side_by_side(spring, network, args.measure,
+                                                          args.tolerance)}
     if not report.attrs["accuracy_missing"]:
-        save_figure(figures.plot_accuracy_vs_curvature(network, report, args.measure),
-                    out / "accuracy.png")
-        written.append(out / "accuracy.png")
+        drawn[out / "accuracy.png"] = figures.plot_accuracy_vs_curvature(network, report,
+                                                                         args.measure)
+    written = [report_path, *drawn]
+    with results.all_or_nothing(written, folder=out):
+        save(report, report_path, overwrite=True)
+        for path, figure in drawn.items():
+            save_figure(figure, path)
     print(summary(report))
     print(f"wrote {', '.join(map(str, written))}")
 

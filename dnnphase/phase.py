@@ -35,6 +35,7 @@ from dnnphase.schedule import own_value_used
 from dnnphase.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore import loadcurve
 from phasecore.checks import (
+    as_config,
     check_distinct,
     check_grid,
     check_pool_can_start,
@@ -322,10 +323,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ``record_every``. The test set's: ``load_curve_test``, ``curvature_test``,
     ``curvature_scaled_test`` and ``load_curve_epochs_test`` (NaN without a test set).
     """
-    if config is None:
-        cfg = SweepConfig(**params)
-    else:  # already checked by its construction; a change makes (and checks) a new one
-        cfg = config.replace(**params) if params else config
+    # a config is already checked by its construction; a change makes (and checks) a new one
+    cfg = as_config(config, SweepConfig, params)
     if output is not None:
         check_output(output, overwrite)
     data = cfg.preflight(scheduler, workers)

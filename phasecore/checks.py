@@ -53,6 +53,18 @@ def check_int(name: str, value, *, minimum: int = 0) -> int:
     return int(value)
 
 
+def as_config(config, cls, params: dict):
+    """The configuration an entry point runs: ``cls(**params)`` without ``config``, else
+    ``config`` (a ``cls``) with ``params`` replaced. Anything else where the configuration
+    goes (a dict, a path) is refused naming ``config``, not failed on deep inside."""
+    if config is None:
+        return cls(**params)
+    require(isinstance(config, cls), "config",
+            f"a {cls.__name__}, or None with its fields as keywords (a dict d: **d)",
+            type(config).__name__)
+    return config.replace(**params) if params else config
+
+
 def check_distinct(name: str, values) -> None:
     """ConfigError naming the repeated entries of ``values`` (a repeat would be computed twice)."""
     repeated = [v for v, n in Counter(values).items() if n > 1]

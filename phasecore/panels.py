@@ -9,6 +9,7 @@ on linear, and the phase boundaries between cells of different label.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import matplotlib
 
@@ -333,5 +334,11 @@ def check_figure_path(path, overwrite: bool = False):
 
 
 def save_figure(fig, path, dpi: int = 130) -> None:
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
+    """Write ``fig`` atomically (a failed write leaves no partial image under ``path``)."""
+    from phasecore.results import _replace_atomically
+
+    suffix = Path(path).suffix.lstrip(".").lower() or None
+    try:
+        _replace_atomically(Path(path), lambda tmp: fig.savefig(tmp, dpi=dpi, format=suffix))
+    finally:
+        plt.close(fig)

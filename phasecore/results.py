@@ -13,7 +13,9 @@ import importlib.metadata
 import json
 import os
 import platform
+import shutil
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import xarray as xr
@@ -31,6 +33,20 @@ NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf")
 
 class OutputExistsError(FileExistsError):
     """The output path exists and overwriting was not asked for."""
+
+
+class OutputWriteError(ConfigError):
+    """Writing an output failed (a full disk, a lost mount): nothing was left under its name,
+    and the command line says so in one line (exit code 2)."""
+
+
+def check_path(name: str, path) -> Path:
+    """A path given from Python: text or a path-like object, not empty, as a Path. A number
+    or a dict where a path goes (``output=123``) is refused naming ``name``."""
+    require(isinstance(path, (str, os.PathLike)), name, "a file name (str or pathlib.Path)",
+            path)
+    require(str(os.fspath(path)).strip() != "", name, "a file name", str(os.fspath(path)))
+    return Path(path)
 
 
 def package_versions() -> dict[str, str]:
@@ -63,8 +79,7 @@ def check_output(path, overwrite: bool = False, figure: bool = False) -> Path:
     unless ``overwrite``; a folder that is missing, is a file, or does not accept new
     files (read-only, ``/sys``, ``/proc``). Nothing is left behind.
     """
-    require(str(path).strip() != "", "output", "a file name", str(path))
-    path = Path(path)
+    path = check_path("output", path)
     if path.is_dir():
         raise OutputExistsError(f"output {str(path)!r} is a folder; give a file name")
     suffix = path.suffix.lower()
@@ -88,7 +103,9 @@ def check_output_folder(path) -> Path:
     """Check an output folder before any work (it is created later, when needed): not
     empty, not a file, and either present or creatable where its nearest existing
     parent accepts new entries. Returns it as a Path; creates nothing."""
-    require(str(path).strip() != "", "output", "a folder name", str(path))
+    require(isinstance(path, (str, os.PathLike)), "output",
+            "a folder name (str or pathlib.Path)", path)
+    require(str(os.fspath(path)).strip() != "", "output", "a folder name", str(path))
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"output must be a folder (got the file {str(path)!r})")
@@ -152,9 +169,47 @@ def _replace_atomically(path: Path, write) -> None:
     try:
         write(tmp)
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:  # netCDF4 reports a full disk as a RuntimeError
+        raise OutputWriteError(f"output {str(path)!r} could not be written ({err}); nothing "
+                               "was left under its name") from err
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_failed(err: OutputWriteError, parts: Path) -> OutputWriteError:
+    """The error of a run whose output could not be written, with what became of its
+    resumable state in ``parts`` (``<output>.parts``): an empty folder is removed; one
+    holding finished work is kept, named, for the same command to resume from once
+    there is space, rather than thrown away with hours of computing in it."""
+    parts = Path(parts)
+    if parts.is_dir() and not any(p for p in parts.iterdir()  # a store's own description
+                                  if p.name != "sweep.json" and not p.name.startswith(".")):
+        shutil.rmtree(parts, ignore_errors=True)
+    if parts.is_dir():
+        return OutputWriteError(f"{err}; the finished work is kept in {str(parts)!r}: free "
+                                "space and rerun the same command to resume")
+    return OutputWriteError(str(err))
+
+
+@contextmanager
+def all_or_nothing(paths, folder: Path | None = None):
+    """Files written together: if the block fails, those of ``paths`` it created are removed
+    (and ``folder`` if it was made for them), so no partial set is left behind for a rerun
+    to refuse. Files that existed before are left to their own atomic replacement."""
+    paths = [Path(p) for p in paths]
+    new = [p for p in paths if not p.exists()]
+    made_folder = folder is not None and not Path(folder).exists()
+    if made_folder:
+        Path(folder).mkdir(parents=True)
+    try:
+        yield
+    except BaseException:
+        for p in new:
+            p.unlink(missing_ok=True)
+        if made_folder and not any(Path(folder).iterdir()):
+            Path(folder).rmdir()
+        raise
 
 
 def write_atomic(ds: xr.Dataset, path: Path) -> None:
@@ -169,6 +224,8 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def save(ds: xr.Dataset, path, overwrite: bool = False) -> Path:
     """Write ``ds`` to NetCDF at ``path`` atomically, refusing to overwrite by default."""
+    require(isinstance(ds, xr.Dataset), "ds", "an xarray Dataset (a result to save)",
+            type(ds).__name__)
     path = check_output(path, overwrite)
     write_atomic(ds, path)
     return path
@@ -180,7 +237,7 @@ def load(path, kind: str | None = None) -> xr.Dataset:
     ``kind`` (a prefix such as "springblock.phase_diagram") checks that the file
     is the expected kind of result and raises ValueError otherwise.
     """
-    path = Path(path)
+    path = check_path("path", path)
     if not path.exists():
         raise FileNotFoundError(f"no such result file: {str(path)!r}")
     try:

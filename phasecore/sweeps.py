@@ -27,7 +27,7 @@ from phasecore.executors import (
     validate_workers,
 )
 from phasecore.progress import progress_for
-from phasecore.results import provenance, save
+from phasecore.results import OutputWriteError, provenance, save, write_failed
 from phasecore.store import ChunkStore
 
 
@@ -117,17 +117,25 @@ def run_chunked(
     if len(payloads) == 1:
         scheduler = "serial"  # a pool would only add its start-up
     store = None
-    if output is not None:
-        store = ChunkStore(output)
-        store.open(config, len(payloads), overwrite)
-    return run_sweep(compute, payloads, store, scheduler=scheduler, workers=workers,
-                     quiet=quiet, label=label), store
+    try:
+        if output is not None:
+            store = ChunkStore(output)
+            store.open(config, len(payloads), overwrite)
+        return run_sweep(compute, payloads, store, scheduler=scheduler, workers=workers,
+                         quiet=quiet, label=label), store
+    except OutputWriteError as err:  # a chunk could not be written (a full disk)
+        if store is None:
+            raise
+        raise write_failed(err, store.path) from err
 
 
 def finish(ds: xr.Dataset, kind: str, config: dict, store: ChunkStore | None) -> xr.Dataset:
     """Add provenance to an assembled sweep; with a store, save it and clear the chunks."""
     ds.attrs.update(provenance(kind, config))
     if store is not None:
-        save(ds, store.output, overwrite=True)
+        try:
+            save(ds, store.output, overwrite=True)
+        except OutputWriteError as err:
+            raise write_failed(err, store.path) from err
         store.clear()
     return ds

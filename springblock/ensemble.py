@@ -21,8 +21,8 @@ import xarray as xr
 from scipy.special import log_ndtr, ndtr
 
 from phasecore import loadcurve
-from phasecore.checks import ConfigError, check_result_size, require
-from phasecore.results import check_output, provenance, save
+from phasecore.checks import ConfigError, as_config, check_result_size, require
+from phasecore.results import OutputWriteError, check_output, provenance, save, write_failed
 from phasecore.store import config_hash
 from springblock import budget, runner, theory
 from springblock.checks import OUT_OF_SCALE, out_of_scale
@@ -308,10 +308,7 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
       infinite-time state of Eq. 8;
     * attrs: configuration, package versions, horizon, the finite-horizon note.
     """
-    if config is None:
-        config = ChainConfig(**params)
-    elif params:
-        config = config.replace(**params)
+    config = as_config(config, ChainConfig, params)
     records = config.steps // config.record_every + 1 if config.record_every else 1
     seed_values = _seed_list(seeds, config,
                              "seeds x recorded times" if config.record_every else "seeds",
@@ -330,7 +327,10 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
                           progress=None if quiet else "simulate")
     ds = _label(config, seed_values, result, theory_prediction)
     if output is not None:
-        save(ds, output, overwrite=overwrite)
+        try:
+            save(ds, output, overwrite=overwrite)
+        except OutputWriteError as err:
+            raise write_failed(err, parts_folder(output)) from err
         checkpoint.clear()
     return ds
 

@@ -18,6 +18,7 @@ import xarray as xr
 from phasecore import loadcurve
 from phasecore.checks import (
     ConfigError,
+    as_config,
     check_grid,
     check_pool_can_start,
     parse_axis,
@@ -138,14 +139,14 @@ def phase_diagram(
     horizon, overdamped only), ``stationary_force`` F*, ``relaxation_time``.
     """
     (row_name, row_values), (col_name, col_values) = _axes(rows, cols)
+    if config is not None:
+        as_config(config, ChainConfig, {})  # a dict or a path is refused before its fields
     if mu_left_ratio is not None:
         _check_ratio(mu_left_ratio, (row_name, col_name),
                      config.mu_left if config is not None else params.get("mu_left"))
     if config is None:
         params.setdefault("steps", defaults.STEPS)
-        config = ChainConfig(**params)
-    elif params:
-        config = config.replace(**params)
+    config = as_config(config, ChainConfig, params)
     _check_axis_matters((row_name, col_name), config)
     if output is not None:  # a bad name is one line naming output, before anything else
         check_output(output, overwrite)

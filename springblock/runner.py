@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from phasecore.progress import Progress
-from phasecore.results import OutputExistsError
+from phasecore.results import OutputExistsError, OutputWriteError, write_failed
 from springblock import dynamics, events
 from springblock.config import ChainConfig
 from springblock.rng import seed_states
@@ -372,6 +372,10 @@ class Checkpoint:
             with open(tmp, "wb") as out:
                 np.savez(out, digest=np.array(self.digest), **_resumable(plan, st).arrays())
             os.replace(tmp, self.path)
+        except OSError as err:  # a full disk: the earlier state, if any, stays resumable
+            raise write_failed(OutputWriteError(
+                f"the run's state {str(self.path)!r} could not be written ({err})"),
+                self.path.parent) from err
         finally:
             tmp.unlink(missing_ok=True)
         self.last = time.monotonic()

@@ -87,9 +87,11 @@ def chain_setting(spring) -> str:
     parts = []
     if config.get("mu_left_ratio") is not None:
         parts.append(f"mu<- = {fmt_value(config['mu_left_ratio'])} mu->")
-    elif "mu_left" not in axes and "mu_left" in base:
+    elif "mu_left" not in axes and base.get("mu_left") is not None:
         parts.append(f"mu<- = {fmt_value(base['mu_left'])}")
-    if "mu_right" not in axes and "mu_right" in base:
+    elif "mu_left" not in axes and "mu_left" in base:  # None: mu<- follows mu->
+        parts.append("mu<- = mu->")
+    if "mu_right" not in axes and base.get("mu_right") is not None:
         parts.append(f"mu-> = {fmt_value(base['mu_right'])}")
     if base.get("noise_dist") == "truncated":
         parts.append(f"noise bounded at {fmt_value(base.get('truncation', 2.0))} SD")

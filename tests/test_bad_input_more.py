@@ -1,0 +1,130 @@
+"""More bad input (issue 31 §3): each a one-line error naming the parameter, or a correct
+result with a warning, and nothing left behind — no half-written output, no ``.parts``."""
+
+import errno
+
+import pytest
+
+import dnnphase
+import springblock as sb
+from dnnphase.cli import main as dnnphase_main
+from phasecore import results
+from phasecore.checks import ConfigError
+from springblock.cli import main as springblock_main
+
+TINY = dict(dataset="gmm", n_train=40, depth=2, width=8, epochs=2, measures=["trace_ratio"])
+TINY_ARGS = ["--dataset", "gmm", "--n-train", "40", "--depth", "2", "--width", "8",
+             "--epochs", "1", "--seeds", "1", "--measures", "trace_ratio", "--scheduler",
+             "serial", "--quiet"]
+CHAIN = ["--blocks", "3", "--steps", "200", "--seeds", "2", "--quiet"]
+
+
+def one_line_error(capsys, prog: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"{prog}: error:") and "\n" not in err, err
+    return err
+
+
+def listing(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.fixture(scope="module")
+def diagrams(tmp_path_factory):
+    """A chain diagram made without --mu-left-ratio (mu<- follows mu->) and a sweep."""
+    folder = tmp_path_factory.mktemp("diagrams")
+    spring, network = folder / "sp.nc", folder / "net.nc"
+    assert springblock_main(["phase", "--rows", "mu_right=0:0.03:2", "--cols",
+                             "noise=0:0.02:2", *CHAIN, "-o", str(spring)]) == 0
+    dnnphase.sweep(knob="dropout", values=[0.0, 0.2], alphas=[0.0, 1.0], seeds=2,
+                   output=network, **TINY)
+    return spring, network
+
+
+# --- compare: every file or none ----------------------------------------------------------
+
+
+def test_compare_draws_a_chain_made_without_mu_left_ratio(diagrams, tmp_path, capsys):
+    """figures.chain_setting failed on mu_left None (a TypeError after report.nc was
+    written, and the rerun was then refused)."""
+    spring, network = diagrams
+    assert dnnphase_main(["compare", str(spring), str(network), "-o", str(tmp_path / "c")]) == 0
+    assert {"report.nc", "phase.png"} <= set(listing(tmp_path / "c"))
+    from dnnphase.compare.figures import chain_setting
+
+    assert chain_setting(sb.load(spring)).startswith(", mu<- = mu->")
+
+
+def test_compare_whose_figure_fails_leaves_no_report(diagrams, tmp_path, monkeypatch, capsys):
+    from phasecore import panels
+
+    def full(fig, path, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(panels.plt.Figure, "savefig", full)
+    spring, network = diagrams
+    assert dnnphase_main(["compare", str(spring), str(network), "-o",
+                          str(tmp_path / "c")]) == 2
+    assert "phase.png' could not be written" in one_line_error(capsys, "dnnphase")
+    assert listing(tmp_path) == []  # no report, no figure, no folder made for them
+
+
+# --- a full disk: the output named, nothing left under its name --------------------------
+
+
+def _full_disk(monkeypatch, exc):
+    import xarray as xr
+
+    def write(self, *args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", write)
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("NetCDF: HDF error"),
+                                 OSError(errno.ENOSPC, "No space left on device")])
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch, exc):
+    ds = sb.simulate(blocks=3, steps=10)
+    _full_disk(monkeypatch, exc)
+    with pytest.raises(results.OutputWriteError, match="x.nc' could not be written"):
+        sb.save(ds, tmp_path / "x.nc")
+    assert springblock_main(["simulate", *CHAIN, "-o", str(tmp_path / "s.nc")]) == 2
+    assert "s.nc' could not be written" in one_line_error(capsys, "springblock")
+    assert dnnphase_main(["sweep", *TINY_ARGS, "-o", str(tmp_path / "w.nc")]) == 2
+    assert "could not be written" in one_line_error(capsys, "dnnphase")
+    assert listing(tmp_path) == []  # no result, no temporary file, no .parts
+
+
+def test_a_full_disk_keeps_finished_chunks_to_resume(tmp_path, monkeypatch):
+    """Only the final write fails: the chunks (the work) are kept and named."""
+    from phasecore import sweeps
+
+    def full(ds, path, overwrite=False):
+        raise results.OutputWriteError(f"output {str(path)!r} could not be written (full)")
+
+    monkeypatch.setattr(sweeps, "save", full)
+    with pytest.raises(ConfigError, match=r"the finished work is kept in '.*w.nc.parts'"):
+        dnnphase.sweep(output=tmp_path / "w.nc", **TINY)
+    monkeypatch.undo()
+    dnnphase.sweep(output=tmp_path / "w.nc", **TINY)  # resumes
+    assert listing(tmp_path) == ["w.nc"]
+
+
+# --- the Python API: a path or a configuration of the wrong type ------------------------
+
+
+@pytest.mark.parametrize("call,fragment", [
+    (lambda: dnnphase.sweep(output=123, **TINY), "^output must be a file name"),
+    (lambda: sb.load(5), "^path must be a file name"),
+    (lambda: sb.simulate(blocks=3, steps=10, output=["x.nc"]), "^output must be a file name"),
+    (lambda: dnnphase.sweep({"knob": "dropout"}), "^config must be a SweepConfig"),
+    (lambda: sb.simulate({"blocks": 3}), "^config must be a ChainConfig"),
+    (lambda: sb.phase_diagram(("noise", [0, 0.1]), ("mu_right", [0, 0.1]), config="c.nc"),
+     "^config must be a ChainConfig"),
+    (lambda: sb.save({"a": 1}, "x.nc"), "^ds must be an xarray Dataset"),
+])
+def test_python_api_names_a_wrong_type(tmp_path, monkeypatch, call, fragment):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=fragment):
+        call()
+    assert listing(tmp_path) == []
