@@ -79,6 +79,15 @@ class Architecture:
         require(is_int(self.kernel_size) and self.kernel_size >= 1 and self.kernel_size % 2,
                 "kernel_size", "an odd integer >= 1", self.kernel_size)
         require(isinstance(self.bias, bool), "bias", "True or False", self.bias)
+        # An option of the other architecture would be stored in the result's configuration
+        # as if it had shaped the networks (as the chain refuses options that do not apply).
+        others = {"width": WIDTH} if self.arch == "cnn" else {"channels": CHANNELS,
+                                                               "kernel_size": KERNEL_SIZE}
+        for name, default in others.items():
+            require(getattr(self, name) == default, name,
+                    f"left at its default {default} with arch {self.arch!r} (it applies to "
+                    f"{'the mlp and linear networks' if name == 'width' else 'the cnn'} only)",
+                    getattr(self, name))
         if self.arch == "cnn":
             from .cnn import NORMS as CNN_NORMS
 
@@ -104,6 +113,12 @@ class Architecture:
         require(image_shape[1] % 2 == 0 and image_shape[2] % 2 == 0, "dataset",
                 "images of even height and width for the CNN (pooling then upsampling by 2)",
                 f"{dataset} {image_shape}")
+        # A kernel wider than the image sees mostly its zero padding (99 on 8 x 8 trained
+        # at chance): at most the image's shorter side.
+        side = min(image_shape[1], image_shape[2])
+        require(self.kernel_size <= side, "kernel_size",
+                f"an odd integer <= {side - 1 + side % 2} (the {dataset or 'images'}' shorter "
+                f"side is {side})", self.kernel_size)
 
     def n_layers(self) -> int:
         """Points of the load curve: the input and every hidden layer."""

@@ -182,6 +182,9 @@ class SweepConfig(TrainingSettings):
             f"{len(self.alphas)} alphas x {len(self.values)} values x {len(self.seeds)} seeds "
             f"= {n_models} networks",
             n_models * ((self.depth + 1) * (len(self.measures) + snapshots) + 8))
+        # Each network's loss at every epoch is kept (--epochs 1e12 failed allocating TiB).
+        check_result_size(f"epochs = {self.epochs} (a loss per epoch for each of {n_models} "
+                          "networks)", n_models * self.epochs, hint="fewer epochs")
 
     def architecture(self) -> Architecture:
         """The network every model of the sweep is (checked on construction)."""

@@ -176,13 +176,29 @@ def _gib(n_bytes: float) -> str:
 MAX_RESULT_BYTES = 4 * 2**30
 
 
-def check_result_size(what: str, n_values: float, limit: float = MAX_RESULT_BYTES) -> None:
+def check_result_size(what: str, n_values: float, limit: float = MAX_RESULT_BYTES,
+                      hint: str = "fewer seeds, a coarser record_every, or a smaller grid"
+                      ) -> None:
     """Refuse, before any work, a result of ``n_values`` float64 numbers above ``limit`` bytes."""
     n_bytes = 8.0 * float(n_values)
     if n_bytes > limit:
         raise ConfigError(f"{what} would make a result of {n_bytes / 2**30:.3g} GiB; at most "
-                          f"{limit / 2**30:.3g} GiB are allowed in one call (fewer seeds, a "
-                          "coarser record_every, or a smaller grid)")
+                          f"{limit / 2**30:.3g} GiB are allowed in one call ({hint})")
+
+
+#: The longest run either package starts (seconds): one year. A longer estimate means a
+#: setting far beyond what was meant (``--steps 1e30``), and such a run would never end.
+MAX_RUN_SECONDS = 365 * 86400.0
+
+
+def check_run_time(name: str, seconds: float, what: str, hint: str) -> None:
+    """Refuse, before any work, a run estimated at more than :data:`MAX_RUN_SECONDS`:
+    one line naming the parameter ``name``, ``what`` the run is and ``hint`` (how to
+    need less)."""
+    if not seconds <= MAX_RUN_SECONDS:  # NaN too
+        raise ConfigError(f"{name} is too large: {what} would take about "
+                          f"{seconds / 86400:.3g} days, more than the "
+                          f"{MAX_RUN_SECONDS / 86400:.0f} days allowed ({hint})")
 
 
 def parse_values(text: str, name: str = "values") -> np.ndarray:

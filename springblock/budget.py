@@ -31,7 +31,7 @@ from pathlib import Path
 import numba
 
 from phasecore.checks import check_memory as phasecore_check_memory
-from phasecore.checks import host_available_memory
+from phasecore.checks import check_run_time, host_available_memory
 from springblock import theory
 from springblock.config import ChainConfig
 
@@ -319,6 +319,14 @@ def describe(label: str, estimate: Estimate) -> str:
     line = (f"{label}: expected run time {format_seconds(estimate.total)} "
             f"({', '.join(parts)})")
     return line + (f"; {estimate.note}" if estimate.note else "")
+
+
+def check_time(label: str, estimate: Estimate) -> None:
+    """Refuse, before any work and quiet or not, a run beyond a year (naming steps, whose
+    count sets the kernels' time: ``--steps 1e30`` with events was ~1e17 days)."""
+    check_run_time("steps", estimate.total, label,
+                   "fewer steps or seeds; --steps inf (steps=math.inf) with --algorithm "
+                   "events or auto gives the stationary state at once")
 
 
 def announce(label: str, estimate: Estimate, stream=None) -> None:

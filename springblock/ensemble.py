@@ -314,6 +314,8 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
                              "seeds x recorded times" if config.record_every else "seeds",
                              records * (config.blocks + 1))
     budget.check_memory(budget.simulate_memory(config, len(seed_values), theory_prediction))
+    estimate = budget.simulate_seconds(config, len(seed_values), theory_prediction)
+    budget.check_time("springblock simulate", estimate)
     checkpoint = None
     if output is not None:
         output = check_output(output, overwrite)
@@ -321,8 +323,7 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
         checkpoint = runner.Checkpoint(parts_folder(output) / "chains.npz", digest)
         checkpoint.open(overwrite)
     if not quiet:
-        budget.announce("springblock simulate", budget.simulate_seconds(
-            config, len(seed_values), theory_prediction))
+        budget.announce("springblock simulate", estimate)
     result = run_ensemble([config] * len(seed_values), seed_values, checkpoint=checkpoint,
                           progress=None if quiet else "simulate")
     ds = _label(config, seed_values, result, theory_prediction)

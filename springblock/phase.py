@@ -174,9 +174,11 @@ def phase_diagram(
     pool = min(workers or os.cpu_count() or 1, n_chunks) if here == "processes" else 1
     budget.check_phase_memory(config, len(cells), seed_values.size, chains_per_chunk, pool,
                               theory_prediction, processes=here == "processes")
+    estimate = budget.phase_seconds(cell_configs, seed_values.size, here, pool,
+                                    theory_prediction)
+    budget.check_time("springblock phase", estimate)
     if not quiet:
-        budget.announce("springblock phase", budget.phase_seconds(
-            cell_configs, seed_values.size, here, pool, theory_prediction))
+        budget.announce("springblock phase", estimate)
     payloads = [
         {"cells": cells[k:k + per_chunk], "seeds": seed_values.tolist(),
          "theory": theory_prediction,

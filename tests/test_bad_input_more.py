@@ -128,3 +128,53 @@ def test_python_api_names_a_wrong_type(tmp_path, monkeypatch, call, fragment):
     with pytest.raises(ConfigError, match=fragment):
         call()
     assert listing(tmp_path) == []
+
+
+# --- runs that would never end: refused before any work ------------------------------------
+
+
+def test_a_chain_run_beyond_a_year_is_refused_naming_steps(tmp_path, capsys):
+    """``--steps 1e30 --algorithm events`` printed ~1e17 days and ran (silently with
+    --quiet or from Python)."""
+    for command, fast in (("simulate", ["--noise", "0.1", "--mu-right", "0.1"]),
+                          ("phase", ["--rows", "mu_right=0.1:0.2:2", "--cols",
+                                     "noise=0.1:0.2:2"])):
+        assert springblock_main([command, "--steps", "1e30", *fast, "--algorithm", "events",
+                                 "--quiet", "-o", str(tmp_path / "x.nc")]) == 2
+        err = one_line_error(capsys, "springblock")
+        assert err.startswith("springblock: error: steps is too large:") and \
+            "more than the 365 days allowed" in err, err
+    with pytest.raises(ConfigError, match="^steps is too large"):
+        sb.simulate(steps=10**30, noise=0.1, mu_right=0.1, algorithm="events")
+    assert listing(tmp_path) == []
+
+
+def test_a_sweep_whose_loss_history_cannot_fit_is_refused_naming_epochs(tmp_path, capsys):
+    """--epochs 1e12 failed allocating 7-22 TiB for the loss per epoch, leaving .parts."""
+    assert dnnphase_main(["sweep", *TINY_ARGS, "--epochs", str(10**12), "-o",
+                          str(tmp_path / "w.nc")]) == 2
+    assert one_line_error(capsys, "dnnphase").startswith(
+        "dnnphase: error: epochs = 1000000000000 (a loss per epoch")
+    assert dnnphase_main(["tune", "--knob", "dropout", "--dataset", "gmm", "--epochs",
+                          str(10**12), "--quiet", "-o", str(tmp_path / "t.nc")]) == 2
+    assert "error: epochs = 1000000000000" in one_line_error(capsys, "dnnphase")
+    assert listing(tmp_path) == []
+
+
+# --- network options that do not apply, or cannot work ------------------------------------
+
+
+@pytest.mark.parametrize("options,fragment", [
+    (["--arch", "mlp", "--channels", "4"], "channels must be left at its default 16 with "
+                                           "arch 'mlp'"),
+    (["--arch", "linear", "--kernel-size", "5"], "kernel_size must be left at its default 3"),
+    (["--arch", "cnn", "--width", "5"], "width must be left at its default 100 with arch 'cnn'"),
+    (["--arch", "cnn", "--kernel-size", "99"], "kernel_size must be an odd integer <= 7 (the "
+                                               "digits' shorter side is 8)"),
+])
+def test_network_options_that_do_not_apply_are_refused(tmp_path, capsys, options, fragment):
+    args = ["--dataset", "digits", "--n-train", "40", "--depth", "2", "--epochs", "1",
+            "--seeds", "1", "--scheduler", "serial", "--quiet", *options]
+    assert dnnphase_main(["sweep", *args, "-o", str(tmp_path / "w.nc")]) == 2
+    assert fragment in one_line_error(capsys, "dnnphase")
+    assert listing(tmp_path) == []
