@@ -204,6 +204,10 @@ def geometric(neg_log_q, log_p, s0, s1, s2, s3):
     Inversion, G = 1 + floor(E / -log(1-p)) with E exponential. ``neg_log_q``
     is -log(1-p) (inf: p = 1); where it underflows to 0, ``log_p`` carries p
     (-inf: p = 0, G = inf), so that p = 1e-400 works as well as p = 0.1.
+
+    ``np.floor``, not ``math.floor``: numba's math.floor returns an int64, and waits beyond
+    2^63 steps (p = e^-600 gives ~1e260) then overflow — undefined, so the result depended
+    on the CPU the kernel was compiled for (-9.2e18 for a generic x86-64, right with AVX-512).
     """
     if neg_log_q == 0.0:
         if log_p == -_INF:
@@ -212,9 +216,9 @@ def geometric(neg_log_q, log_p, s0, s1, s2, s3):
         e = -math.log(u)
         if e == 0.0:
             return 1.0, s0, s1, s2, s3
-        return 1.0 + math.floor(math.exp(math.log(e) - log_p)), s0, s1, s2, s3
+        return 1.0 + np.floor(math.exp(math.log(e) - log_p)), s0, s1, s2, s3
     u, s0, s1, s2, s3 = next_uniform(s0, s1, s2, s3)
-    return 1.0 + math.floor(-math.log(u) / neg_log_q), s0, s1, s2, s3
+    return 1.0 + np.floor(-math.log(u) / neg_log_q), s0, s1, s2, s3
 
 
 # --- one block's move probabilities -------------------------------------------
