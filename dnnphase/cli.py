@@ -274,14 +274,13 @@ def cmd_sweep(args) -> None:
 
 
 def cmd_plot(args) -> None:
+    from dnnphase.compare.alignment import check_network
     from dnnphase.plotting import plot_sweep, save_figure
     from phasecore.results import load
 
     out = check_figure_path(args.output, args.overwrite)
     ds = load(args.input, kind="dnnphase.sweep")
-    if args.measure not in ds["measure"].values:
-        raise ConfigError(f"measure must be one of {', '.join(map(str, ds['measure'].values))} "
-                          f"(the measures in this file; got {args.measure!r})")
+    check_network(ds, args.measure)  # as compare and fit: a file cut short is named
     save_figure(plot_sweep(ds, args.measure, args.tolerance), out)
     print(f"wrote {out}")
 

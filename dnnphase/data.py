@@ -18,11 +18,9 @@ the same arguments always give identical arrays.
 from __future__ import annotations
 
 import functools
-import gzip
 import inspect
 import pickle
 import random
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from dnnphase.defaults import DATASET
+from dnnphase.idx import FILES as _IDX_FILES
+from dnnphase.idx import read_idx as _read_idx
 from phasecore.checks import ConfigError, check_int, check_memory, host_available_memory, require
 
 #: Images are resized in chunks of this many, to bound peak memory on full CIFAR-10.
@@ -487,26 +487,6 @@ def _candidate_dirs(root, subdirs: tuple[str, ...]) -> list[Path]:
 
 
 # IDX type codes (http://yann.lecun.com/exdb/mnist/, "THE IDX FILE FORMAT"); big-endian.
-_IDX_TYPES = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
-_IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
-
-
-def _read_idx(path: Path) -> np.ndarray:
-    """Read an IDX file (optionally gzipped): 2 zero bytes, type code, ndim, dims, data."""
-    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 4 or raw[:2] != b"\0\0" or raw[2] not in _IDX_TYPES:
-        raise ValueError(f"{path} is not an IDX file (bad magic number)")
-    ndim = raw[3]
-    header = 4 + 4 * ndim
-    dims = struct.unpack(f">{ndim}I", raw[4:header])
-    dtype = np.dtype(_IDX_TYPES[raw[2]])
-    if len(raw) - header != int(np.prod(dims)) * dtype.itemsize:
-        raise ValueError(f"{path}: IDX header says shape {dims} but the data size does not match")
-    return np.frombuffer(raw, dtype, offset=header).reshape(dims)
-
-
 def _find_idx_files(name: str, root, subdir: str) -> list[Path]:
     """The four IDX paths (plain or .gz) from the first candidate directory that has all."""
     searched = _candidate_dirs(root, (subdir,))

@@ -10,8 +10,7 @@ import numpy as np
 
 from dnnphase import knobs
 from dnnphase.defaults import MEASURE
-from phasecore.checks import is_finite, require
-from phasecore.loadcurve import PHASE_TOLERANCE, phase_label, separates
+from phasecore.loadcurve import PHASE_TOLERANCE, check_tolerance, phase_label, separates
 from phasecore.panels import PhasePanel, plot_phase_grid, save_figure
 
 __all__ = ["normalised", "sweep_panels", "plot_sweep", "save_figure"]
@@ -41,8 +40,7 @@ def sweep_panels(ds, measure: str = MEASURE, tolerance: float = PHASE_TOLERANCE)
     curve does not separate the classes (:func:`phasecore.loadcurve.separates`) are
     hatched in the curvature panel and left out of the boundaries.
     """
-    require(is_finite(tolerance) and tolerance >= 0, "tolerance", "a finite number >= 0",
-            tolerance)
+    check_tolerance(tolerance)
     knob = ds.attrs["knob"]
     sub = ds.sortby("alpha").sel(measure=measure)
     train = sub["load_curve"].mean("seed", skipna=True).values

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from phasecore.checks import is_finite, require
+
 #: Relative size of the total drop D_0 - D_L below which the scale-free
 #: curvature is undefined (NaN): dividing by a near-zero drop amplifies noise
 #: into huge values.
@@ -95,11 +97,21 @@ def linearity(load_curve) -> dict[str, np.ndarray]:
 PHASE_TOLERANCE = 0.05
 
 
+def check_tolerance(tolerance) -> float:
+    """The linear band's half-width: in [0, 1). An exact parabola's scale-free curvature
+    is +-1, so a band of 1 or more calls every clearly curved load curve linear (and a
+    report's text would then contradict its own figures)."""
+    require(is_finite(tolerance) and 0 <= tolerance < 1, "tolerance",
+            "a number in [0, 1) (an exact parabola's scale-free curvature is +-1)", tolerance)
+    return float(tolerance)
+
+
 def phase_label(curv_scaled, tolerance: float = PHASE_TOLERANCE) -> np.ndarray:
     """-1 concave, 0 linear, +1 convex from a scale-free curvature; NaN stays NaN.
 
     ``tolerance`` is the half-width of the band around zero called linear.
     """
+    check_tolerance(tolerance)
     c = np.asarray(curv_scaled, dtype=np.float64)
     label = np.sign(c) * (np.abs(c) > tolerance)
     return np.where(np.isnan(c), np.nan, label)

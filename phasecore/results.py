@@ -253,6 +253,21 @@ def load(path, kind: str | None = None) -> xr.Dataset:
     return ds
 
 
+def check_variables(ds: xr.Dataset, needed: dict, what: str) -> None:
+    """ValueError (one line) unless ``ds`` holds every variable of ``needed`` with at least
+    the dimensions it lists: a result file edited or cut short is named, not failed on
+    with a KeyError inside a figure."""
+    missing = [name for name in needed if name not in ds.variables]
+    if missing:
+        raise ValueError(f"{what} lacks the variable(s) {', '.join(missing)}: not a complete "
+                         "result of its kind")
+    for name, dims in needed.items():
+        lacking = [d for d in dims if d not in ds[name].dims]
+        if lacking:
+            raise ValueError(f"{what}: {name} lacks the dimension(s) {', '.join(lacking)} "
+                             f"(has {', '.join(map(str, ds[name].dims)) or 'none'})")
+
+
 def config_of(ds: xr.Dataset) -> dict:
     """The configuration a result was made with (from its attrs)."""
     return json.loads(ds.attrs["config"])

@@ -197,17 +197,36 @@ def cmd_phase(args) -> None:
               f"{ds.sizes['seed']} seeds")
 
 
+#: What each kind of result needs to be drawn: variables and their dimensions.
+PLOT_NEEDS = {
+    "springblock.phase_diagram": {"load_curve": ("seed", "layer"), "curvature_scaled": ("seed",),
+                                  "horizon": ()},
+    "springblock.simulate": {"load_curve": ("seed", "layer")},
+}
+#: ... and a simulation's trajectory, where it has one (plot_trajectory names its absence).
+TRAJECTORY_NEEDS = {"trajectory": ("seed", "time", "layer"), "time": ()}
+
+
 def cmd_plot(args) -> None:
-    from phasecore.results import load
+    from phasecore.results import check_variables, load
     from springblock import plotting
 
     out = check_figure_path(args.output, args.overwrite)
     ds = load(args.input)
     kind = str(ds.attrs.get("kind", "no recognised result"))
-    if not kind.startswith("springblock."):
+    needed = PLOT_NEEDS.get(kind)
+    if needed is None:
         raise ConfigError(f"input must be a result of springblock simulate or phase (got "
                           f"{kind!r} in {args.input})")
-    if ds.attrs["kind"] == "springblock.phase_diagram":
+    check_variables(ds, needed, f"{args.input} ({kind})")
+    if "trajectory" in ds.variables:
+        check_variables(ds, TRAJECTORY_NEEDS, f"{args.input} ({kind})")
+    if kind == "springblock.phase_diagram":
+        dims = ds["load_curve"].dims
+        if len(dims) != 4:  # rows, cols, seed, layer
+            raise ValueError(f"{args.input} ({kind}): load_curve has the dimensions "
+                             f"{', '.join(map(str, dims))}, not a grid's rows, cols, seed, "
+                             "layer")
         grid = set(ds["curvature_scaled"].dims) - {"seed"}
         shades = [name for name, v in ds.data_vars.items() if v.dtype.kind in "fiub"
                   and set(v.dims) - {"seed"} == grid]

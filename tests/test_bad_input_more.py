@@ -178,3 +178,92 @@ def test_network_options_that_do_not_apply_are_refused(tmp_path, capsys, options
     assert dnnphase_main(["sweep", *args, "-o", str(tmp_path / "w.nc")]) == 2
     assert fragment in one_line_error(capsys, "dnnphase")
     assert listing(tmp_path) == []
+
+
+# --- damaged or edited input files ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage,fragment", [
+    (lambda raw: raw[: len(raw) // 2], "is a damaged gzip file"),  # a download cut short
+    (lambda raw: b"\x1f\x8b" + bytes(20), "is a damaged gzip file"),
+    (lambda raw: __import__("gzip").compress(b"\x00\x00\x08\x03\x00"), "IDX header cut short"),
+])
+def test_a_damaged_idx_file_is_named(tmp_path, capsys, damage, fragment):
+    """A truncated gzipped IDX file was an EOFError traceback."""
+    import gzip
+
+    import numpy as np
+
+    arrays = {"train-images-idx3-ubyte": np.zeros((20, 28, 28), np.uint8),
+              "train-labels-idx1-ubyte": np.arange(20, dtype=np.uint8) % 10,
+              "t10k-images-idx3-ubyte": np.zeros((4, 28, 28), np.uint8),
+              "t10k-labels-idx1-ubyte": np.arange(4, dtype=np.uint8)}
+    import struct
+
+    for name, a in arrays.items():
+        raw = bytes([0, 0, 8, a.ndim]) + struct.pack(f">{a.ndim}I", *a.shape) + a.tobytes()
+        (tmp_path / (name + ".gz")).write_bytes(gzip.compress(raw))
+    bad = tmp_path / "train-images-idx3-ubyte.gz"
+    bad.write_bytes(damage(bad.read_bytes()))
+    out = tmp_path / "out"
+    out.mkdir()
+    assert dnnphase_main(["sweep", "--dataset", "mnist", "--root", str(tmp_path),
+                          "--n-train", "20", "--depth", "2", "--epochs", "1", "--seeds", "1",
+                          "--quiet", "-o", str(out / "w.nc")]) == 2
+    err = one_line_error(capsys, "dnnphase")
+    assert "train-images-idx3-ubyte.gz" in err and fragment in err, err
+    assert listing(out) == []
+
+
+def _edited(src, path, drop=(), kind=None):
+    import xarray as xr
+
+    ds = xr.load_dataset(src).drop_vars(list(drop))
+    if kind is not None:
+        ds.attrs["kind"] = kind
+    ds.to_netcdf(path)
+    return path
+
+
+@pytest.mark.parametrize("which,drop,kind,fragment", [
+    ("spring", ["curvature_scaled"], None, "lacks the variable(s) curvature_scaled"),
+    ("spring", ["horizon"], None, "lacks the variable(s) horizon"),
+    ("spring", [], "springblock.something", "input must be a result of springblock simulate"),
+    ("simulate", [], "springblock.phase_diagram", "not a grid's rows, cols, seed, layer"),
+    ("simulate", ["time"], None, "lacks the variable(s) time"),
+])
+def test_springblock_plot_names_what_an_edited_file_lacks(diagrams, tmp_path, capsys, which,
+                                                          drop, kind, fragment):
+    src = diagrams[0]
+    if which == "simulate":
+        src = tmp_path / "sim.nc"
+        sb.save(sb.simulate(blocks=3, steps=100, seeds=2, record_every=50), src)
+    edited = _edited(src, tmp_path / "e.nc", drop, kind)
+    assert springblock_main(["plot", str(edited), "-o", str(tmp_path / "e.png")]) == 2
+    assert fragment in one_line_error(capsys, "springblock")
+    assert not (tmp_path / "e.png").exists()
+
+
+@pytest.mark.parametrize("drop,fragment", [
+    (["test_accuracy"], "network sweep lacks variables: test_accuracy"),
+    (["curvature_scaled"], "network sweep lacks variables: curvature_scaled"),
+])
+def test_dnnphase_plot_names_what_an_edited_file_lacks(diagrams, tmp_path, capsys, drop,
+                                                       fragment):
+    edited = _edited(diagrams[1], tmp_path / "e.nc", drop)
+    assert dnnphase_main(["plot", str(edited), "-o", str(tmp_path / "e.png")]) == 2
+    assert fragment in one_line_error(capsys, "dnnphase")
+    assert not (tmp_path / "e.png").exists()
+
+
+@pytest.mark.parametrize("tolerance", ["1e9", "1", "-0.1", "nan"])
+def test_a_linear_band_wider_than_a_parabola_is_refused(diagrams, tmp_path, capsys,
+                                                        tolerance):
+    spring, network = diagrams
+    assert dnnphase_main(["plot", str(network), "--tolerance", tolerance, "-o",
+                          str(tmp_path / "p.png")]) == 2
+    assert "tolerance must be a number in [0, 1)" in one_line_error(capsys, "dnnphase")
+    assert dnnphase_main(["compare", str(spring), str(network), "--tolerance", tolerance,
+                          "-o", str(tmp_path / "c")]) == 2
+    assert "tolerance must be a number in [0, 1)" in one_line_error(capsys, "dnnphase")
+    assert listing(tmp_path) == []

@@ -42,8 +42,8 @@ from dnnphase.compare.alignment import (
 from dnnphase.compare.peaks import accuracy_peak, sweep_row_peaks
 from dnnphase.defaults import MEASURE
 from dnnphase.knobs import larger_is_noisier
-from phasecore.checks import ConfigError, is_finite, require
-from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
+from phasecore.checks import is_finite, require
+from phasecore.loadcurve import PHASE_TOLERANCE, check_tolerance, phase_label
 from phasecore.results import as_result
 
 
@@ -64,8 +64,7 @@ def compare(spring, network, *, measure: str = MEASURE,
     network = as_result(network, "network", "dnnphase.sweep")
     check_spring(spring)
     check_network(network, measure)
-    if not (np.isfinite(tolerance) and tolerance >= 0):
-        raise ConfigError(f"tolerance must be a finite number >= 0 (got {tolerance})")
+    check_tolerance(tolerance)
     net = oriented_network(network, measure)
     chain = oriented_spring(spring)
     for what, cells in (("network", net), ("chain", chain)):
