@@ -24,6 +24,7 @@ import torch
 import xarray as xr
 from torch import nn
 
+from dnnphase.data import MIN_PER_CLASS
 from dnnphase.defaults import MEASURE, SWEEP_MEASURES
 from dnnphase.metrics import FUZZINESS_RCOND, check_measures
 from dnnphase.separation import LayerAccumulator
@@ -118,6 +119,9 @@ def _batch(batch) -> tuple[Any, torch.Tensor]:
     require(y.ndim == 1 and y.shape[0] == n, "labels",
             f"a 1-D tensor of one class label per input ({n})", tuple(y.shape))
     require(not y.is_floating_point(), "labels", "integer class labels", y.dtype)
+    # -1 is many libraries' "ignore this sample": here it would be one more class
+    require(y.numel() == 0 or int(y.min()) >= 0, "labels", "class labels >= 0",
+            int(y.min()) if y.numel() else None)
     return x, y
 
 
@@ -193,6 +197,9 @@ class _Features:
 
 def _device_and_dtype(model: nn.Module) -> tuple[torch.device, torch.dtype | None]:
     for t in [*model.parameters(), *model.buffers()]:
+        require(t.device.type != "meta", "model", "a model whose weights are on a real device "
+                "(a meta-device model has none: model.to_empty(device='cpu') and load them)",
+                "on the meta device")
         return t.device, (t.dtype if t.is_floating_point() else None)
     return torch.device("cpu"), None
 
@@ -213,12 +220,18 @@ def _measure_split(features: _Features, source: Iterable, measures, rcond, devic
                    dtype) -> tuple[np.ndarray, int]:
     """Both passes over one split: (n_measures, n_layers) float64 and N."""
     acc: list[LayerAccumulator] | None = None
-    n_total = 0
+    n_total, n_bad, counts = 0, 0, {}
     for pass_ in (1, 2):
         for batch in source:
             x, y = _batch(batch)
             n = y.shape[0]
-            feats = features(_to_model(x, device, dtype), n)
+            x = _to_model(x, device, dtype)
+            if pass_ == 1:
+                if isinstance(x, torch.Tensor) and x.is_floating_point():
+                    n_bad += int((~torch.isfinite(x)).sum())
+                for label, count in zip(*torch.unique(y, return_counts=True), strict=True):
+                    counts[int(label)] = counts.get(int(label), 0) + int(count)
+            feats = features(x, n)
             y = y.to(feats[0].device)
             if acc is None:
                 acc = [LayerAccumulator(measures, rcond) for _ in feats]
@@ -230,6 +243,12 @@ def _measure_split(features: _Features, source: Iterable, measures, rcond, devic
             n_total += n if pass_ == 1 else 0
         require(acc is not None, "data", "at least one batch of samples", 0)
         if pass_ == 1:
+            # One NaN input makes every class mean, so every layer's value, NaN.
+            require(n_bad == 0, "data", "finite inputs", f"{n_bad} NaN or infinite value(s)")
+            short = {label: c for label, c in counts.items() if c < MIN_PER_CLASS}
+            require(not short, "labels", f"at least {MIN_PER_CLASS} samples of every class (a "
+                    "class's spread needs two)",
+                    ", ".join(f"class {k} has {v}" for k, v in sorted(short.items())))
             for a in acc:
                 a.end_means()
     return torch.stack([a.values()[0] for a in acc], dim=1).cpu().numpy(), n_total

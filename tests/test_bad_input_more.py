@@ -267,3 +267,45 @@ def test_a_linear_band_wider_than_a_parabola_is_refused(diagrams, tmp_path, caps
                           "-o", str(tmp_path / "c")]) == 2
     assert "tolerance must be a number in [0, 1)" in one_line_error(capsys, "dnnphase")
     assert listing(tmp_path) == []
+
+
+# --- measure_model: inputs and labels that would give a silent NaN or a wrong curve -------
+
+
+def _small_model():
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 8),
+                               torch.nn.ReLU(), torch.nn.Linear(8, 3))
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda x, y: x.__setitem__((3, 1), float("nan")), r"data must be finite inputs \(got '1 NaN"),
+    (lambda x, y: x.__setitem__((0, 0), float("inf")), "data must be finite inputs"),
+    (lambda x, y: y.__setitem__(0, 99), "labels must be at least 2 samples of every class .*"
+                                        "'class 99 has 1'"),
+    (lambda x, y: y.__setitem__(0, -1), r"labels must be class labels >= 0 \(got -1\)"),
+    (lambda x, y: y.__setitem__(slice(0, 2), [5, 1]), "class 5 has 1"),
+])
+def test_measure_model_refuses_what_would_be_a_silent_nan_or_a_wrong_class(edit, fragment):
+    import numpy as np
+
+    from dnnphase.measure import measure_model
+
+    x = np.random.default_rng(0).normal(size=(30, 4)).astype(np.float32)
+    y = np.arange(30) % 3
+    edit(x, y)
+    with pytest.raises(ConfigError, match=fragment):
+        measure_model(_small_model(), (x, y), measures=["trace_ratio"])
+
+
+def test_measure_model_names_a_meta_device_model():
+    import numpy as np
+
+    from dnnphase.measure import measure_model
+
+    x, y = np.zeros((6, 4), np.float32), np.arange(6) % 3
+    with pytest.raises(ConfigError, match="^model must be a model whose weights are on a real "
+                                          "device"):
+        measure_model(_small_model().to("meta"), (x, y), measures=["trace_ratio"])
