@@ -309,3 +309,23 @@ def test_measure_model_names_a_meta_device_model():
     with pytest.raises(ConfigError, match="^model must be a model whose weights are on a real "
                                           "device"):
         measure_model(_small_model().to("meta"), (x, y), measures=["trace_ratio"])
+
+
+# --- tune ------------------------------------------------------------------------------------
+
+
+def test_tune_names_values_that_diverged_instead_of_calling_every_value_convex(tmp_path):
+    """``tune --high 1e300`` said "convex at every value" when 2 of 3 values diverged."""
+    from dnnphase.tune import tune
+
+    with pytest.warns(UserWarning, match="2 of 3 values tried gave no finite curvature"):
+        ds = tune(knob="lr", low=1e-3, high=1e300, rounds=1, seeds=2, dataset="gmm",
+                  n_train=40, depth=2, width=8, epochs=3, scheduler="serial")
+    assert "at every value with a finite curvature (2 of 3 values tried" in ds.attrs["note"]
+
+
+def test_tune_names_a_dict_given_as_its_config():
+    from dnnphase.tune import tune
+
+    with pytest.raises(ConfigError, match="^config must be a SweepConfig"):
+        tune({"knob": "lr"}, knob="lr")
