@@ -329,3 +329,19 @@ def test_tune_names_a_dict_given_as_its_config():
 
     with pytest.raises(ConfigError, match="^config must be a SweepConfig"):
         tune({"knob": "lr"}, knob="lr")
+
+
+def test_fit_says_where_the_effective_force_is_minus_infinity(diagrams):
+    """Chance-level networks wrote effective_force = -inf without a word."""
+    import numpy as np
+    import xarray as xr
+
+    from dnnphase.compare import fit_chain
+
+    network = xr.load_dataset(diagrams[1])
+    curve = network["load_curve"].values
+    curve[..., 1:] = 0.0  # all the separation at once: more convex than any equal-force chain
+    network["load_curve"].values = curve
+    with pytest.warns(UserWarning, match=r"of \d+ cells are more convex than any equal-force"):
+        fit = fit_chain(network)
+    assert np.isneginf(fit["effective_force"].values).any()

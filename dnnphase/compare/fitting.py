@@ -11,6 +11,7 @@ the one place both ``dnnphase fit`` and ``reproduce`` fit a sweep.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import xarray as xr
@@ -118,4 +119,11 @@ def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
               "options": dict(fit_options)}
     fit.attrs.update(provenance("dnnphase.fit", config))
     fit.attrs["knob"] = network.attrs["knob"]
+    if "effective_force" in fit:
+        convex = np.isneginf(fit["effective_force"].values)
+        if convex.any():  # -inf is right, but unexplained it reads as a failed fit
+            warnings.warn(f"{int(convex.sum())} of {convex.size} cells are more convex than any "
+                          "equal-force chain (effective_force = -inf there; networks that "
+                          "barely separate their classes, e.g. at chance accuracy, do this)",
+                          stacklevel=2)
     return fit
