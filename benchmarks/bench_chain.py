@@ -31,7 +31,8 @@ import time
 import numba
 import numpy as np
 
-from springblock import dynamics, events, rng
+from springblock import dynamics, events
+from springblock import randomness as rng
 from springblock.config import ChainConfig
 
 L = 7

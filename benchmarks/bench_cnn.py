@@ -1,4 +1,4 @@
-"""Speed of M stacked CNNs (dnnphase.cnn.EnsembleCNN) against a loop over M single CNNs.
+"""Speed of M stacked CNNs (dnnphase.networks.cnn.EnsembleCNN) against a loop over M single CNNs.
 
 Paper configuration (supplement Fig. S2): 10 × 10 single-channel images, 7 conv layers
 (3 × 3, 20 channels, BatchNorm, LeakyReLU, 2 × 2 max-pool + ×2 upsampling), a Linear
@@ -9,13 +9,13 @@ data: speed does not depend on the values. Everything on 1 thread
 machine's cores scales.
 
 Printed, all measured in this run (never asserted: the machine is shared), for
-M = 4, 8 and 16 (and M = 1: the CPU stack size that ``dnnphase.train.default_stack_size``
+M = 4, 8 and 16 (and M = 1: the CPU stack size that ``dnnphase.training.train.default_stack_size``
 gives today for this width, 20·10·10 units per layer), as milliseconds per model and step
 (best of a few repetitions):
 
-* stack: one :class:`~dnnphase.cnn.EnsembleCNN` (grouped convolutions, channels-last) and
-  the trainer's :class:`~dnnphase.optim.StackedOptimizer` (one Adam call for all models);
-* loop: M single :class:`~dnnphase.cnn.CNN` s one after the other, each with its own
+* stack: one :class:`~dnnphase.networks.cnn.EnsembleCNN` (grouped convolutions, channels-last) and
+  the trainer's :class:`~dnnphase.training.optim.StackedOptimizer` (one Adam call for all models);
+* loop: M single :class:`~dnnphase.networks.cnn.CNN` s one after the other, each with its own
   ``torch.optim.Adam`` — the plain recipe, in PyTorch's default memory format;
 * loop, channels-last: the same loop with the models and inputs in channels-last memory
   format, which splits the stack's gain into the memory format's and the stacking's;
@@ -37,9 +37,9 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from dnnphase.cnn import CNN, EnsembleCNN
-from dnnphase.optim import StackedOptimizer
-from dnnphase.stack import row_mean
+from dnnphase.networks.cnn import CNN, EnsembleCNN
+from dnnphase.networks.stack import row_mean
+from dnnphase.training.optim import StackedOptimizer
 
 IMAGE, N_CLASSES, DEPTH, CHANNELS, KERNEL = (1, 10, 10), 10, 7, 20, 3
 D_IN = IMAGE[0] * IMAGE[1] * IMAGE[2]
@@ -58,7 +58,7 @@ def batches(n: int, m: int, batch: int, seed: int = 1) -> torch.Tensor:
 
 
 def stack_step(m: int, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor) -> Callable:
-    """One training step of m stacked CNNs, as :mod:`dnnphase.loop` takes it."""
+    """One training step of m stacked CNNs, as :mod:`dnnphase.training.loop` takes it."""
     ens = EnsembleCNN.init(m, IMAGE, N_CLASSES, seeds=range(m), depth=DEPTH,
                            channels=CHANNELS, kernel_size=KERNEL).train()
     opt = StackedOptimizer(list(ens.parameters()), [LR] * m)

@@ -5,8 +5,8 @@
 
 Times the four default measures (trace ratio, fuzziness, CDNV, NCC) of M
 models × L+1 layers of (2560, 100) float32 features, as a sweep chunk produces
-them: ``dnnphase.metrics.load_curve`` (the numpy reference, one model and one
-measure at a time) against ``dnnphase.separation.measure_layers`` (all models,
+them: ``dnnphase.measures.separation_numpy.load_curve`` (the numpy reference, one model and one
+measure at a time) against ``dnnphase.measures.separation_torch.measure_layers`` (all models,
 layers and measures in one call), on one thread, idle and while another
 process keeps one core busy. ``--two-threads`` adds runs with 2 threads for
 numpy's BLAS and torch (torch's measures pin themselves to one CPU thread;

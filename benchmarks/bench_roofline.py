@@ -1,7 +1,7 @@
 """Roofline of the batched trainer on one CPU thread: achieved GFLOP/s and where a step goes.
 
 For each configuration (the paper's knobs at their shapes, and the batch sizes at several
-stack sizes M) :func:`dnnphase.train.train_ensemble` trains one stack of M models on
+stack sizes M) :func:`dnnphase.training.train.train_ensemble` trains one stack of M models on
 random data of the paper's shapes (7 hidden layers of width 100 + the output Linear to 10
 classes, 100 inputs, Adam, float32; early stopping off, so every step runs), and this
 prints, all measured in this run (never asserted: the machine may be shared):
@@ -17,7 +17,7 @@ prints, all measured in this run (never asserted: the machine may be shared):
   ratio is the fraction of the bmm rate.
 * **profile**: ``torch.profiler`` over a few steps of a separate short run; self CPU
   time grouped into matmul, the fused hidden layer (BatchNorm + LeakyReLU + dropout in
-  one kernel each way, :mod:`dnnphase.normkernel`), BatchNorm (the input's, or all of
+  one kernel each way, :mod:`dnnphase.networks.fused_layer`), BatchNorm (the input's, or all of
   them with ``--native-layers``), activation, dropout masks, label + data noise,
   optimizer, loss, other ops, and "Python + untracked" (the profiled wall time minus
   the ops' self times), in percent of the profiled step. The groups come from the op
@@ -72,13 +72,13 @@ import torch
 from threadpoolctl import threadpool_limits
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from dnnphase import loop as loop_module
-from dnnphase import stack as stack_module
-from dnnphase.loop import TrainingStack
-from dnnphase.optim import StackedOptimizer
-from dnnphase.randomness import DropoutMasks
-from dnnphase.stack import EnsembleMLP
-from dnnphase.train import TrainConfig, default_stack_size, train_ensemble
+from dnnphase.networks import stack as stack_module
+from dnnphase.networks.randomness import DropoutMasks
+from dnnphase.networks.stack import EnsembleMLP
+from dnnphase.training import loop as loop_module
+from dnnphase.training.loop import TrainingStack
+from dnnphase.training.optim import StackedOptimizer
+from dnnphase.training.train import TrainConfig, default_stack_size, train_ensemble
 
 D_IN, N_CLASSES, DEPTH, WIDTH = 100, 10, 7, 100
 N_PAPER = 2560  # the paper's training set: an epoch is N_PAPER / B steps
@@ -267,7 +267,7 @@ def group_of_name(name: str) -> str | None:
     if n in _MATMUL_OPS or (n.startswith(("Bmm", "Baddbmm", "Mm", "Addmm", "Matmul"))
                             and "Backward" in n):
         return "matmul"
-    if "normactdropout" in low:  # the fused CPU layer (dnnphase.normkernel), both ways
+    if "normactdropout" in low:  # the fused CPU layer (dnnphase.networks.fused_layer), both ways
         return "fused"
     if "batch_norm" in low or "batchnorm" in low:
         return "batchnorm"
@@ -566,7 +566,7 @@ def main() -> None:
                          "activation) instead of alpha = 0 for all")
     ap.add_argument("--native-layers", action="store_true",
                     help="PyTorch's operations one by one for BatchNorm, LeakyReLU and "
-                         "dropout instead of the fused CPU layer (dnnphase.normkernel)")
+                         "dropout instead of the fused CPU layer (dnnphase.networks.fused_layer)")
     args = ap.parse_args()
     alpha = "mixed" if args.mixed_alpha else "uniform"
     stack_module.FUSED_CPU_LAYERS = not args.native_layers

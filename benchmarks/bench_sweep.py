@@ -87,7 +87,7 @@ def spring_sweeps(quick: bool, workdir: Path) -> None:
 
 
 def network_sweeps(quick: bool, workdir: Path) -> None:
-    from dnnphase.phase import sweep
+    from dnnphase.sweeps.sweep import sweep
 
     kwargs = dict(knob="dropout", values=[0.0, 0.3], alphas=[0.0, 1.0], seeds=[0, 1],
                   dataset="mnist5k", epochs=5 if quick else 100, models_per_chunk=2,

@@ -9,7 +9,7 @@ the unit in which a sweep over the machine's cores scales.
 Printed, all measured in this run (never asserted: the machine is shared):
 
 * seconds per model for 100 epochs: the plain loop (``MLP`` + ``torch.optim.Adam``,
-  one model at a time) and :func:`dnnphase.train.train_ensemble` with M = 16 and
+  one model at a time) and :func:`dnnphase.training.train.train_ensemble` with M = 16 and
   64 models, at full batch and at batch size 20, with dropout 0 and 0.1; the
   speed-up is baseline time / trainer time. Rows marked "×k" ran 1/k of the
   epochs and are scaled by k (steps are identical, so time is linear in epochs;
@@ -19,7 +19,7 @@ Printed, all measured in this run (never asserted: the machine is shared):
   gradients) divided by its time, against the same matmuls alone (torch.bmm at
   the trainer's shapes and layouts).
 * the share of a sweep chunk's time spent measuring the layers
-  (:func:`dnnphase.separation.measure_layers`, all four default measures) after
+  (:func:`dnnphase.measures.separation_torch.measure_layers`, all four default measures) after
   training, when that module is installed.
 * GPU (only when CUDA is present): models per second at M = 96 and 960 (full batch,
   dropout 0.1, as Fig. 1c), achieved FLOP/s against a bmm at the same shapes, the
@@ -43,8 +43,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from dnnphase.model import MLP
-from dnnphase.train import TrainConfig, default_stack_size, train_ensemble
+from dnnphase.networks.mlp import MLP
+from dnnphase.training.train import TrainConfig, default_stack_size, train_ensemble
 
 D_IN, N_CLASSES = 100, 10
 
@@ -136,7 +136,7 @@ def matmul_seconds(m: int, batch: int, depth: int, width: int, reps: int,
 
 def metrics_seconds(result, y) -> float | None:
     """Seconds to measure every layer of every model of ``result`` with the four default
-    measures, on the training device; None without :mod:`dnnphase.separation`."""
+    measures, on the training device; None without :mod:`dnnphase.measures.separation_torch`."""
     try:
         from dnnphase import separation
     except ImportError:
@@ -164,7 +164,7 @@ def timed_training(x, y, *, n_models, epochs, dropout, device, depth=7, width=10
 def metrics_share(label: str, train_s: float, result, y) -> None:
     t = metrics_seconds(result, y)
     if t is None:
-        print(f"{label}: dnnphase.separation not available, metrics share skipped")
+        print(f"{label}: dnnphase.measures.separation_torch not available, metrics share skipped")
         return
     print(f"{label}: training {train_s:.2f} s, metrics {t:.2f} s "
           f"-> {100 * t / (train_s + t):.1f} % of the chunk in metrics", flush=True)
@@ -222,7 +222,7 @@ def small_batches_on_gpu(x, y, quick: bool, depth: int, width: int) -> None:
     """Launch overhead: at batch 5 and 20 an epoch is 128-512 steps; if the time per step
     is flat in the stack size M, the step is bound by kernel launches, not arithmetic.
     Each row with CUDA graphs (the default) and without (eager steps), same run."""
-    from dnnphase import loop
+    from dnnphase.training import loop
 
     epochs = 1 if quick else 2
     print(f"\n--- GPU small batches, dropout 0.1, {epochs} epochs (seconds per epoch "

@@ -6,17 +6,20 @@ The network side of the spring-block theory of feature learning:
   (:class:`SweepConfig`; resumable and distributable);
 * :func:`measure_model` — the load curve of any ``torch.nn.Module`` (forward hooks,
   streamed), :class:`LoadCurveRecorder` — over a training loop of one's own;
-* :mod:`dnnphase.metrics` — the separation measures of one layer and the load
-  curve of a network (numpy; :mod:`dnnphase.separation` is the batched torch version).
+* :mod:`dnnphase.metrics` (:mod:`dnnphase.measures.separation_numpy`) — the separation
+  measures of one layer and the load curve of a network (numpy;
+  :mod:`dnnphase.separation`, :mod:`dnnphase.measures.separation_torch`, is the batched
+  torch version).
 
 The comparison with the spring-block chain is :mod:`dnnphase.compare`
 (``from dnnphase.compare import compare, fit, reproduce``); ``import dnnphase``
 alone never imports the chain (nor numba).
 """
 
-from dnnphase import metrics, separation
-from dnnphase.measure import LoadCurveRecorder, measure_model
-from dnnphase.phase import SweepConfig, sweep
+from dnnphase.measures import separation_numpy as metrics
+from dnnphase.measures import separation_torch as separation
+from dnnphase.measures.load_curve import LoadCurveRecorder, measure_model
+from dnnphase.sweeps.sweep import SweepConfig, sweep
 from phasecore import __version__
 
 __all__ = ["LoadCurveRecorder", "SweepConfig", "__version__", "measure_model", "metrics",

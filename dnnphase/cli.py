@@ -33,7 +33,7 @@ _PARSED = {
 
 
 def _schedule(text: str) -> tuple:
-    from dnnphase.schedule import parse_schedule
+    from dnnphase.training.schedule import parse_schedule
 
     return parse_schedule(text, name="--schedule")
 
@@ -54,7 +54,7 @@ def _sweep_defaults() -> dict:
     applies them itself (an option left out is not passed on)."""
     import dataclasses
 
-    from dnnphase.phase import SweepConfig
+    from dnnphase.sweeps.sweep import SweepConfig
 
     return {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 
@@ -72,16 +72,17 @@ def _sweep_options():
     """(flag, SweepConfig field, type, help): the ``dnnphase sweep`` options.
 
     Ranges, knobs and measures are read from their homes (:mod:`dnnphase.knobs`,
-    :mod:`dnnphase.metrics`, ...), defaults from SweepConfig (:func:`_sweep_defaults`).
+    :mod:`dnnphase.measures.separation_numpy`, ...), defaults from SweepConfig
+    (:func:`_sweep_defaults`).
     """
-    from dnnphase.architecture import ARCHS
     from dnnphase.data import DATASETS
     from dnnphase.knobs import ALPHA, KNOBS
-    from dnnphase.metrics import MEASURE_NAMES
-    from dnnphase.model import NORMS, WEIGHT_INITS
-    from dnnphase.optim import OPTIMIZERS
-    from dnnphase.schedule import SCHEDULED
-    from dnnphase.train import DTYPES
+    from dnnphase.measures.separation_numpy import MEASURE_NAMES
+    from dnnphase.networks.architecture import ARCHS
+    from dnnphase.networks.mlp import NORMS, WEIGHT_INITS
+    from dnnphase.training.optim import OPTIMIZERS
+    from dnnphase.training.schedule import SCHEDULED
+    from dnnphase.training.train import DTYPES
 
     def knob(name: str, default: str = "") -> str:  # a knob held fixed in this sweep
         return f"{KNOBS[name].label}, {KNOBS[name].allowed} ({default}unless it is the knob)"
@@ -146,7 +147,7 @@ def _sweep_options():
     ]
 
 
-#: The command line's default scheduler (:func:`dnnphase.phase.default_scheduler`).
+#: The command line's default scheduler (:func:`dnnphase.sweeps.sweep.default_scheduler`).
 ON_CUDA_SERIAL = (f"{defaults.SCHEDULER}; serial when training on CUDA without --workers, "
                   "one GPU being one worker")
 
@@ -251,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_sweep(args) -> None:
-    from dnnphase.phase import SweepConfig, default_scheduler, sweep
+    from dnnphase.sweeps.sweep import SweepConfig, default_scheduler, sweep
 
     # Only the options given: SweepConfig applies its own defaults and checks every value.
     fields = {dest: _PARSED.get(dest, lambda v: v)(getattr(args, dest))
@@ -275,7 +276,7 @@ def cmd_sweep(args) -> None:
 
 def cmd_plot(args) -> None:
     from dnnphase.compare.alignment import check_network
-    from dnnphase.plotting import plot_sweep, save_figure
+    from dnnphase.sweeps.plotting import plot_sweep, save_figure
     from phasecore.results import load
 
     out = check_figure_path(args.output, args.overwrite)
@@ -321,7 +322,7 @@ def cmd_compare(args) -> None:
 #: Options of the final-curve fit: (flag, type, default, help). The horizon and the
 #: friction ratio are springblock.defaults' HORIZON and MU_LEFT_RATIO, written out because
 #: the network side never imports the chain (and numba) before a command needs it; a test
-#: (tests/test_springblock_cli.py) holds the two equal.
+#: (tests/springblock/test_cli.py) holds the two equal.
 FINAL_FIT_OPTIONS = (
     ("--horizon", float, 1000.0, "chain horizon T"),
     ("--mu-left-ratio", float, 2.0, "mu_left / mu_right"),
@@ -392,7 +393,7 @@ def cmd_reproduce(args) -> None:
 
 def _add_tune_parser(sub) -> None:
     """``dnnphase tune``: the sweep's network and training options, and the search's."""
-    from dnnphase import tune
+    from dnnphase.sweeps import tune
 
     # no abbreviations: a sweep's --values 5 must not be read as --values-per-round 5
     p = sub.add_parser("tune", allow_abbrev=False,
@@ -442,8 +443,8 @@ def _add_tune_parser(sub) -> None:
 
 
 def cmd_tune(args) -> None:
-    from dnnphase.phase import default_scheduler
-    from dnnphase.tune import tune
+    from dnnphase.sweeps.sweep import default_scheduler
+    from dnnphase.sweeps.tune import tune
 
     fields = {dest: _PARSED.get(dest, lambda v: v)(getattr(args, dest))
               for _, dest, *_ in _sweep_options()

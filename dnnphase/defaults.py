@@ -1,9 +1,9 @@
 """Every default of the network side in one place (the paper's setup).
 
-The command line, :class:`dnnphase.phase.SweepConfig`, the trainer, the measures
+The command line, :class:`dnnphase.sweeps.sweep.SweepConfig`, the trainer, the measures
 and the presets all read these, so changing the paper configuration is one edit.
 The knobs' ranges and default grids are in :mod:`dnnphase.knobs`, the measures'
-names in :data:`dnnphase.metrics.MEASURES`.
+names in :data:`dnnphase.measures.separation_numpy.MEASURES`.
 """
 
 DEPTH = 7  # hidden layers L

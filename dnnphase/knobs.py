@@ -4,9 +4,9 @@ The nonlinearity ``alpha`` and the four noise knobs are per-model parameters.
 Each has one entry here — its allowed range, and for a knob its units, axis
 title, default grid, scale and which way is noisier — and everything else
 reads it: :func:`check` (the only place their values are validated, so the
-message is the same from the command line, :class:`~dnnphase.phase.SweepConfig`,
-:class:`~dnnphase.train.TrainConfig`, :func:`~dnnphase.train.train_ensemble`
-or :class:`~dnnphase.model.MLP`), the ``dnnphase sweep`` help, the sweep's
+message is the same from the command line, :class:`~dnnphase.sweeps.sweep.SweepConfig`,
+:class:`~dnnphase.training.train.TrainConfig`, :func:`~dnnphase.training.train.train_ensemble`
+or :class:`~dnnphase.networks.mlp.MLP`), the ``dnnphase sweep`` help, the sweep's
 coordinates and the comparison with the chain.
 
 =================  ===========================  ================================

@@ -33,7 +33,7 @@ import math
 import numba
 import numpy as np
 
-from springblock.rng import next_truncated_normal
+from springblock.randomness import next_truncated_normal
 
 # Columns of the per-chain parameter table.
 P_MU_RIGHT = 0  # sliding = max static friction for rightward motion, mu->  (force)
@@ -191,7 +191,7 @@ def langevin_slice(x, v, states, params, chains, n_steps, step0, synchronous, re
     convention as the force noise of the other dynamics; as an SDE
     dv = ... dt + eps dW it is eps = sigma / sqrt(dt). With the paper's
     parameters this reading reproduces the reference mean load curve
-    (tests/test_physics.py); reading sigma_0 as eps instead leaves the chain
+    (tests/springblock/test_physics.py); reading sigma_0 as eps instead leaves the chain
     ~0.03 away from it.
     """
     n_blocks = x.shape[1]

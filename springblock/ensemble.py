@@ -3,7 +3,7 @@
 Data flows config -> parameter table -> kernel -> labelled Dataset. The
 kernels in :mod:`springblock.dynamics` and :mod:`springblock.events` do the
 physics, :mod:`springblock.runner` calls them in short slices (stoppable,
-resumable, with progress) and :mod:`springblock.budget` prices a run before
+resumable, with progress) and :mod:`springblock.memory` prices a run before
 it starts; this module validates, seeds and labels the result.
 """
 
@@ -24,7 +24,8 @@ from phasecore import loadcurve
 from phasecore.checks import ConfigError, as_config, check_result_size, require
 from phasecore.results import OutputWriteError, check_output, provenance, save, write_failed
 from phasecore.store import config_hash
-from springblock import budget, runner, theory
+from springblock import memory as budget
+from springblock import runner, theory
 from springblock.checks import OUT_OF_SCALE, out_of_scale
 from springblock.config import MAX_KERNEL_STEPS, ChainConfig
 
@@ -285,7 +286,7 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     2**63 - 1 (2**32 - 1 with ``rng='legacy'``).
 
     Before any work the memory the run needs is estimated and refused beyond
-    what the machine has available (:mod:`springblock.budget`). ``output``:
+    what the machine has available (:mod:`springblock.memory`). ``output``:
     a NetCDF path the result is saved to; while the run goes on its state is
     kept in ``<output>.parts/`` (every minute, and when Ctrl-C or SIGTERM
     stops it), so the same call again resumes it, to the identical result.

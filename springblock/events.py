@@ -55,7 +55,7 @@ from springblock.dynamics import (
     P_TRUNCATION,
     dead_zone,
 )
-from springblock.rng import next_normal, next_uniform
+from springblock.randomness import next_normal, next_uniform
 
 _SQRT_HALF = 0.7071067811865476
 _LOG_SQRT_2PI = 0.9189385332046728

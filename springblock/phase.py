@@ -26,7 +26,8 @@ from phasecore.checks import (
 from phasecore.executors import validate_scheduler, validate_workers
 from phasecore.results import check_output
 from phasecore.sweeps import finish, run_chunked
-from springblock import budget, defaults, theory
+from springblock import defaults, theory
+from springblock import memory as budget
 from springblock.checks import out_of_scale
 from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig
 from springblock.ensemble import (
@@ -128,7 +129,7 @@ def phase_diagram(
         kernels run in short slices, :mod:`springblock.runner`).
     quiet : False prints the expected run time of a long sweep (compilation of
         the kernels on first use included) and its progress. The memory the
-        diagram needs is checked before any work (:mod:`springblock.budget`).
+        diagram needs is checked before any work (:mod:`springblock.memory`).
 
     Returns a Dataset with dims (<row>, <col>, seed, layer): ``load_curve``,
     ``curvature``, ``curvature_scaled``, ``steps_run``, ``horizon``,

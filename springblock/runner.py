@@ -38,7 +38,7 @@ from phasecore.progress import Progress
 from phasecore.results import OutputExistsError, OutputWriteError, write_failed
 from springblock import dynamics, events
 from springblock.config import ChainConfig
-from springblock.rng import seed_states
+from springblock.randomness import seed_states
 
 RUNNING, REACHED, FROZEN, OUT_OF_EVENTS = (events.RUNNING, events.REACHED, events.FROZEN,
                                            events.OUT_OF_EVENTS)

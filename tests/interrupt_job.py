@@ -53,8 +53,8 @@ def toy_chunk(payload: dict) -> xr.Dataset:
 
 
 def held_train_chunk(payload: dict) -> xr.Dataset:
-    """``dnnphase.phase.train_chunk``, held first where its models' alpha index is large."""
-    from dnnphase import phase
+    """``dnnphase.sweeps.sweep.train_chunk``, held first where its models' alpha index is large."""
+    from dnnphase.sweeps import sweep as phase
 
     directory, first = os.environ[HOLD_ENV].rsplit(os.pathsep, 1)
     alpha_index = payload["models"][0][0]
@@ -92,7 +92,8 @@ def toy_main(argv=None) -> int:
 
 def dnnphase_main(directory: str, first: str, argv: list[str]) -> int:
     """The real command line (as a program: ``argv`` from sys.argv) with held chunks."""
-    from dnnphase import cli, phase
+    from dnnphase import cli
+    from dnnphase.sweeps import sweep as phase
 
     os.environ[HOLD_ENV] = f"{directory}{os.pathsep}{first}"  # inherited by pool workers
     phase.unheld_train_chunk = phase.train_chunk

@@ -1,7 +1,7 @@
 """Run the test suite under other CPU kernels, as a second machine would.
 
     python -m tests.portability                    # every setting below, the whole suite
-    python -m tests.portability baseline -- -x tests/test_train.py
+    python -m tests.portability baseline -- -x tests/dnnphase/training/test_train.py
 
 A second machine differs from this one in which kernels its libraries pick: the SIMD width
 of PyTorch's vectorised loops (AVX-512, AVX2, the 128-bit baseline an ARM machine's NEON

@@ -34,7 +34,7 @@ from dnnphase.compare.peaks import accuracy_peak, row_accuracy_peaks
 from dnnphase.compare.prediction import held_out_prediction, transfer_table
 from dnnphase.compare.presets import PRESETS, reproduce
 from dnnphase.compare.report import compare
-from dnnphase.compare.text import summary
+from dnnphase.compare.words import summary
 
 fit = fit_chain
 

@@ -24,9 +24,9 @@ import xarray as xr
 from dnnphase import knobs
 from dnnphase.compare.alignment import chain_axes
 from dnnphase.compare.report import disagreement
-from dnnphase.compare.text import where
+from dnnphase.compare.words import where
 from dnnphase.defaults import MEASURE
-from dnnphase.plotting import normalised, sweep_panels
+from dnnphase.sweeps.plotting import normalised, sweep_panels
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
 from phasecore.panels import (
     PhasePanel,

@@ -34,7 +34,7 @@ import xarray as xr
 from dnnphase.compare.dictionary import effective_force_table
 from dnnphase.compare.fitting import fit_chain
 from dnnphase.compare.report import compare
-from dnnphase.compare.text import dictionary_summary, summary
+from dnnphase.compare.words import dictionary_summary, summary
 from dnnphase.knobs import larger_is_noisier
 from phasecore import results
 from phasecore.checks import ConfigError, check_distinct, check_pool_can_start, parse_axis
@@ -152,7 +152,7 @@ def stage_seconds(preset: dict, cores: int | None = None, load: float | None = N
     ``on_cuda`` the networks train one chunk after another on the GPU, at
     :data:`GPU_SECONDS_PER_MODEL`; the chain and the analyses stay on the CPU.
     """
-    from dnnphase.phase import SweepConfig, chunk_plan
+    from dnnphase.sweeps.sweep import SweepConfig, chunk_plan
 
     cores = cores or os.cpu_count() or 1
     load = os.getloadavg()[0] if load is None and hasattr(os, "getloadavg") else (load or 0.0)
@@ -238,7 +238,7 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     Progress is one bar over all stages (the chain, then per knob its sweep
     and its analysis).
     """
-    from dnnphase.phase import SweepConfig, default_scheduler, runs_on_cuda, sweep
+    from dnnphase.sweeps.sweep import SweepConfig, default_scheduler, runs_on_cuda, sweep
 
     if preset not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")

@@ -19,7 +19,7 @@ the report Dataset holds:
   along every row and column of both diagrams, and the rows / columns / cells where
   the chain's sign is the opposite of the networks' at the same rank position.
 
-:func:`dnnphase.compare.text.summary` turns it into lines a person reads.
+:func:`dnnphase.compare.words.summary` turns it into lines a person reads.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ so a step costs two drift evaluations and two tridiagonal solves.
 The grid depends on the parameters only through the output times, smoothly,
 and its number of steps depends on the epochs alone: the result is a smooth
 function of (mu->, mu<-, s, time scale, start), as the finite-difference
-Jacobians of the fits need. Accuracy against the reference (tests/test_fit.py,
+Jacobians of the fits need. Accuracy against the reference (tests/springblock/fit/test_fit.py,
 docs/fit.md "Fast fits"): see :data:`STEPS_PER_DOUBLING`.
 """
 

@@ -1,0 +1,11 @@
+"""Measures: how well each layer separates the classes, and the load curve.
+
+* ``separation_numpy`` — the separation measures of one layer and the load curve
+  of a network, in numpy (the reference; ``dnnphase.measures.separation_numpy``);
+* ``separation_torch`` — the same measures batched over models in torch
+  (``dnnphase.measures.separation_torch``);
+* ``load_curve`` — :func:`measure_model` and :class:`LoadCurveRecorder`, the load
+  curve of any ``torch.nn.Module`` through forward hooks.
+
+May import: the top-level base modules only (a measure needs no network of ours).
+"""

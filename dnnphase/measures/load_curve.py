@@ -1,0 +1,422 @@
+"""The load curve of any PyTorch model: forward hooks, data streamed in batches.
+
+:func:`measure_model` measures how every chosen layer of a ``torch.nn.Module``
+separates the classes of a data set — the same measures, by the same code, as
+a sweep (:mod:`dnnphase.measures.separation_torch`) — and returns one labelled
+``xarray.Dataset``. :class:`LoadCurveRecorder` does it every few epochs of a
+user's own training loop and gives the load curve over training.
+
+The data pass through the model twice, in batches (class means first, then the
+residuals' sums), so memory holds one batch's features and K·d numbers per
+layer, never a layer's features of the whole data set: a CNN on 60 000 images
+is measured in a laptop's memory. Features are the chosen modules' outputs,
+flattened per sample, in eval mode (``model.eval()`` for the measurement; the
+training flag is restored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import xarray as xr
+from torch import nn
+
+from dnnphase.data import MIN_PER_CLASS
+from dnnphase.defaults import MEASURE, SWEEP_MEASURES
+from dnnphase.measures.separation_numpy import FUZZINESS_RCOND, check_measures
+from dnnphase.measures.separation_torch import LayerAccumulator
+from phasecore import loadcurve
+from phasecore.checks import is_int, require
+from phasecore.results import provenance
+
+__all__ = ["INPUT", "LoadCurveRecorder", "default_layers", "measure_model"]
+
+#: The name of the model's input as a layer (D_0 of the load curve).
+INPUT = "input"
+#: Samples per forward pass unless told otherwise.
+BATCH_SIZE = 1024
+
+# Modules whose output is "after the activation", the paper's h_ℓ.
+_ACTIVATIONS = (
+    nn.ReLU, nn.LeakyReLU, nn.PReLU, nn.ReLU6, nn.RReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU,
+    nn.SiLU, nn.Mish, nn.Sigmoid, nn.Tanh, nn.Softplus, nn.Hardtanh, nn.Hardswish,
+    nn.Hardsigmoid, nn.LogSigmoid, nn.Softsign, nn.Tanhshrink,
+)
+
+
+def default_layers(model: nn.Module) -> list[str]:
+    """The layers measured when none are named: the input, then
+
+    * the top-level activation modules (an ``nn.Sequential`` MLP or CNN: the
+      output of every activation), or, when the model has none at top level,
+    * every top-level block but the last (a ResNet's stages or a transformer's
+      blocks; the last child is taken to be the head that gives the logits).
+
+    A module called several times in one forward pass (one activation shared by
+    all layers) gives one layer per call.
+    """
+    children = list(model.named_children())
+    acts = [name for name, child in children if isinstance(child, _ACTIVATIONS)]
+    return [INPUT, *(acts or [name for name, _ in children[:-1]])]
+
+
+# --------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------
+
+
+class _Tensors:
+    """(x, y) arrays served in batches of ``batch_size``, in order."""
+
+    def __init__(self, x, y, batch_size: int) -> None:
+        self.x, self.y = torch.as_tensor(x), torch.as_tensor(y)
+        require(self.x.ndim >= 1 and self.x.shape[0] > 0, "data",
+                "inputs with samples along the first dimension", tuple(self.x.shape))
+        require(self.y.shape == (self.x.shape[0],), "labels",
+                f"a 1-D array of {self.x.shape[0]} class labels (one per input)",
+                tuple(self.y.shape))
+        self.batch_size = batch_size
+
+    def __iter__(self):
+        for a in range(0, self.x.shape[0], self.batch_size):
+            yield self.x[a:a + self.batch_size], self.y[a:a + self.batch_size]
+
+
+def _source(data, batch_size: int) -> Iterable:
+    """Any accepted data → an iterable of (x, y) batches that can be iterated twice."""
+    if isinstance(data, tuple | list) and len(data) == 2 and \
+            not isinstance(data[0], tuple | list):  # (x, y), not a list of two batches
+        return _Tensors(data[0], data[1], batch_size)
+    if isinstance(data, torch.utils.data.DataLoader):
+        return data
+    if isinstance(data, torch.utils.data.Dataset):
+        return torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=False)
+    require(isinstance(data, Iterable) and iter(data) is not data, "data",
+            "(x, y) arrays, a torch Dataset or DataLoader of (x, y), or a re-iterable of "
+            "(x, y) batches (not a one-shot iterator: the data are read twice)",
+            type(data).__name__)
+    return data
+
+
+def _splits(data, split: str, batch_size: int) -> dict[str, Iterable]:
+    if isinstance(data, Mapping):
+        require(len(data) > 0 and all(isinstance(k, str) and k for k in data), "data",
+                "a mapping of split names (e.g. 'train', 'test') to data", list(data))
+        return {name: _source(d, batch_size) for name, d in data.items()}
+    require(isinstance(split, str) and split != "", "split", "a non-empty name", split)
+    return {split: _source(data, batch_size)}
+
+
+def _batch(batch) -> tuple[Any, torch.Tensor]:
+    require(isinstance(batch, tuple | list) and len(batch) == 2, "data",
+            "batches of (inputs, labels)", type(batch).__name__)
+    x, y = batch
+    y = torch.as_tensor(y)
+    n = x.shape[0] if isinstance(x, torch.Tensor) else len(x)
+    require(y.ndim == 1 and y.shape[0] == n, "labels",
+            f"a 1-D tensor of one class label per input ({n})", tuple(y.shape))
+    require(not y.is_floating_point(), "labels", "integer class labels", y.dtype)
+    # -1 is many libraries' "ignore this sample": here it would be one more class
+    require(y.numel() == 0 or int(y.min()) >= 0, "labels", "class labels >= 0",
+            int(y.min()) if y.numel() else None)
+    return x, y
+
+
+# --------------------------------------------------------------------------
+# Hooks
+# --------------------------------------------------------------------------
+
+
+def _first_tensor(out) -> torch.Tensor | None:
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, tuple | list):  # e.g. (output, state), (output, attention)
+        return next((t for t in out if isinstance(t, torch.Tensor)), None)
+    return None
+
+
+class _Features:
+    """Forward hooks on the chosen modules; one forward pass → the features of each
+    call of those modules, flattened to (n, d), in the order they ran."""
+
+    def __init__(self, model: nn.Module, layers: Sequence[str]) -> None:
+        modules = dict(model.named_modules())
+        unknown = [name for name in layers if name != INPUT and name not in modules]
+        require(not unknown, "layers", "names of the model's modules (model.named_modules(), "
+                f"e.g. {[n for n in modules if n][:6]}) or {INPUT!r}", unknown)
+        require(len(set(layers)) == len(layers), "layers", "distinct names", list(layers))
+        self.model, self.layers = model, list(layers)
+        self._out: list[tuple[str, torch.Tensor]] = []
+        self._handles = [modules[name].register_forward_hook(self._hook(name))
+                         for name in layers if name != INPUT]
+        self.names: list[str] | None = None  # the layers of a forward pass, in order
+
+    def _hook(self, name: str):
+        def keep(module, args, out) -> None:
+            t = _first_tensor(out)
+            require(t is not None, "layers", "modules whose output is a tensor (or a tuple "
+                    "holding one)", f"{name} returned {type(out).__name__}")
+            self._out.append((name, t.detach()))
+        return keep
+
+    def __call__(self, x, n: int) -> list[torch.Tensor]:
+        """Run the model on a batch of n inputs; each layer's features (n, d)."""
+        self._out = []
+        self.model(x)
+        calls: dict[str, int] = {}
+        names, feats = [], []
+        if INPUT in self.layers:
+            names.append(INPUT)
+            feats.append(x)
+        for name, t in self._out:
+            calls[name] = calls.get(name, 0) + 1
+            names.append(name if calls[name] == 1 else f"{name}#{calls[name]}")
+            feats.append(t)
+        silent = [name for name in self.layers if name != INPUT and name not in calls]
+        require(not silent, "layers", "modules that run in the model's forward pass",
+                f"{silent} produced no output")
+        if self.names is None:
+            self.names = names
+        require(names == self.names, "layers", "the same module calls in every forward pass",
+                f"{names} after {self.names}")
+        out = []
+        for name, t in zip(names, feats, strict=True):
+            require(isinstance(t, torch.Tensor) and t.ndim >= 1 and t.shape[0] == n, "layers",
+                    f"outputs with the batch's {n} samples along the first dimension",
+                    f"{name}: {tuple(getattr(t, 'shape', ()))}")
+            out.append(t.reshape(n, -1))
+        return out
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
+def _device_and_dtype(model: nn.Module) -> tuple[torch.device, torch.dtype | None]:
+    for t in [*model.parameters(), *model.buffers()]:
+        require(t.device.type != "meta", "model", "a model whose weights are on a real device "
+                "(a meta-device model has none: model.to_empty(device='cpu') and load them)",
+                "on the meta device")
+        return t.device, (t.dtype if t.is_floating_point() else None)
+    return torch.device("cpu"), None
+
+
+def _to_model(x, device: torch.device, dtype: torch.dtype | None):
+    if isinstance(x, torch.Tensor):
+        x = x.to(device)
+        return x.to(dtype) if dtype is not None and x.is_floating_point() else x
+    return x  # e.g. a dict of inputs: the model's own business
+
+
+# --------------------------------------------------------------------------
+# Measuring
+# --------------------------------------------------------------------------
+
+
+def _measure_split(features: _Features, source: Iterable, measures, rcond, device,
+                   dtype) -> tuple[np.ndarray, int]:
+    """Both passes over one split: (n_measures, n_layers) float64 and N."""
+    acc: list[LayerAccumulator] | None = None
+    n_total, n_bad, counts = 0, 0, {}
+    for pass_ in (1, 2):
+        for batch in source:
+            x, y = _batch(batch)
+            n = y.shape[0]
+            x = _to_model(x, device, dtype)
+            if pass_ == 1:
+                if isinstance(x, torch.Tensor) and x.is_floating_point():
+                    n_bad += int((~torch.isfinite(x)).sum())
+                for label, count in zip(*torch.unique(y, return_counts=True), strict=True):
+                    counts[int(label)] = counts.get(int(label), 0) + int(count)
+            feats = features(x, n)
+            y = y.to(feats[0].device)
+            if acc is None:
+                acc = [LayerAccumulator(measures, rcond) for _ in feats]
+            for a, h in zip(acc, feats, strict=True):
+                if pass_ == 1:
+                    a.add_means(h[None], y)
+                else:
+                    a.add_residuals(h[None], y)
+            n_total += n if pass_ == 1 else 0
+        require(acc is not None, "data", "at least one batch of samples", 0)
+        if pass_ == 1:
+            # One NaN input makes every class mean, so every layer's value, NaN.
+            require(n_bad == 0, "data", "finite inputs", f"{n_bad} NaN or infinite value(s)")
+            short = {label: c for label, c in counts.items() if c < MIN_PER_CLASS}
+            require(not short, "labels", f"at least {MIN_PER_CLASS} samples of every class (a "
+                    "class's spread needs two)",
+                    ", ".join(f"class {k} has {v}" for k, v in sorted(short.items())))
+            for a in acc:
+                a.end_means()
+    return torch.stack([a.values()[0] for a in acc], dim=1).cpu().numpy(), n_total
+
+
+def _check_options(measures, rcond, batch_size) -> tuple[str, ...]:
+    measures = check_measures(measures, "measures")
+    require(len(set(measures)) == len(measures), "measures", "distinct", measures)
+    require(isinstance(rcond, int | float) and rcond >= 0, "rcond", "a number >= 0", rcond)
+    require(is_int(batch_size) and batch_size >= 1, "batch_size", "an integer >= 1",
+            batch_size)
+    return tuple(measures)
+
+
+def measure_model(
+    model: nn.Module,
+    data,
+    layers: Sequence[str] | None = None,
+    measures: Sequence[str] = SWEEP_MEASURES,
+    *,
+    split: str = "train",
+    batch_size: int = BATCH_SIZE,
+    rcond: float = FUZZINESS_RCOND,
+) -> xr.Dataset:
+    """The load curve of ``model`` on ``data``: how each layer separates the classes.
+
+    Parameters
+    ----------
+    model:
+        Any ``torch.nn.Module``; measured in eval mode, without gradients, on the
+        device of its parameters (inputs are moved there and cast to its float
+        dtype). Its training flag is restored afterwards.
+    data:
+        ``(x, y)`` arrays or tensors (x: samples first, y: (N,) integer labels),
+        a ``torch.utils.data.Dataset`` or ``DataLoader`` yielding ``(x, y)``, or
+        any re-iterable of ``(x, y)`` batches. Read twice, so it must give the
+        same samples both times (no random augmentation). A mapping
+        ``{"train": ..., "test": ...}`` measures each and adds a ``split`` dimension.
+    layers:
+        Module names (``model.named_modules()``) whose outputs are measured, and
+        ``"input"`` for the input; default :func:`default_layers`. Layers are
+        ordered as they run in the forward pass; a module called k times gives
+        k layers ``name``, ``name#2``, ..., ``name#k``. An output is flattened per
+        sample (the first tensor of a tuple output).
+    measures:
+        Names in :data:`dnnphase.measures.separation_numpy.MEASURE_NAMES` (default the sweep's).
+    split:
+        The name of a single data set's split (a coordinate of the result).
+    batch_size:
+        Samples per forward pass for arrays and Datasets (a DataLoader keeps its own).
+    rcond:
+        The fuzziness's relative rank cut-off (docs/measures.md).
+
+    Returns
+    -------
+    xarray.Dataset with ``load_curve`` (measure, layer) — (split, measure, layer)
+    for a mapping — float64, ``curvature`` and ``curvature_scaled`` per measure (NaN
+    with fewer than three layers),
+    ``n_samples`` per split; coordinates ``layer`` (the names), ``depth``
+    (0 .. L along layer), ``measure``, ``split``. Equal to a sweep's measurement
+    of the same features (:func:`dnnphase.measures.separation_torch.measure_layers`) to
+    rounding, whatever the batch size.
+    """
+    require(isinstance(model, nn.Module), "model", "a torch.nn.Module", type(model).__name__)
+    measures = _check_options(measures, rcond, batch_size)
+    sources = _splits(data, split, batch_size)
+    layers = default_layers(model) if layers is None else list(layers)
+    require(len(layers) >= 1 and all(isinstance(n, str) for n in layers), "layers",
+            "a non-empty list of module names", layers)
+    device, dtype = _device_and_dtype(model)
+    features = _Features(model, layers)
+    was_training = model.training
+    curves, sizes = {}, {}
+    try:
+        model.eval()
+        with torch.no_grad():
+            for name, source in sources.items():
+                curves[name], sizes[name] = _measure_split(features, source, measures, rcond,
+                                                           device, dtype)
+    finally:
+        features.remove()
+        model.train(was_training)
+    ds = _dataset(curves, sizes, features.names, measures)
+    config = {"model": type(model).__name__, "layers": layers, "measures": list(measures),
+              "rcond": rcond, "batch_size": batch_size, "splits": list(sources),
+              "parameters": sum(p.numel() for p in model.parameters())}
+    ds.attrs.update(provenance("dnnphase.measure_model", config))
+    if not isinstance(data, Mapping):
+        ds = ds.squeeze("split")
+    return ds
+
+
+def _dataset(curves: dict[str, np.ndarray], sizes: dict[str, int], names: list[str],
+             measures: tuple[str, ...]) -> xr.Dataset:
+    values = np.stack(list(curves.values()))  # (split, measure, layer)
+    if len(names) >= 3:
+        curvature = loadcurve.curvature(values)
+        scaled = loadcurve.curvature_scaled(values)
+    else:  # a curvature needs three points
+        curvature = scaled = np.full(values.shape[:2], np.nan)
+    return xr.Dataset(
+        {
+            "load_curve": (("split", "measure", "layer"), values,
+                           {"long_name": "separation D per layer (see measure)"}),
+            "curvature": (("split", "measure"), curvature,
+                          {"long_name": "curvature (paper: first minus last gain)"}),
+            "curvature_scaled": (("split", "measure"), scaled,
+                                 {"long_name": "scale-free curvature", "units": "1"}),
+            "n_samples": ("split", np.array(list(sizes.values()), dtype=np.int64)),
+        },
+        coords={"split": list(curves), "measure": list(measures),
+                "layer": ("layer", names, {"long_name": "module whose output is measured"}),
+                "depth": ("layer", np.arange(len(names)), {"long_name": "layer (0 = first)"})},
+    )
+
+
+class LoadCurveRecorder:
+    """The load curve over training, for a training loop of one's own.
+
+    ::
+
+        recorder = LoadCurveRecorder(model, (x_train, y_train), (x_test, y_test), every=5)
+        for epoch in range(epochs + 1):
+            recorder(epoch)          # measures at epochs 0, 5, 10, ...
+            if epoch < epochs:
+                train_one_epoch(model)
+        curves = recorder.result()   # load_curve (epoch, split, measure, layer)
+
+    ``train`` and ``test`` (optional): data as :func:`measure_model` takes them;
+    ``layers``, ``measures`` (default the paper's trace ratio alone: cheap),
+    ``batch_size``, ``rcond``: as there. Everything is checked here, before training.
+    """
+
+    def __init__(self, model: nn.Module, train, test=None, *, every: int = 1,
+                 layers: Sequence[str] | None = None, measures: Sequence[str] = (MEASURE,),
+                 batch_size: int = BATCH_SIZE, rcond: float = FUZZINESS_RCOND) -> None:
+        require(isinstance(model, nn.Module), "model", "a torch.nn.Module",
+                type(model).__name__)
+        require(is_int(every) and every >= 1, "every", "an integer >= 1 (epochs)", every)
+        self.measures = _check_options(measures, rcond, batch_size)
+        self.data = {"train": train} if test is None else {"train": train, "test": test}
+        _splits(self.data, "train", batch_size)  # the data's form, checked now
+        self.layers = default_layers(model) if layers is None else list(layers)
+        _Features(model, self.layers).remove()  # the names, checked now
+        self.model, self.every = model, every
+        self.batch_size, self.rcond = batch_size, rcond
+        self._epochs: list[int] = []
+        self._curves: list[xr.Dataset] = []
+
+    def __call__(self, epoch: int) -> xr.Dataset | None:
+        """Measure at ``epoch`` if it is a multiple of ``every``; that epoch's Dataset."""
+        require(is_int(epoch) and epoch >= 0, "epoch", "an integer >= 0", epoch)
+        require(not self._epochs or epoch > self._epochs[-1], "epoch",
+                f"later than the last one recorded ({self._epochs[-1] if self._epochs else 0})",
+                epoch)
+        if epoch % self.every:
+            return None
+        ds = measure_model(self.model, self.data, self.layers, self.measures,
+                           batch_size=self.batch_size, rcond=self.rcond)
+        self._epochs.append(int(epoch))
+        self._curves.append(ds)
+        return ds
+
+    def result(self) -> xr.Dataset:
+        """Every recorded epoch: ``load_curve`` (epoch, split, measure, layer), ..."""
+        require(bool(self._curves), "recorder", "at least one recorded epoch", 0)
+        attrs = self._curves[0].attrs
+        ds = xr.concat(self._curves, dim="epoch", combine_attrs="override")
+        ds = ds.assign_coords(epoch=("epoch", np.array(self._epochs), {"units": "epochs"}))
+        ds.attrs.update(attrs)
+        return ds

@@ -1,0 +1,12 @@
+"""Sweeps: families of networks over a grid, trained, measured and stored.
+
+* ``sweep`` — :func:`sweep` and :class:`SweepConfig` (nonlinearity alpha x a noise
+  knob x seeds -> ``xarray.Dataset``; resumable and distributable);
+* ``memory`` — what a sweep's chunk needs in memory, checked before training;
+* ``tune``, ``tune_search`` — the knob value where the load curve turns linear;
+* ``experiments`` — the supplement's single-figure experiments;
+* ``plotting`` — a sweep's phase diagram and load curves (matplotlib).
+
+May import: the top-level base modules, :mod:`dnnphase.networks`,
+:mod:`dnnphase.training` and :mod:`dnnphase.measures`.
+"""

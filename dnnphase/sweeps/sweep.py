@@ -1,0 +1,585 @@
+"""The networks' phase diagram: nonlinearity alpha x a noise knob x seeds (Fig. 1).
+
+:class:`SweepConfig` validates everything up front, once; :func:`sweep` splits the
+(alpha, knob value, seed) models into chunks, trains each chunk with one
+batched call (:func:`dnnphase.training.train.train_models`), measures every layer
+(:mod:`dnnphase.measures.separation_numpy`) and assembles one labelled ``xarray.Dataset``.
+Chunks run through :mod:`phasecore.sweeps`, so a sweep written to disk
+resumes after an interruption and can run on a Dask cluster. Every model's
+randomness (initialisation, data order, dropout masks, label/data noise)
+comes from its own seed, so results do not depend on the chunking.
+
+The noise knobs, their ranges and their orientation are in :mod:`dnnphase.knobs`;
+the training settings (:class:`dnnphase.training.train.TrainingSettings`) are the trainer's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from dnnphase import defaults, knobs
+from dnnphase.data import check_class_sizes, dataset_key
+from dnnphase.measures.separation_numpy import check_measures
+from dnnphase.networks.architecture import KERNEL_SIZE, Architecture
+from dnnphase.networks.cnn import CHANNELS
+from dnnphase.sweeps.memory import check_sweep_memory
+from dnnphase.training.schedule import own_value_used
+from dnnphase.training.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
+from phasecore import loadcurve
+from phasecore.checks import (
+    as_config,
+    check_distinct,
+    check_grid,
+    check_pool_can_start,
+    check_result_size,
+    is_int,
+    require,
+    seed_list,
+)
+from phasecore.executors import validate_scheduler, validate_workers
+from phasecore.results import check_output
+from phasecore.sweeps import finish, run_chunked
+
+
+@dataclass(frozen=True)
+class SweepConfig(TrainingSettings):
+    """A network phase-diagram sweep (the paper's defaults: :mod:`dnnphase.defaults`).
+
+    knob, values : the noise knob (:mod:`dnnphase.knobs`) and its values
+        (None: the knob's ``default_values``, four points over the paper's range).
+    alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear). ``values``
+        and ``alphas`` are numbers (one, or a list); text such as "0.1,0.2" is the
+        command line's and is refused here (:func:`phasecore.checks.parse_values` reads it).
+    seeds : the model seeds (initialisation and all of a model's randomness): a count n
+        (seeds 0..n-1, as ``--seeds n`` and springblock's ``seeds``) or a list of
+        distinct integers >= 0.
+    dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
+    arch, depth, width, channels, kernel_size, norm, bias, weight_init : the network,
+        :class:`dnnphase.networks.architecture.Architecture` (their meaning and checks): "mlp"
+        (L hidden layers of width n), "cnn" (L conv layers of ``channels`` channels, on
+        an image data set) or "linear" (the MLP with the identity: alphas must be (1,));
+        ``norm`` one of :data:`dnnphase.networks.mlp.NORMS`, ``weight_init`` one of
+        :data:`dnnphase.networks.mlp.WEIGHT_INITS`.
+    epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype,
+        device : the training settings, :class:`dnnphase.training.train.TrainingSettings`
+        (their defaults and checks); ``batch_size=None``: full batch; ``device``
+        "auto" picks CUDA if present.
+    schedule : dropout / lr changes during training, ``(epoch, knob, value)`` entries
+        (:mod:`dnnphase.training.schedule`, a training setting too); a value None is each model's
+        own: the swept value for the swept knob, ``dropout`` / ``lr`` otherwise. E.g.
+        ``knob="dropout", schedule=((1, "dropout", 0.0), (51, "dropout", None))``: no
+        dropout in epochs 1..50, each model's p from epoch 51 (Fig. S2). A schedule that
+        never lets the swept knob's values act is refused.
+    dropout, label_noise : the other per-model knobs. The swept knob's own field
+        (of these, ``lr`` or ``batch_size``) must stay at its default: its values
+        are ``values``.
+    measures : separation measures computed for every layer
+        (:data:`dnnphase.measures.separation_numpy.MEASURE_NAMES`).
+    record_every : also record the first measure's load curve (training and test
+        set) every k epochs.
+    models_per_chunk : models trained by one batched call and stored as one
+        resumable chunk (float64 results do not depend on it; float32 results
+        only at the rounding level, so it is part of the configuration). None:
+        on the CPU at most ``defaults.MODELS_PER_CHUNK`` and at least
+        ``defaults.MIN_CHUNKS`` chunks, so that a pool's workers all get work and
+        progress shows early; on CUDA (``device`` cuda, or auto with CUDA present)
+        at most ``defaults.MODELS_PER_CHUNK_CUDA``, a stack that fills the GPU.
+    """
+
+    knob: str = "dropout"
+    values: tuple | None = None
+    alphas: tuple = (0.0, 0.5, 1.0)
+    seeds: tuple = (0, 1, 2)
+    dataset: str = defaults.DATASET
+    data_seed: int = 0
+    n_train: int | None = None
+    root: str | None = None
+    arch: str = "mlp"
+    depth: int = defaults.DEPTH
+    width: int = defaults.WIDTH
+    channels: int = CHANNELS
+    kernel_size: int = KERNEL_SIZE
+    norm: str = "batchnorm"
+    bias: bool = True
+    weight_init: str = "default"
+    dropout: float = 0.0
+    label_noise: float = 0.0
+    measures: tuple = defaults.SWEEP_MEASURES
+    record_every: int = 0
+    models_per_chunk: int | None = None
+
+    def __post_init__(self):
+        if self.values is None:
+            object.__setattr__(self, "values", knobs.lookup(self.knob).default_values)
+        # Grids given from Python are checked as numbers here, so that text or a nested
+        # list gets an error naming the field rather than numpy's conversion error.
+        object.__setattr__(self, "values", tuple(check_grid("values", self.values)))
+        object.__setattr__(self, "alphas", tuple(check_grid("alphas", self.alphas)))
+        object.__setattr__(self, "seeds", seed_list(self.seeds, at_most=defaults.MAX_SEEDS))
+        object.__setattr__(self, "measures", tuple(np.atleast_1d(self.measures).tolist()))
+        super().__post_init__()  # validates
+        if self.models_per_chunk is None:
+            object.__setattr__(self, "models_per_chunk", self._default_chunk())
+
+    def _default_chunk(self) -> int:
+        n_models = len(self.alphas) * len(self.values) * len(self.seeds)
+        if runs_on_cuda(self.device):
+            return min(defaults.MODELS_PER_CHUNK_CUDA, n_models)
+        per_chunk = math.ceil(n_models / defaults.MIN_CHUNKS)
+        return max(1, min(defaults.MODELS_PER_CHUNK, per_chunk))
+
+    def validate(self) -> None:
+        """ConfigError naming the first parameter outside its range (the training
+        settings: :meth:`TrainingSettings.validate`; the knobs: :func:`knobs.check`)."""
+        knobs.lookup(self.knob)
+        require(len(self.values) > 0, "values", "a non-empty list", self.values)
+        require(len(self.alphas) > 0, "alphas", "a non-empty list", self.alphas)
+        knobs.check("alpha", self.alphas)
+        seed_list(self.seeds, at_most=defaults.MAX_SEEDS)
+        for name in ("seeds", "values", "alphas"):  # a repeated cell would be trained twice
+            check_distinct(name, getattr(self, name))
+        dataset_key(self.dataset)
+        self.architecture().check_alphas(self.alphas)  # and its own fields, on construction
+        # A sweep measures every model's load curve, whose curvature (the second difference
+        # over layers 0..L) needs L >= 2; a single network may have one hidden layer.
+        require(self.depth >= 2, "depth",
+                "an integer >= 2 (a load curve's curvature needs layers 0..L, L >= 2)",
+                self.depth)
+        require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
+                                                  and self.models_per_chunk >= 1),
+                "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)
+        super().validate()  # epochs, batch_size, optimizer, lr, ..., dtype, device
+        for name in ("dropout", "label_noise"):  # lr, batch_size: training settings, above
+            knobs.check(name, getattr(self, name))
+        knobs.check(self.knob, self.values, label=f"values of {self.knob}")
+        fixed, default = getattr(self, self.knob), _FIELD_DEFAULTS[self.knob]
+        left = "unset (full batch)" if default is None else f"at its default {default!r}"
+        require(fixed == default, self.knob,
+                f"left {left} when it is the swept knob (its values come from values / "
+                "--values)", fixed)
+        require(own_value_used(self.schedule, self.knob), "schedule",
+                f"entries that leave the swept {self.knob}'s values in effect at some epoch "
+                f"(no {self.knob} entry at epoch 1, or one whose value is None: each model's "
+                "own)", self.schedule)
+        require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
+                "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
+        check_measures(self.measures, "measures")
+        check_distinct("measures", self.measures)
+        # Before any plan is made: 10^9 networks would fill the memory with their chunk
+        # plan alone, silently. Per network at least every layer's measures and
+        # snapshots, and a few scalars (the result holds more: the estimate errs low).
+        n_models = len(self.alphas) * len(self.values) * len(self.seeds)
+        snapshots = 1 + self.epochs // self.record_every if self.record_every else 1
+        check_result_size(
+            f"{len(self.alphas)} alphas x {len(self.values)} values x {len(self.seeds)} seeds "
+            f"= {n_models} networks",
+            n_models * ((self.depth + 1) * (len(self.measures) + snapshots) + 8))
+        # Each network's loss at every epoch is kept (--epochs 1e12 failed allocating TiB).
+        check_result_size(f"epochs = {self.epochs} (a loss per epoch for each of {n_models} "
+                          "networks)", n_models * self.epochs, hint="fewer epochs")
+
+    def architecture(self) -> Architecture:
+        """The network every model of the sweep is (checked on construction)."""
+        return Architecture(self.arch, self.depth, self.width, self.channels,
+                            self.kernel_size, self.norm, self.bias, self.weight_init)
+
+    def check_data(self, data) -> None:
+        """Checks that need the data set (before any training): every class has the two
+        training samples a load curve needs, batch sizes fit its size, a CNN has images."""
+        check_class_sizes(data, self.dataset)
+        n_train = data.n_train
+        knobs.check_batch_fits(list(self.values) if self.knob == "batch_size"
+                               else [self.batch_size or n_train], n_train)
+        self.architecture().check_data(data.image_shape, self.dataset)
+
+    def preflight(self, scheduler: str = defaults.PYTHON_SCHEDULER,
+                  workers: int | None = None):
+        """Every check that needs more than the fields, before any work: the device, the
+        scheduler and workers, the data set (loaded, and returned) and the memory the
+        chunks need on this machine (:mod:`dnnphase.sweeps.memory`)."""
+        validate_scheduler(scheduler)
+        validate_workers(workers, scheduler)
+        self.check_device()
+        data = load_data(self)
+        self.check_data(data)
+        check_sweep_memory(self, data, scheduler=scheduler, workers=workers,
+                           on_cuda=runs_on_cuda(self.device))
+        return data
+
+    def check_device(self) -> None:
+        """A CUDA device asked for must exist (checked before any work starts)."""
+        if str(self.device).startswith("cuda"):
+            import torch
+
+            require(torch.cuda.is_available(), "device",
+                    "auto or cpu on this machine (no CUDA device is available)", self.device)
+            count = torch.cuda.device_count()
+            index = torch.device(self.device).index
+            require(index is None or index < count, "device",
+                    f"cuda, cuda:0 … cuda:{count - 1}, auto or cpu on this machine "
+                    f"({count} CUDA device{'s' if count > 1 else ''})", self.device)
+
+    def train_config(self) -> TrainConfig:
+        """The :class:`dnnphase.training.train.TrainConfig` of every model: the training settings
+        (and the record interval, 0 -> None)."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(TrainingSettings)}
+        return TrainConfig(**shared, record_every=self.record_every or None)
+
+    def model_knobs(self, models: list) -> ModelKnobs:
+        """The per-model knobs of ``models``, (alpha index, value index, seed) each: the
+        swept knob's value, the others' fixed values (checked by :meth:`validate`)."""
+        m = len(models)
+        per_model = {name: [getattr(self, name)] * m for name in knobs.KNOBS}
+        per_model[self.knob] = [self.values[iv] for _, iv, _ in models]
+        return ModelKnobs(seeds=[seed for _, _, seed in models],
+                          alpha=[self.alphas[ia] for ia, _, _ in models], **per_model)
+
+    def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (stored with the result and hashed to resume a
+        sweep): ``SweepConfig(**to_dict())`` is this configuration. A field of
+        :data:`_LATER_FIELDS` at its default is left out, so a sweep that does not use it
+        has the configuration, and hash, it had before the field existed."""
+        out = dataclasses.asdict(self)
+        for name in _LATER_FIELDS:
+            if out[name] == _FIELD_DEFAULTS[name]:
+                del out[name]
+        return out
+
+    def replace(self, **changes) -> SweepConfig:
+        return SweepConfig(**{**self.to_dict(), **changes})
+
+
+_FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
+#: Fields added after results were stored (figures/): left out of a stored configuration
+#: while at their default, so such results resume and are reused as before.
+_LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule")
+
+
+def default_scheduler(device: str, workers: int | None = None) -> str:
+    """The command line's scheduler when none is given: a pool of single-threaded worker
+    processes on the CPU; on CUDA this process, one GPU being one worker (a pool's workers
+    would each hold a CUDA context and a chunk of up to 320 models on the one device),
+    unless ``workers`` asks for a pool."""
+    return "serial" if runs_on_cuda(device) and workers is None else defaults.SCHEDULER
+
+
+def fused_cpu_layers(cfg: SweepConfig) -> bool:
+    """Whether the sweep's networks train through the CPU's fused hidden layer
+    (:mod:`dnnphase.networks.fused_layer`): stacked MLPs (``arch`` mlp or linear) with BatchNorm on
+    the CPU (:meth:`dnnphase.networks.stack.EnsembleMLP._fuses`), unless
+    ``dnnphase.networks.stack.FUSED_CPU_LAYERS`` is off in this process (the chunks then carry
+    that to every worker)."""
+    from dnnphase.networks import stack
+
+    return (stack.FUSED_CPU_LAYERS and cfg.arch != "cnn" and cfg.norm == "batchnorm"
+            and not runs_on_cuda(cfg.device))
+
+
+def runs_on_cuda(device: str) -> bool:
+    """Whether a sweep on ``device`` trains on CUDA (torch is imported only to resolve auto)."""
+    if str(device).startswith("cuda"):
+        return True
+    if device != "auto":
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@functools.lru_cache(maxsize=4)
+def _data(dataset: str, n_train, data_seed: int, root):
+    from dnnphase.data import load_dataset
+
+    return load_dataset(dataset, n_train=n_train, data_seed=data_seed, root=root)
+
+
+def load_data(cfg: SweepConfig):
+    """The sweep's data set (cached per process)."""
+    return _data(cfg.dataset, cfg.n_train, cfg.data_seed, cfg.root)
+
+
+def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = False,
+          scheduler: str = defaults.PYTHON_SCHEDULER, workers: int | None = None,
+          quiet: bool = True,
+          **params) -> xr.Dataset:
+    """Train every (alpha, knob value, seed) model and measure its layers.
+
+    ``config`` or its fields as keywords, e.g.
+    ``sweep(knob="dropout", values=[0, 0.3], alphas=[0], seeds=[0, 1, 2])``.
+    With ``output`` (NetCDF path) the sweep is resumable (see
+    :mod:`phasecore.sweeps`); ``scheduler``: "serial" (default: this
+    process, one thread), "processes" (one worker per core; from a script, call
+    it under ``if __name__ == "__main__":``) or a Dask address.
+
+    Returns a Dataset with dims (alpha, <knob>, seed, measure, layer[, epoch]):
+    ``load_curve``, ``curvature``, ``curvature_scaled`` (per measure),
+    ``test_accuracy``, ``train_accuracy``, ``train_loss``, ``epochs_run``,
+    ``steps_run``, ``diverged``, ``diverged_reason``; ``load_curve_epochs`` if
+    ``record_every``. The test set's: ``load_curve_test``, ``curvature_test``,
+    ``curvature_scaled_test`` and ``load_curve_epochs_test`` (NaN without a test set).
+    """
+    # a config is already checked by its construction; a change makes (and checks) a new one
+    cfg = as_config(config, SweepConfig, params)
+    if output is not None:
+        check_output(output, overwrite)
+    data = cfg.preflight(scheduler, workers)
+    plan = chunk_plan(cfg)
+    # The checked configuration itself travels (pickled), so no worker checks it again.
+    # The fused layer's switch travels too: a pool's workers import the default.
+    from dnnphase.networks import stack
+
+    payloads = [{"config": cfg, "models": models, "fused_cpu_layers": stack.FUSED_CPU_LAYERS}
+                for models in plan]
+    if len(payloads) > 1:  # one chunk runs here, without a pool
+        check_pool_can_start(scheduler)
+    # A store of chunks that mixed batch sizes (before they were kept apart) is not resumed
+    # with this plan: the plan's rule is part of the stored configuration.
+    # Likewise a CPU store from before the fused hidden layer (its float32 networks round
+    # differently): the layer is part of the stored configuration.
+    stored = cfg.to_dict() | ({"chunks": "one batch size each"} if cfg.knob == "batch_size"
+                              else {}) \
+        | ({"cpu_hidden_layers": "fused"} if fused_cpu_layers(cfg) else {})
+    chunks, store = run_chunked(train_chunk, payloads, config=stored, output=output,
+                                overwrite=overwrite, scheduler=scheduler, workers=workers,
+                                quiet=quiet, label=f"{cfg.knob} sweep")
+    ds = _assemble(chunks, cfg)
+    ds.attrs["knob"] = cfg.knob
+    ds.attrs["data"] = json.dumps(data.info, default=str)
+    return finish(ds, "dnnphase.sweep", cfg.to_dict(), store)
+
+
+def chunk_plan(cfg: SweepConfig) -> list[list[tuple[int, int, int]]]:
+    """The sweep's models (alpha index, knob index, seed) in chunks of at most
+    ``models_per_chunk``, in order, never mixing batch sizes.
+
+    A chunk's models train as stacks of one batch size each, and at small batches a
+    stack's step costs a fixed overhead plus a share per model: a chunk that straddled two
+    batch sizes (10 seeds of one, 6 of the next) paid the overhead twice for small stacks.
+    Sweeps of one batch size are cut as before (results unchanged).
+    """
+    models = [(ia, iv, seed) for ia in range(len(cfg.alphas)) for iv in range(len(cfg.values))
+              for seed in cfg.seeds]
+    groups: dict = {}
+    for mdl in models:
+        groups.setdefault(cfg.values[mdl[1]] if cfg.knob == "batch_size" else None,
+                          []).append(mdl)
+    n = cfg.models_per_chunk
+    return [group[k:k + n] for group in groups.values() for k in range(0, len(group), n)]
+
+
+def train_chunk(payload: dict) -> xr.Dataset:
+    """One chunk: train its models together, then measure every layer.
+
+    Module-level so that process and Dask workers can unpickle it. Training
+    and measuring run on one CPU thread whatever the process's setting
+    (:class:`dnnphase.training.train.TrainConfig` ``cpu_threads``), so a chunk's result
+    never depends on the scheduler, the thread count or the machine's load.
+
+    ``payload``: ``{"config": SweepConfig, "models": [(alpha index, value index,
+    seed), ...], "fused_cpu_layers": bool}``, the configuration checked by its
+    construction; the last is ``dnnphase.networks.stack.FUSED_CPU_LAYERS`` where the sweep began
+    (set here for the chunk, then restored).
+    """
+    from dnnphase.networks import stack
+
+    before = stack.FUSED_CPU_LAYERS
+    stack.FUSED_CPU_LAYERS = payload.get("fused_cpu_layers", before)
+    try:
+        return _train_and_measure(payload["config"], payload["models"])
+    finally:
+        stack.FUSED_CPU_LAYERS = before
+
+
+def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) -> xr.Dataset:
+    """Train ``models`` and measure their layers on the training set and (``test_set``;
+    False only to check that it changes nothing else) on the test set: NaN test curves
+    when the data set's test set has fewer than two classes (e.g. none)."""
+    import torch
+
+    from dnnphase import separation
+
+    ia, iv, seeds = (np.array([m[k] for m in models]) for k in range(3))
+    data = load_data(cfg)
+    primary = cfg.measures[0]
+    y_train = torch.as_tensor(data.y_train)
+    x_test, y_test = torch.as_tensor(data.x_test), torch.as_tensor(data.y_test)
+    measure_test = test_set and np.unique(data.y_test).size >= 2  # measure_layers needs two
+
+    def record(features):  # on the training device, all models at once
+        return separation.measure_layers(features, y_train, (primary,))[:, 0]  # (m, L+1)
+
+    def record_test(features):
+        return separation.measure_layers(features, y_test, (primary,))[:, 0]
+
+    result = train_models(
+        torch.as_tensor(data.x_train), y_train, torch.as_tensor(data.x_test),
+        torch.as_tensor(data.y_test), knobs=cfg.model_knobs(models), config=cfg.train_config(),
+        **dataclasses.asdict(cfg.architecture()), image_shape=data.image_shape,
+        record_fn=record if cfg.record_every else None,
+        test_record_fn=record_test if cfg.record_every and measure_test else None,
+    )
+    diverged = result.diverged.numpy()
+    curves = np.full((len(seeds), len(cfg.measures), cfg.depth + 1), np.nan)
+    healthy = np.flatnonzero(~diverged)
+    if healthy.size:
+        features = result.features(indices=healthy.tolist(), on_device=True)  # L+1 (m, N, d)
+        curves[healthy] = separation.measure_layers(
+            features, y_train, cfg.measures).cpu().numpy()  # (m, measures, L+1)
+        del features
+    curves_test = np.full_like(curves, np.nan)
+    if healthy.size and measure_test:
+        features = result.features(indices=healthy.tolist(), x=x_test, on_device=True)
+        curves_test[healthy] = separation.measure_layers(
+            features, y_test, cfg.measures).cpu().numpy()
+        del features
+    out = xr.Dataset(
+        {
+            "load_curve": (("model", "measure", "layer"), curves),
+            "load_curve_test": (("model", "measure", "layer"), curves_test),
+            "test_accuracy": ("model", result.test_accuracy.numpy()),
+            "train_accuracy": ("model", result.train_accuracy.numpy()),
+            "train_loss": ("model", result.train_loss.numpy()),
+            "epochs_run": ("model", result.epochs_run.numpy()),
+            "steps_run": ("model", result.steps_run.numpy()),
+            "diverged": ("model", diverged.astype(np.int8)),
+            "diverged_reason": ("model", np.array(result.diverged_reason, dtype=str)),
+        },
+        coords={"alpha_index": ("model", ia), "value_index": ("model", iv),
+                "seed_value": ("model", seeds)},
+    )
+    if cfg.record_every:
+        epochs = [e for e, _ in result.snapshots]
+        snaps = np.stack([np.asarray(c, dtype=float) for _, c in result.snapshots], axis=1)
+        snaps[diverged] = np.nan
+        out["load_curve_epochs"] = (("model", "epoch", "layer"), snaps)
+        snaps_test = np.full_like(snaps, np.nan)
+        if measure_test:
+            snaps_test[:] = np.stack([np.asarray(c, dtype=float)
+                                      for _, c in result.test_snapshots], axis=1)
+            snaps_test[diverged] = np.nan
+        out["load_curve_epochs_test"] = (("model", "epoch", "layer"), snaps_test)
+        out = out.assign_coords(epoch=epochs)
+    return out
+
+
+def _on_epochs(chunk: xr.Dataset, epochs: np.ndarray,
+               name: str = "load_curve_epochs") -> np.ndarray:
+    """A chunk's per-epoch curves ``name`` on the full epoch grid, (m, epochs, L+1).
+
+    A chunk whose models all stopped early has fewer snapshots; a stopped
+    model keeps its final state, so later epochs repeat its last snapshot.
+    """
+    have = chunk["epoch"].values
+    last = np.searchsorted(have, epochs, side="right") - 1  # latest snapshot <= epoch
+    return chunk[name].values[:, np.clip(last, 0, None)]
+
+
+def _curvature(curves: np.ndarray, scaled: bool = False) -> np.ndarray:
+    """The paper's (or the scale-free) curvature of load curves ``(..., L+1)``; NaN where a
+    curve is not finite at every layer (diverged, or a layer whose features have no
+    within- or between-class spread: D = -inf or +inf), which has no shape to measure."""
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: masked just below
+        values = (loadcurve.curvature_scaled if scaled else loadcurve.curvature)(curves)
+    return np.where(np.isfinite(curves).all(axis=-1), values, np.nan)
+
+
+def _warn_non_finite(curves: np.ndarray, diverged: np.ndarray, measures) -> None:
+    """One warning per measure whose load curve is -inf, +inf or NaN at some layer of a
+    model that trained (a diverged model's NaN is expected and recorded as diverged)."""
+    trained = ~diverged.astype(bool)  # (alpha, value, seed)
+    for k, measure in enumerate(measures):
+        bad = ~np.isfinite(curves[..., k, :]).all(axis=-1) & trained
+        if bad.any():
+            warnings.warn(
+                f"{int(bad.sum())} of {int(trained.sum())} trained models have a {measure} "
+                "load curve that is not finite at some layer (-inf: no within-class spread, "
+                "e.g. collapsed features or one sample a class; +inf or NaN: no "
+                "between-class spread); the curves are recorded as they are and their "
+                "curvatures are NaN", stacklevel=4)
+
+
+def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
+    n_a, n_v, n_s = len(cfg.alphas), len(cfg.values), len(cfg.seeds)
+    n_l, n_m = cfg.depth + 1, len(cfg.measures)
+    seed_pos = {s: k for k, s in enumerate(cfg.seeds)}
+    dims = ("alpha", cfg.knob, "seed")
+    scalars = ("test_accuracy", "train_accuracy", "train_loss", "epochs_run", "steps_run",
+               "diverged")
+    arrays = {name: np.full((n_a, n_v, n_s), np.nan) for name in scalars}
+    reasons = np.full((n_a, n_v, n_s), "", dtype=object)
+    curves = np.full((n_a, n_v, n_s, n_m, n_l), np.nan)
+    curves_test = np.full_like(curves, np.nan)
+    epochs = np.arange(0, cfg.epochs + 1, cfg.record_every) if cfg.record_every else None
+    per_epoch = np.full((n_a, n_v, n_s, len(epochs), n_l), np.nan) if cfg.record_every else None
+    per_epoch_test = None if per_epoch is None else np.full_like(per_epoch, np.nan)
+    for chunk in chunks:
+        ia, iv = chunk["alpha_index"].values, chunk["value_index"].values
+        js = np.array([seed_pos[int(s)] for s in chunk["seed_value"].values])
+        curves[ia, iv, js] = chunk["load_curve"].values
+        if "load_curve_test" in chunk:  # absent from chunks stored before it was measured
+            curves_test[ia, iv, js] = chunk["load_curve_test"].values
+        for name in scalars:
+            arrays[name][ia, iv, js] = chunk[name].values
+        reasons[ia, iv, js] = chunk["diverged_reason"].values.astype(str)
+        if per_epoch is not None:
+            per_epoch[ia, iv, js] = _on_epochs(chunk, epochs)
+            if "load_curve_epochs_test" in chunk:
+                per_epoch_test[ia, iv, js] = _on_epochs(chunk, epochs, "load_curve_epochs_test")
+    _warn_non_finite(curves, arrays["diverged"], cfg.measures)
+    data_vars = {
+        "load_curve": (dims + ("measure", "layer"), curves,
+                       {"long_name": "separation D per layer (see measure)"}),
+        "curvature": (dims + ("measure",), _curvature(curves),
+                      {"long_name": "curvature (paper: first minus last gain)"}),
+        "curvature_scaled": (dims + ("measure",), _curvature(curves, scaled=True),
+                             {"long_name": "scale-free curvature", "units": "1"}),
+        "load_curve_test": (dims + ("measure", "layer"), curves_test,
+                            {"long_name": "separation D per layer on the test set (see "
+                                          "measure; NaN without a test set)"}),
+        "curvature_test": (dims + ("measure",), _curvature(curves_test),
+                           {"long_name": "curvature of the test-set load curve (paper: first "
+                                         "minus last gain)"}),
+        "curvature_scaled_test": (dims + ("measure",), _curvature(curves_test, scaled=True),
+                                  {"long_name": "scale-free curvature of the test-set load "
+                                                "curve", "units": "1"}),
+        "test_accuracy": (dims, arrays["test_accuracy"], {"units": "1"}),
+        "train_accuracy": (dims, arrays["train_accuracy"], {"units": "1"}),
+        "train_loss": (dims, arrays["train_loss"], {"long_name": "final training loss (eval)"}),
+        "epochs_run": (dims, arrays["epochs_run"].astype(np.int64), {"units": "epochs"}),
+        "steps_run": (dims, arrays["steps_run"].astype(np.int64),
+                      {"units": "optimizer steps",
+                       "note": "at fixed epochs the batch size sets the number of steps"}),
+        "diverged": (dims, arrays["diverged"].astype(bool),
+                     {"long_name": "training diverged (see diverged_reason); metrics are NaN"}),
+        "diverged_reason": (dims, reasons.astype(str),
+                            {"long_name": "why: nan, inf, or exploded (loss > explode_factor "
+                                          "x ln C); empty when the model trained"}),
+    }
+    if per_epoch is not None:
+        data_vars["load_curve_epochs"] = (dims + ("epoch", "layer"), per_epoch,
+                                          {"long_name": f"{cfg.measures[0]} load curve during "
+                                                        "training (eval mode)"})
+        data_vars["load_curve_epochs_test"] = (
+            dims + ("epoch", "layer"), per_epoch_test,
+            {"long_name": f"{cfg.measures[0]} test-set load curve during training (eval mode)"})
+    coords = {
+        "alpha": ("alpha", np.asarray(cfg.alphas, dtype=float),
+                  {"long_name": "LeakyReLU negative slope (0 = ReLU)"}),
+        cfg.knob: (cfg.knob, np.asarray(cfg.values, dtype=float),
+                   {"units": knobs.KNOBS[cfg.knob].units,
+                    "noisier": knobs.KNOBS[cfg.knob].noisier}),
+        "seed": np.asarray(cfg.seeds),
+        "measure": list(cfg.measures),
+        "layer": ("layer", np.arange(n_l), {"long_name": "layer (0 = input)"}),
+    }
+    if epochs is not None:
+        coords["epoch"] = ("epoch", epochs, {"units": "epochs"})
+    return xr.Dataset(data_vars, coords=coords)

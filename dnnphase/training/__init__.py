@@ -1,0 +1,10 @@
+"""Training: many networks stepped together until each stops.
+
+* ``train`` — :func:`train_models` / :func:`train_ensemble`, :class:`TrainConfig`
+  (what stops a model, the data it sees, the tensors it ends with);
+* ``loop`` — the stacked training loop (batches, early stops, retired models);
+* ``optim`` — the stacked optimisers (SGD, Adam) with a learning rate per model;
+* ``schedule`` — noise schedules (a knob that changes during training).
+
+May import: the top-level base modules and :mod:`dnnphase.networks`.
+"""

@@ -1,0 +1,155 @@
+"""Noise schedules: knobs that change during training (the supplement's Fig. S2).
+
+A schedule is data in the training settings
+(:attr:`dnnphase.training.train.TrainingSettings.schedule`, so a sweep's
+:class:`~dnnphase.sweeps.sweep.SweepConfig` has it too): a tuple of entries
+``(epoch, knob, value)``, each meaning "from epoch ``epoch`` on, ``knob`` is
+``value``", for every model of the call. Epochs are counted from 1, as the training
+loop counts them: an entry takes effect at the start of its epoch, before that epoch's
+first step.
+
+knob : one of :data:`SCHEDULED` ("dropout", "lr").
+value : a number in the knob's range (:func:`dnnphase.knobs.check`), or ``None``:
+    each model's *own* value, its per-model knob — the sweep's value of that model when
+    the knob is the swept one, else the configuration's fixed ``dropout`` / ``lr``
+    (:func:`~dnnphase.training.train.train_ensemble`: its ``dropout`` / ``lr`` argument).
+
+Before a knob's first entry every model has its own value, so a knob without entries
+keeps it for the whole run and a schedule can only *change* a knob, not reinterpret the
+sweep. Entries are listed in time order (epochs non-decreasing), at most one per
+(epoch, knob), every epoch in 1..``epochs``.
+
+Example, the paper's Fig. S2 — train without dropout to near convergence, then introduce
+dropout p for every p of a dropout sweep::
+
+    SweepConfig(knob="dropout", values=(0.1, 0.2, 0.3), epochs=100,
+                schedule=((1, "dropout", 0.0), (51, "dropout", None)))
+
+trains every model without dropout in epochs 1..50 and with its own p from epoch 51
+on; on the command line ``dnnphase sweep --knob dropout --values 0.1,0.2,0.3 --epochs
+100 --schedule dropout@1=0,dropout@51``. A learning-rate drop to a tenth at epoch 31
+for lr = 1e-3: ``((31, "lr", 1e-4),)``, ``--schedule lr@31=1e-4``.
+
+Early stopping: the stopping rules (loss threshold and plateau,
+:class:`~dnnphase.training.train.TrainConfig`) are suspended until the schedule's last epoch E
+(:func:`last_epoch`); from E on they look only at the epoch losses since E, so the
+plateau rule's windows start at E and it can stop a model at the end of epoch
+E − 1 + 2·patience at the earliest. Every model therefore trains at least into epoch E:
+none is retired before its schedule has run (a model that converged before dropout is
+introduced still receives it). Divergence (NaN, inf, exploded) stops a model at any
+epoch. Without a schedule E = 1 and the rules are exactly the unscheduled ones; a
+schedule whose entries all lie at epoch 1 just sets the knobs for the whole run.
+
+Randomness: a model's dropout masks are drawn from its own step keys at fixed offsets
+(:mod:`dnnphase.networks.randomness`) whatever its p, so switching dropout on or off changes no
+other random number (data order, label and data noise), and a model's result does not
+depend on its stack-mates. The optimizer's state (Adam's moments, its step count) carries
+on through every change. A result's ``model`` holds the dropout in effect at its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dnnphase import knobs
+from phasecore.checks import ConfigError, is_finite, is_int, require
+
+__all__ = ["SCHEDULED", "changes", "check_schedule", "last_epoch", "normalise",
+           "own_value_used", "parse_schedule"]
+
+#: The knobs a schedule may change (each a key of :data:`dnnphase.knobs.KNOBS`, whose
+#: range its values are checked against): extend here, and in the training loop.
+SCHEDULED = ("dropout", "lr")
+
+#: What a schedule entry's value None means, as messages and help texts say it.
+OWN = "each model's own value"
+
+_FORM = "(epoch, knob, value) entries"
+
+
+def normalise(schedule):
+    """The schedule as a tuple of ``(int, str, float | None)`` tuples, e.g. from the lists
+    of a stored JSON configuration, so that equal schedules compare and hash equal
+    (``0`` and ``0.0``, numpy and Python numbers). Malformed parts are left as they are
+    for :func:`check_schedule` to name."""
+    if not isinstance(schedule, Sequence) or isinstance(schedule, str):
+        return schedule
+    out = []
+    for entry in schedule:
+        if isinstance(entry, Sequence) and not isinstance(entry, str) and len(entry) == 3:
+            epoch, knob, value = entry
+            epoch = int(epoch) if is_int(epoch) else epoch
+            value = float(value) if is_finite(value) else value
+            entry = (epoch, knob, value)
+        out.append(entry)
+    return tuple(out)
+
+
+def check_schedule(schedule, epochs: int) -> None:
+    """ConfigError naming ``schedule`` unless it is a valid schedule of a run of
+    ``epochs`` epochs (see the module's docstring): knob names in :data:`SCHEDULED`,
+    values checked by :func:`dnnphase.knobs.check` (or None), epochs integers in
+    1..``epochs``, in time order, at most one entry per (epoch, knob)."""
+    require(isinstance(schedule, tuple), "schedule", f"a sequence of {_FORM}", schedule)
+    for entry in schedule:
+        require(isinstance(entry, tuple) and len(entry) == 3, "schedule", _FORM, entry)
+        epoch, knob, value = entry
+        require(isinstance(knob, str) and knob in SCHEDULED, "schedule",
+                f"{_FORM} with knob one of {', '.join(SCHEDULED)}", entry)
+        require(is_int(epoch) and 1 <= epoch <= epochs, "schedule",
+                f"{_FORM} with epoch an integer in 1..epochs ({epochs})", entry)
+        label = f"schedule's {knob} at epoch {epoch}"
+        # One number (knobs.check would also take a sequence of them), or None.
+        require(value is None or is_finite(value), label,
+                f"{knobs.RANGES[knob].words()}, or unset ({OWN})", value)
+        knobs.check(knob, value, label=label, unset=OWN)
+    keys = [(epoch, knob) for epoch, knob, _ in schedule]
+    require(all(a[0] <= b[0] for a, b in zip(keys, keys[1:], strict=False)), "schedule",
+            f"{_FORM} in time order (epochs non-decreasing)", schedule)
+    require(len(set(keys)) == len(keys), "schedule",
+            f"{_FORM} with at most one entry per (epoch, knob)", schedule)
+
+
+def changes(schedule: tuple, epoch: int) -> list[tuple[str, float | None]]:
+    """``(knob, value)`` of the entries that take effect at the start of ``epoch``."""
+    return [(knob, value) for e, knob, value in schedule if e == epoch]
+
+
+def last_epoch(schedule: tuple) -> int:
+    """The epoch of the last entry (1 without entries): the stopping rules start there."""
+    return max((e for e, _, _ in schedule), default=1)
+
+
+def own_value_used(schedule: tuple, knob: str) -> bool:
+    """Whether the models' own value of ``knob`` is in effect at some epoch: the knob has
+    no entry at epoch 1, or an entry whose value is None."""
+    entries = [(e, v) for e, k, v in schedule if k == knob]
+    return not entries or entries[0][0] > 1 or any(v is None for _, v in entries)
+
+
+def parse_schedule(text: str, name: str = "schedule") -> tuple:
+    """The command line's form: comma-separated ``KNOB@EPOCH=VALUE`` entries; ``KNOB@EPOCH``
+    (or ``=own``) sets each model's own value. ``"dropout@1=0,dropout@51"`` →
+    ``((1, "dropout", 0.0), (51, "dropout", None))``. The entries' values are checked by
+    :func:`check_schedule` (with the run's epochs); a malformed entry is a ConfigError
+    naming ``name``."""
+    parts = [part.strip() for part in str(text).split(",")]
+    if not any(parts):
+        raise ConfigError(f"{name} must list one or more KNOB@EPOCH=VALUE entries "
+                          f"(got {text!r})")
+    entries = []
+    for part in parts:
+        knob, at, rest = part.partition("@")
+        epoch_text, eq, value_text = rest.partition("=")
+        try:
+            if not at or not knob.strip():
+                raise ValueError
+            epoch = int(epoch_text)
+            value = None if not eq or value_text.strip() == "own" else float(value_text)
+        except ValueError:
+            raise ConfigError(
+                f"{name} must be comma-separated KNOB@EPOCH=VALUE entries (KNOB@EPOCH or "
+                f"=own: {OWN}), e.g. dropout@1=0,dropout@51 (got {part!r} in {text!r})"
+            ) from None
+        entries.append((epoch, knob.strip(), value))
+    return tuple(entries)

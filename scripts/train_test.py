@@ -1,0 +1,39 @@
+"""Fig. S4, training vs test load curves: run it and write its result, figure and numbers.
+
+    python scripts/train_test.py [figures/supplement] [--quick]
+
+Writes ``train_test.nc`` (the sweep) and ``train_test.png`` in the folder and prints,
+per learning rate, the scale-free curvature of the training and test load curves and
+the test accuracy (means over seeds). About 2 minutes on 2 cores (``--quick``: seconds).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from dnnphase.sweeps.experiments import plot_train_test, train_test
+from phasecore import results
+from phasecore.panels import save_figure
+
+
+def main(folder: str = "figures/supplement", scale: str = "paper") -> None:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ds = train_test(scale, scheduler="processes") if scale == "paper" else train_test(scale)
+    results.save(ds, folder / "train_test.nc", overwrite=True)
+    save_figure(plot_train_test(ds), folder / "train_test.png")
+    print("| lr | curvature, training | curvature, test | test accuracy |")
+    print("|---|---|---|---|")
+    for v in ds["lr"].values:
+        cell = ds.sel(lr=v).isel(alpha=0, measure=0)
+        row = [np.mean(cell[k].values) for k in ("curvature_scaled", "curvature_scaled_test",
+                                                  "test_accuracy")]
+        print(f"| {v:g} | {row[0]:+.2f} | {row[1]:+.2f} | {row[2]:.3f} |")
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--quick"]
+    main(*args[:1], scale="quick" if "--quick" in sys.argv else "paper")

@@ -1,0 +1,197 @@
+"""Chunked sweeps: resume after a kill, configuration checks, progress, Dask."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from phasecore import results
+from phasecore.progress import Progress
+from phasecore.results import OutputExistsError
+from phasecore.store import ChunkStore
+from phasecore.sweeps import run_sweep
+from springblock import phase_diagram
+
+ROOT = Path(__file__).resolve().parents[2]
+PHASE_ARGS = ["phase", "--rows", "mu_right=0:0.03:4", "--cols", "noise=0:0.03:4",
+              "--mu-left-ratio", "2", "--seeds", "4", "--steps", "60000",
+              "--chains-per-chunk", "8"]
+
+
+def _cli(args, deadline: float = 120.0) -> tuple[int, str]:
+    """Run the chain command line; (exit code, stderr). ``deadline`` only keeps a broken run
+    from hanging the suite: past it the command is killed and the test fails."""
+    proc = subprocess.Popen([sys.executable, "-m", "springblock.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"springblock {' '.join(args[:1])} still running after {deadline:g} s:\n{err}")
+    return proc.returncode, err
+
+
+def _identical(a: xr.Dataset, b: xr.Dataset) -> None:
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+    assert a.attrs["config"] == b.attrs["config"]
+
+
+def test_changed_configuration_is_refused_then_overwritten(tmp_path):
+    out = tmp_path / "phase.nc"
+    store = ChunkStore(out)
+    store.open({"a": 1}, n_chunks=3)
+    with pytest.raises(OutputExistsError, match=r"different configuration \(differs in: a\)"):
+        store.open({"a": 2}, n_chunks=3)
+    # A setting one side lacks (e.g. one an earlier version did not record) is named too.
+    with pytest.raises(OutputExistsError, match=r"\(differs in: b, n_chunks\)"):
+        store.open({"a": 1, "b": "x"}, n_chunks=4)
+    code, err = _cli(PHASE_ARGS + ["-o", str(out), "--quiet"])
+    assert code == 2 and "different configuration" in err
+    store.open({"a": 2}, n_chunks=3, overwrite=True)  # --overwrite discards the old store
+    assert store.done() == set()
+    # ... but resumes one of the same configuration: its chunks are what this run computes
+    # (a sweep begun with --overwrite, interrupted, then run again by the same command).
+    store.write(0, xr.Dataset({"x": ("i", [1.0])}))
+    store.open({"a": 2}, n_chunks=3, overwrite=True)
+    assert store.done() == {0}
+    # An unreadable sweep.json is refused, and discarded with --overwrite.
+    store.meta.write_text("{not json")
+    with pytest.raises(OutputExistsError, match="unreadable"):
+        store.open({"a": 2}, n_chunks=3)
+    store.open({"a": 2}, n_chunks=3, overwrite=True)
+    assert store.done() == set()
+
+
+def test_chunking_does_not_change_the_result(tmp_path):
+    kwargs = dict(rows=("mu_right", [0.0, 0.02]), cols=("noise", [0.0, 0.01, 0.03]), seeds=3,
+                  steps=5000, mu_left_ratio=2)
+    one = phase_diagram(**kwargs, chains_per_chunk=1000)
+    many = phase_diagram(**kwargs, chains_per_chunk=3, output=tmp_path / "p.nc")
+    _identical(one, many)
+
+
+def test_non_tty_progress_is_line_based_and_parseable():
+    class Stream:
+        def __init__(self):
+            self.text = ""
+
+        def write(self, s):
+            self.text += s
+
+        def flush(self):
+            pass
+
+    pattern = re.compile(r"^progress demo: (\d+)/4 chunks \(([\d.]+)%\) elapsed ([\d.]+)s "
+                         r"eta ([\d.]+|\?)s$")
+
+    def run(**attributes):
+        stream = Stream()
+        progress = Progress(total=4, done=1, label="demo", stream=stream)
+        vars(progress).update(attributes)
+        for _ in range(3):
+            progress.advance()
+        return stream.text.strip().splitlines()
+
+    lines = run(line_interval=0.0)  # a line per chunk
+    assert [int(pattern.match(line).group(1)) for line in lines] == [1, 2, 3, 4]
+    assert pattern.match(lines[0]).group(4) == "?"  # no estimate before a chunk finished
+    assert all(pattern.match(line).group(4) != "?" for line in lines[1:])
+    # By default at most a line every few seconds: the first and the last always.
+    assert [int(pattern.match(line).group(1)) for line in run()] == [1, 4]
+    quiet = Stream()
+    Progress(total=2, stream=quiet, quiet=True).advance()
+    assert quiet.text == ""
+
+
+# --- Dask -------------------------------------------------------------------------------
+
+
+def noisy_cells(payload):
+    """A toy chunk: deterministic in its payload; dies once on a marked chunk."""
+    index, seed, crash_marker = payload
+    if crash_marker and index == 1 and not os.path.exists(crash_marker):
+        Path(crash_marker).touch()
+        os._exit(1)  # the worker process dies mid-chunk
+    values = np.random.default_rng(seed).standard_normal(5)
+    return xr.Dataset({"value": (("cell", "k"), values[None])},
+                      coords={"cell": [index]})
+
+
+def test_dask_local_cluster_matches_local_run_and_survives_a_dead_worker(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    payloads_local = [(i, 100 + i, None) for i in range(4)]
+    marker = str(tmp_path / "crashed-once")
+    payloads_dask = [(i, 100 + i, marker) for i in range(4)]
+
+    local_store = ChunkStore(tmp_path / "local.nc")
+    local_store.open({"toy": 1}, 4)
+    local = run_sweep(noisy_cells, payloads_local, local_store, quiet=True)
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        store = ChunkStore(tmp_path / "dask.nc")
+        store.open({"toy": 1}, 4)
+        remote = run_sweep(noisy_cells, payloads_dask, store, scheduler=cluster.scheduler_address,
+                           quiet=True)
+    assert os.path.exists(marker)  # a worker really died during the run
+    for a, b in zip(local, remote, strict=True):
+        xr.testing.assert_identical(a, b)
+
+
+def test_dask_phase_diagram_equals_serial(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    kwargs = dict(rows=("mu_right", [0.0, 0.03]), cols=("noise", [0.0, 0.02]), seeds=2,
+                  steps=3000, mu_left_ratio=2, chains_per_chunk=2)
+    serial = phase_diagram(**kwargs)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        dask = phase_diagram(**kwargs, output=tmp_path / "d.nc",
+                             scheduler=cluster.scheduler_address)
+    _identical(serial, dask)
+    _identical(serial, results.load(tmp_path / "d.nc"))
+
+
+def test_overall_progress_counts_each_stage_once(tmp_path, capsys, monkeypatch):
+    """Sweeps inside a multi-stage job advance its one bar chunk by chunk, to exactly 1 stage."""
+    monkeypatch.setattr(Progress, "line_interval", 0.0)  # every line, to see each chunk
+    from phasecore.progress import overall_progress
+
+    payloads = [(i, 100 + i, None) for i in range(4)]
+    with overall_progress(2, "job") as progress:
+        store = ChunkStore(tmp_path / "a.nc")
+        store.open({"toy": 1}, 4)
+        run_sweep(noisy_cells, payloads, store)  # stage 1, in four chunks
+        progress.advance()  # stage 2
+        assert progress.done == pytest.approx(2.0)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("progress")]
+    assert lines[-1].startswith("progress job: 2/2 stages (100.0%)")
+    assert [line.split()[2] for line in lines] == ["0/2", "0.25/2", "0.5/2", "0.75/2", "1/2", "2/2"]
+
+
+def _first_chunk_interrupted(payload):
+    if payload == 0:
+        raise KeyboardInterrupt  # as Ctrl-C inside the first chunk
+    return xr.Dataset({"x": ("i", [float(payload)])})
+
+
+@pytest.mark.parametrize("finished", [0, 1])
+def test_an_interrupted_sweep_says_whether_anything_is_kept(tmp_path, finished):
+    """The interrupt message promises a resume only when a chunk was kept: a run stopped
+    inside its first (or only) chunk says that the same command starts again."""
+    from phasecore.sweeps import SweepInterrupted, run_chunked
+
+    payloads = [1, 0] if finished else [0, 1]
+    with pytest.raises(SweepInterrupted) as err:
+        run_chunked(_first_chunk_interrupted, payloads, config={"n": 2},
+                    output=tmp_path / "r.nc")
+    if finished:
+        assert "1/2 chunks are kept" in str(err.value)
+        assert "rerun the same command to resume" in str(err.value)
+    else:
+        assert "nothing is kept" in str(err.value) and "resume" not in str(err.value)
