@@ -168,23 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("sweep", help="network phase diagram: alpha x knob x seeds",
-                       description="Train every (alpha, knob value, seed) model and write a "
-                                   "labelled NetCDF result (resumable: rerun the same command "
-                                   "after an interruption).")
-    shown = _sweep_defaults()
-    add_options(p.add_argument_group("network and training"),  # None: left to SweepConfig
-                [(flag, dest, typ, None, text + _shown(shown[dest]))
-                 for flag, dest, typ, text in _sweep_options()])
-    seeds = shown["seeds"]  # consecutive, shown as a count and a first seed
-    p.add_argument("--seeds", type=int, default=None,
-                   help=f"number of seeds (default {len(seeds)})")
-    p.add_argument("--first-seed", type=int, default=None,
-                   help=f"first seed (default {seeds[0]})")
-    p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
-    _scheduler_options(p, ON_CUDA_SERIAL)
-    output_options(p, "output NetCDF file")
-    p.set_defaults(func=cmd_sweep)
+    _add_sweep_parser(sub)
 
     shape = argparse.ArgumentParser(add_help=False)  # how load curves are read and labelled
     shape.add_argument("--measure", default=defaults.MEASURE,
@@ -208,6 +192,35 @@ def build_parser() -> argparse.ArgumentParser:
     output_options(p, "output folder (report.nc, phase.png, accuracy.png)", quiet=False)
     p.set_defaults(func=cmd_compare)
 
+    _add_fit_parser(sub)
+    _add_reproduce_parser(sub)
+    _add_tune_parser(sub)
+    return parser
+
+
+def _add_sweep_parser(sub) -> None:
+    """``dnnphase sweep``: the network and training options, with SweepConfig's defaults."""
+    p = sub.add_parser("sweep", help="network phase diagram: alpha x knob x seeds",
+                       description="Train every (alpha, knob value, seed) model and write a "
+                                   "labelled NetCDF result (resumable: rerun the same command "
+                                   "after an interruption).")
+    shown = _sweep_defaults()
+    add_options(p.add_argument_group("network and training"),  # None: left to SweepConfig
+                [(flag, dest, typ, None, text + _shown(shown[dest]))
+                 for flag, dest, typ, text in _sweep_options()])
+    seeds = shown["seeds"]  # consecutive, shown as a count and a first seed
+    p.add_argument("--seeds", type=int, default=None,
+                   help=f"number of seeds (default {len(seeds)})")
+    p.add_argument("--first-seed", type=int, default=None,
+                   help=f"first seed (default {seeds[0]})")
+    p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
+    _scheduler_options(p, ON_CUDA_SERIAL)
+    output_options(p, "output NetCDF file")
+    p.set_defaults(func=cmd_sweep)
+
+
+def _add_fit_parser(sub) -> None:
+    """``dnnphase fit``: the final-curve fit's options and the trajectory fit's."""
     p = sub.add_parser("fit", help="spring parameters for every network cell",
                        description="Fit the chain to every cell of a network sweep: its final "
                                    "load curves (mu->, s at a fixed horizon and mu<-/mu->), or "
@@ -231,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     output_options(p, "output NetCDF file", quiet=False)
     p.set_defaults(func=cmd_fit)
 
+
+def _add_reproduce_parser(sub) -> None:
+    """``dnnphase reproduce``: a preset, an output folder, the knobs to run."""
     p = sub.add_parser("reproduce", help="everything, end to end, from a preset",
                        description="Chain phase diagram, network sweeps, fits, comparison and "
                                    "figures in one folder (reruns reuse what is there).")
@@ -247,8 +263,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="recompute existing results")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_reproduce)
-    _add_tune_parser(sub)
-    return parser
 
 
 def cmd_sweep(args) -> None:

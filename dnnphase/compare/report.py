@@ -76,13 +76,54 @@ def compare(spring, network, *, measure: str = MEASURE,
     chain_labels = phase_label(chain["curvature"].values, tolerance)
     chain_on_net = aligned_labels(chain_labels, net_labels.shape)
     ok = np.isfinite(net_labels) & np.isfinite(chain_on_net)
-    net_rows, net_cols = rank_correlations(net["curvature"].values)
-    chain_rows, chain_cols = rank_correlations(chain["curvature"].values)
+    net_rho = rank_correlations(net["curvature"].values)
+    chain_rho = rank_correlations(chain["curvature"].values)
     knob = network.attrs["knob"]
     acc_curv, acc_missing = _pooled_peak(network, measure, "curvature_scaled")
     rows = sweep_row_peaks(network, measure)
     disagree = disagreement(spring, network, measure)
-    report = xr.Dataset(
+    report = _report_cells(net, chain, knob, rows, (net_labels, chain_labels, chain_on_net, ok),
+                           net_rho, chain_rho, acc_curv)
+    agreement = float(np.mean(net_labels[ok] == chain_on_net[ok])) if ok.any() else np.nan
+    report.attrs.update({
+        "kind": "dnnphase.compare",
+        "measure": measure,
+        "tolerance": tolerance,
+        "knob": knob,
+        "label_agreement": agreement,
+        "label_cells_compared": int(ok.sum()),
+        "label_kappa": cohen_kappa(net_labels, chain_on_net),
+        **_mean_rho("network", *net_rho),
+        **_mean_rho("spring", *chain_rho),
+        **_peak_attrs("accuracy", acc_curv),
+        "accuracy_peak_cells": acc_curv["n_cells"],
+        "accuracy_peak_resampled": "cells (all seeds of a cell together)",
+        "rows_with_boundary": int(np.isfinite(rows["boundary_value"]).sum()),
+        "rows_tied_adjacent_to_boundary": int(np.nansum(rows["tied_adjacent_to_boundary"])),
+        "accuracy_spearman_abs_curvature": acc_curv["spearman_abs"],
+        "accuracy_fit_excluded": acc_curv["excluded"],
+        "accuracy_fit_low": acc_curv["low"],
+        "accuracy_fit_high": acc_curv["high"],
+        "accuracy_missing": acc_missing,
+    })
+    report = report.merge(disagree.drop_vars(["alpha", knob, "friction", "chain_noise"],
+                                             errors="ignore"))
+    report.attrs.update(disagree.attrs)
+    if "curvature_scaled_test" in network and np.isfinite(
+            network["curvature_scaled_test"].sel(measure=measure)).any():
+        test, test_missing = _pooled_peak(network, measure, "curvature_scaled_test")
+        report.attrs.update({**_peak_attrs("accuracy_test_curve", test),
+                             "accuracy_test_curve_missing": test_missing})
+    return report
+
+
+def _report_cells(net, chain, knob, rows, labels, net_rho, chain_rho, acc_curv) -> xr.Dataset:
+    """The report's variables: per network cell, per chain cell, per row and column, per
+    curvature bin (the oriented diagrams, their labels and rank correlations)."""
+    net_labels, chain_labels, chain_on_net, ok = labels
+    net_rows, net_cols = net_rho
+    chain_rows, chain_cols = chain_rho
+    return xr.Dataset(
         {
             **{f"row_{name}": ("nonlinearity", value) for name, value in rows.items()
                if name != "tied"},
@@ -115,54 +156,26 @@ def compare(spring, network, *, measure: str = MEASURE,
             "chain_noise": ("spring_noisiness", chain["chain_noise"].values),
         },
     )
-    agreement = float(np.mean(net_labels[ok] == chain_on_net[ok])) if ok.any() else np.nan
-    report.attrs.update({
-        "kind": "dnnphase.compare",
-        "measure": measure,
-        "tolerance": tolerance,
-        "knob": knob,
-        "label_agreement": agreement,
-        "label_cells_compared": int(ok.sum()),
-        "label_kappa": cohen_kappa(net_labels, chain_on_net),
-        "network_mean_rho_along_noise": float(np.nanmean(net_rows)) if np.isfinite(
-            net_rows).any() else np.nan,
-        "network_mean_rho_along_nonlinearity": float(np.nanmean(net_cols)) if np.isfinite(
-            net_cols).any() else np.nan,
-        "spring_mean_rho_along_noise": float(np.nanmean(chain_rows)) if np.isfinite(
-            chain_rows).any() else np.nan,
-        "spring_mean_rho_along_nonlinearity": float(np.nanmean(chain_cols)) if np.isfinite(
-            chain_cols).any() else np.nan,
-        "accuracy_peak_curvature": acc_curv["peak"],
-        "accuracy_peak_low": acc_curv["peak_low"],
-        "accuracy_peak_high": acc_curv["peak_high"],
-        "accuracy_binned_peak_curvature": acc_curv["binned_peak"],
-        "accuracy_binned_peak_low": acc_curv["binned_low"],
-        "accuracy_binned_peak_high": acc_curv["binned_high"],
-        "accuracy_peak_cells": acc_curv["n_cells"],
-        "accuracy_peak_resampled": "cells (all seeds of a cell together)",
-        "rows_with_boundary": int(np.isfinite(rows["boundary_value"]).sum()),
-        "rows_tied_adjacent_to_boundary": int(np.nansum(rows["tied_adjacent_to_boundary"])),
-        "accuracy_spearman_abs_curvature": acc_curv["spearman_abs"],
-        "accuracy_fit_excluded": acc_curv["excluded"],
-        "accuracy_fit_low": acc_curv["low"],
-        "accuracy_fit_high": acc_curv["high"],
-        "accuracy_missing": acc_missing,
-    })
-    report = report.merge(disagree.drop_vars(["alpha", knob, "friction", "chain_noise"],
-                                             errors="ignore"))
-    report.attrs.update(disagree.attrs)
-    if "curvature_scaled_test" in network and np.isfinite(
-            network["curvature_scaled_test"].sel(measure=measure)).any():
-        test, test_missing = _pooled_peak(network, measure, "curvature_scaled_test")
-        report.attrs.update({
-            "accuracy_test_curve_peak_curvature": test["peak"],
-            "accuracy_test_curve_peak_low": test["peak_low"],
-            "accuracy_test_curve_peak_high": test["peak_high"],
-            "accuracy_test_curve_binned_peak_curvature": test["binned_peak"],
-            "accuracy_test_curve_binned_peak_low": test["binned_low"],
-            "accuracy_test_curve_binned_peak_high": test["binned_high"],
-            "accuracy_test_curve_missing": test_missing})
-    return report
+
+
+def _mean_rho(which: str, rows: np.ndarray, cols: np.ndarray) -> dict:
+    """Mean rank correlation along noise (per row) and along nonlinearity (per column);
+    NaN where none is finite."""
+    def mean(rho):
+        return float(np.nanmean(rho)) if np.isfinite(rho).any() else np.nan
+
+    return {f"{which}_mean_rho_along_noise": mean(rows),
+            f"{which}_mean_rho_along_nonlinearity": mean(cols)}
+
+
+def _peak_attrs(prefix: str, peak: dict) -> dict:
+    """Where accuracy peaks in curvature (fitted and binned, with 95 % bounds), as attrs."""
+    return {f"{prefix}_peak_curvature": peak["peak"],
+            f"{prefix}_peak_low": peak["peak_low"],
+            f"{prefix}_peak_high": peak["peak_high"],
+            f"{prefix}_binned_peak_curvature": peak["binned_peak"],
+            f"{prefix}_binned_peak_low": peak["binned_low"],
+            f"{prefix}_binned_peak_high": peak["binned_high"]}
 
 
 def _pooled_peak(network: xr.Dataset, measure: str, curvature: str) -> tuple[dict, str]:

@@ -6,6 +6,8 @@ dnnphase, phasecore neither of them.
 """
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,34 @@ def test_every_test_file_sits_where_its_subject_does():
             continue
         assert (ROOT / folder / "__init__.py").exists(), (
             f"{path.relative_to(ROOT)}: no package {folder} to mirror")
+
+
+def _code_lines(path: Path):
+    """(function, its lines of code): no blank lines, comments or docstrings."""
+    source = path.read_text()
+    tree = ast.parse(source)
+    prose = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            prose.update(range(body[0].lineno, body[0].end_lineno + 1))
+    code = set()
+    skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in skip:
+            code.update(range(token.start[0], token.end[0] + 1))
+    code -= prose
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node, sum(node.lineno <= line <= node.end_lineno for line in code)
+
+
+def test_no_function_is_over_80_lines_of_code():
+    assert max(n for _, n in _code_lines(ROOT / "dnnphase" / "cli.py")) > 20  # it counts
+    for package in ("dnnphase", "springblock", "phasecore", "scripts"):
+        for path in _sources(package):
+            for node, lines in _code_lines(path):
+                assert lines <= 80, f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines}"
