@@ -8,6 +8,8 @@ names in :data:`dnnphase.measures.separation_numpy.MEASURES`.
 
 DEPTH = 7  # hidden layers L
 WIDTH = 100  # hidden width n
+CHANNELS = 16  # the CNN's conv output channels, every hidden layer
+KERNEL_SIZE = 3  # the CNN's convolutions
 DATASET = "mnist5k"  # 2 560 training digits, resized to 10 x 10
 LR = 1e-3  # Adam
 EPOCHS = 100  # full batch
@@ -32,3 +34,9 @@ SCHEDULER = "processes"  # command line: one single-threaded worker per core
 # From Python the default is this process: a process pool started from a script needs an
 # ``if __name__ == "__main__":`` guard, and a missing one ends in a crash, not a slow run.
 PYTHON_SCHEDULER = "serial"
+#: dnnphase tune: the search's defaults (the command line shows them).
+TUNE_SEEDS = 4  # models per value: the seed-mean curvature and its standard error
+TUNE_VALUES_PER_ROUND = 3  # values trained together per round (one stacked sweep)
+TUNE_ROUNDS = 4  # at most this many rounds
+TUNE_TOLERANCE = 0.02  # stop when the bracket is this fraction of the range (on the knob's axis)
+TUNE_WITHIN_SE = 2.0  # ... or when both its ends are within this many standard errors of 0

@@ -23,17 +23,14 @@ from dataclasses import dataclass
 
 import torch
 
-from dnnphase.defaults import DEPTH, WIDTH
+from dnnphase.defaults import CHANNELS, DEPTH, KERNEL_SIZE, WIDTH
 from dnnphase.networks.mlp import MLP, check_norm, check_weight_init
 from phasecore.checks import is_int, require
-
-from .cnn import CHANNELS
 
 __all__ = ["ARCHS", "Architecture", "check_arch"]
 
 #: The architectures the trainer knows by name.
 ARCHS = ("mlp", "cnn", "linear")
-KERNEL_SIZE = 3  # the CNN's convolutions
 
 
 def check_arch(arch) -> str:

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dnnphase.defaults import DEPTH
+from dnnphase.defaults import CHANNELS, DEPTH
 from dnnphase.knobs import check
 from phasecore.checks import is_int, require
 
@@ -45,11 +45,10 @@ from .stack import (
     per_model,
 )
 
-__all__ = ["CHANNELS", "CNN", "NORMS", "EnsembleCNN", "check_architecture"]
+__all__ = ["CNN", "NORMS", "EnsembleCNN", "check_architecture"]
 
 #: The normalisations a CNN can use: BatchNorm2d on the input and after every conv, or none.
 NORMS = ("batchnorm", "none")
-CHANNELS = 16  # conv output channels of every hidden layer (the default)
 
 
 def check_architecture(image_shape: Sequence[int], n_classes: int, depth: int, channels: int,

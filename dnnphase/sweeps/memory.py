@@ -23,7 +23,6 @@ import os
 
 from dnnphase import defaults
 from dnnphase.networks.architecture import Architecture
-from dnnphase.networks.cnn import CHANNELS
 from phasecore.checks import check_memory, host_available_memory
 
 #: Tensors of a hidden layer's size kept per sample for the backward pass (measured <= 3).
@@ -119,7 +118,7 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
     at_once = concurrent_chunks(scheduler, workers, math.ceil(n_models / models))
     if available is None:
         available = available_bytes(on_cuda, cfg.device)
-    size = ("channels", cfg.channels, CHANNELS) if cfg.arch == "cnn" else \
+    size = ("channels", cfg.channels, defaults.CHANNELS) if cfg.arch == "cnn" else \
         ("width", cfg.width, defaults.WIDTH)
     scale = {size[0]: size[1] / size[2], "depth": cfg.depth / defaults.DEPTH,
              "models_per_chunk": models / defaults.MODELS_PER_CHUNK,

@@ -28,8 +28,7 @@ import xarray as xr
 from dnnphase import defaults, knobs
 from dnnphase.data import check_class_sizes, dataset_key
 from dnnphase.measures.separation_numpy import check_measures
-from dnnphase.networks.architecture import KERNEL_SIZE, Architecture
-from dnnphase.networks.cnn import CHANNELS
+from dnnphase.networks.architecture import Architecture
 from dnnphase.sweeps.memory import check_sweep_memory
 from dnnphase.training.schedule import own_value_used
 from dnnphase.training.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
@@ -105,8 +104,8 @@ class SweepConfig(TrainingSettings):
     arch: str = "mlp"
     depth: int = defaults.DEPTH
     width: int = defaults.WIDTH
-    channels: int = CHANNELS
-    kernel_size: int = KERNEL_SIZE
+    channels: int = defaults.CHANNELS
+    kernel_size: int = defaults.KERNEL_SIZE
     norm: str = "batchnorm"
     bias: bool = True
     weight_init: str = "default"
@@ -422,7 +421,7 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     result = train_models(
         torch.as_tensor(data.x_train), y_train, torch.as_tensor(data.x_test),
         torch.as_tensor(data.y_test), knobs=cfg.model_knobs(models), config=cfg.train_config(),
-        **dataclasses.asdict(cfg.architecture()), image_shape=data.image_shape,
+        network=cfg.architecture(), image_shape=data.image_shape,
         record_fn=record if cfg.record_every else None,
         test_record_fn=record_test if cfg.record_every and measure_test else None,
     )

@@ -64,7 +64,7 @@ from phasecore.sweeps import SweepInterrupted
 __all__ = ["Round", "Search", "search", "tune"]
 
 #: Models per value (the command line shows it, beside the search's defaults).
-SEEDS = 4  # models per value: the seed-mean curvature and its standard error
+SEEDS = defaults.TUNE_SEEDS
 
 # --------------------------------------------------------------------- the training side
 

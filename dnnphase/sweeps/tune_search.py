@@ -10,13 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# The search's defaults (their home: dnnphase.defaults, the command line shows them).
+from dnnphase.defaults import TUNE_ROUNDS as ROUNDS
+from dnnphase.defaults import TUNE_TOLERANCE as TOLERANCE
+from dnnphase.defaults import TUNE_VALUES_PER_ROUND as VALUES_PER_ROUND
+from dnnphase.defaults import TUNE_WITHIN_SE as WITHIN_SE
 from phasecore.checks import require
-
-#: Defaults of the search (the command line shows them).
-VALUES_PER_ROUND = 3  # values trained together per round (one stacked sweep)
-ROUNDS = 4  # at most this many rounds
-TOLERANCE = 0.02  # stop when the bracket is this fraction of the range (on the knob's axis)
-WITHIN_SE = 2.0  # ... or when both its ends are within this many standard errors of 0
 
 #: Why a search stopped.
 STOP_REASONS = {

@@ -18,9 +18,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from dnnphase.defaults import DEPTH, EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL, WIDTH
+from dnnphase.defaults import (
+    CHANNELS,
+    DEPTH,
+    EPOCHS,
+    KERNEL_SIZE,
+    LOSS_THRESHOLD,
+    LR,
+    PATIENCE,
+    REL_TOL,
+    WIDTH,
+)
 from dnnphase.knobs import check, check_batch_fits
-from dnnphase.networks.architecture import CHANNELS, KERNEL_SIZE, Architecture
+from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.stack import EnsembleMLP, per_model
 from phasecore.checks import is_finite, is_int, require
 
@@ -483,14 +493,7 @@ def train_models(
     *,
     knobs: ModelKnobs,
     config: TrainConfig | None = None,
-    arch: str = "mlp",
-    depth: int = DEPTH,
-    width: int = WIDTH,
-    channels: int = CHANNELS,
-    kernel_size: int = KERNEL_SIZE,
-    norm: str = "batchnorm",
-    bias: bool = True,
-    weight_init: str = "default",
+    network: Architecture | None = None,
     image_shape: tuple[int, int, int] | None = None,
     record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
     test_record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
@@ -498,10 +501,11 @@ def train_models(
     """:func:`train_ensemble` for per-model knobs checked already (a sweep checks its
     whole grid before any work, :class:`~dnnphase.sweeps.sweep.SweepConfig`): the same
     training and result, seeded initialisation from ``knobs.seeds``, and no second
-    check of the knobs' values (each batch size must be at most N; the network's
-    fields are checked)."""
+    check of the knobs' values (each batch size must be at most N). ``network``: the
+    :class:`~dnnphase.networks.architecture.Architecture` (checked when it was made;
+    None: the default MLP)."""
     cfg = config or TrainConfig()
-    net = Architecture(arch, depth, width, channels, kernel_size, norm, bias, weight_init)
+    net = Architecture() if network is None else network
     return _train(x_train, y_train, x_test, y_test, cfg, record_fn, None, net, image_shape,
                   lambda n: knobs, test_record_fn=test_record_fn)
 

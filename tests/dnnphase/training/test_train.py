@@ -21,6 +21,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.mlp import MLP, activation_scale
 from dnnphase.networks.randomness import (
     LEVELS,
@@ -486,7 +487,8 @@ def test_trusted_knobs_train_exactly_as_checked_arguments(data):
                              label_noise=[0.0, 0.2], batch_size=[None, 64], **kw)
     knobs = ModelKnobs(seeds=[3, 4], alpha=[0.0, 0.5], dropout=[0.1, 0.1], lr=[1e-2, 1e-2],
                        label_noise=[0.0, 0.2], batch_size=[None, 64])
-    trusted = train_models(x, y, knobs=knobs, **kw)
+    trusted = train_models(x, y, knobs=knobs, config=kw["config"],
+                           network=Architecture(depth=DEPTH, width=WIDTH))
     assert trusted.batch_size.tolist() == checked.batch_size.tolist() == [32, 64]
     for p, q in zip(checked.model.parameters(), trusted.model.parameters(), strict=True):
         assert torch.equal(p, q)
@@ -624,7 +626,7 @@ def test_config_and_input_validation(data):
         with pytest.raises(ConfigError, match=f"{name} must be one of"):
             train_ensemble(None, y, seeds=[1], config=config(), **bad)
         with pytest.raises(ConfigError, match=f"{name} must be one of"):
-            train_models(None, y, knobs=None, config=config(), **bad)
+            train_models(None, y, knobs=None, config=config(), network=Architecture(**bad))
     # With a starting model, its own architecture: norm is checked, not applied.
     start = EnsembleMLP.init(1, D, C, seeds=[1], depth=1, width=4, norm="scale",
                              dtype=torch.float64)
