@@ -7,6 +7,7 @@ parameter and its allowed range, exit code 2, before any work starts.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import numpy as np
@@ -32,33 +33,41 @@ def steps_count(text: str):
     return int(value)
 
 
-# (flag, ChainConfig field, type, default, help) — the chain options both commands share.
+#: ChainConfig's defaults: the help shows them (an option left out keeps them).
+_CHAIN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ChainConfig)}
+#: What the help says where a default is None or differs between the commands.
+_SHOWN = {
+    "mu_left": "mu-right",
+    "steps": f"simulate {_CHAIN_DEFAULTS['steps']}, phase {defaults.STEPS}",
+    "damping": "critical for the stiffest mode",
+    "stop_tol": "off",
+}
+
+# (flag, ChainConfig field, type, help) — the chain options both commands share.
 # Defaults are shown, not applied here: an option left out keeps ChainConfig's default.
 CHAIN_OPTIONS = [
-    ("--blocks", "blocks", int, 7, "number of blocks L (>= 2)"),
-    ("--mu-right", "mu_right", float, 0.0, "friction for rightward motion mu->"),
-    ("--mu-left", "mu_left", float, "mu-right", "friction for leftward motion mu<-"),
-    ("--noise", "noise", float, 0.0, "noise level s per step (Langevin: sigma_0)"),
-    ("--noise-dist", "noise_dist", str, "gaussian", f"one of {', '.join(NOISE_DISTS)}"),
-    ("--truncation", "truncation", float, 2.0,
-     "truncated-noise bound in standard deviations"),
-    ("--noise-decay", "noise_decay", float, 0.0,
-     "noise decay rate lambda, s(t) = s exp(-lambda t)"),
-    ("--dynamics", "dynamics", str, "overdamped", f"one of {', '.join(DYNAMICS)}"),
-    ("--modulus", "modulus", float, 1.0, "spring modulus k"),
-    ("--target", "target", float, 1.0, "target position y (not 0)"),
-    ("--step", "step", float, 0.01, "time step eta"),
-    ("--steps", "steps", steps_count, f"simulate 10000, phase {defaults.STEPS}",
+    ("--blocks", "blocks", int, "number of blocks L (>= 2)"),
+    ("--mu-right", "mu_right", float, "friction for rightward motion mu->"),
+    ("--mu-left", "mu_left", float, "friction for leftward motion mu<-"),
+    ("--noise", "noise", float, "noise level s per step (Langevin: sigma_0)"),
+    ("--noise-dist", "noise_dist", str, f"one of {', '.join(NOISE_DISTS)}"),
+    ("--truncation", "truncation", float, "truncated-noise bound in standard deviations"),
+    ("--noise-decay", "noise_decay", float, "noise decay rate lambda, s(t) = s exp(-lambda t)"),
+    ("--dynamics", "dynamics", str, f"one of {', '.join(DYNAMICS)}"),
+    ("--modulus", "modulus", float, "spring modulus k"),
+    ("--target", "target", float, "target position y (not 0)"),
+    ("--step", "step", float, "time step eta"),
+    ("--steps", "steps", steps_count,
      "number of steps, e.g. 1e10, or inf for the stationary state"),
-    ("--damping", "damping", float, "critical for the stiffest mode", "damping gamma"),
-    ("--record-every", "record_every", int, 0,
+    ("--damping", "damping", float, "damping gamma"),
+    ("--record-every", "record_every", int,
      "record the load curve every N steps (0: only the final curve)"),
-    ("--stop-tol", "stop_tol", float, "off",
+    ("--stop-tol", "stop_tol", float,
      "stop when the seed-mean load curve changes less than this (relative to y) over "
      "--stop-window steps"),
-    ("--stop-window", "stop_window", int, 10000, "steps between stopping-rule checks"),
-    ("--rng", "rng", str, "xoshiro", f"one of {', '.join(RNGS)}"),
-    ("--algorithm", "algorithm", str, "steps",
+    ("--stop-window", "stop_window", int, "steps between stopping-rule checks"),
+    ("--rng", "rng", str, f"one of {', '.join(RNGS)}"),
+    ("--algorithm", "algorithm", str,
      f"one of {', '.join(ALGORITHMS)}: step by step, event-driven (exact, overdamped; reaches "
      "any horizon), or the cheaper per chain"),
 ]
@@ -67,8 +76,9 @@ CHAIN_OPTIONS = [
 def _chain_parent() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("chain parameters")
-    add_options(group, [(flag, dest, typ, None, f"{text} (default {default})")
-                        for flag, dest, typ, default, text in CHAIN_OPTIONS])
+    add_options(group, [(flag, dest, typ, None,
+                         f"{text} (default {_SHOWN.get(dest, _CHAIN_DEFAULTS[dest])})")
+                        for flag, dest, typ, text in CHAIN_OPTIONS])
     group.add_argument("--synchronous", action="store_true",
                        help="one noise draw per step shared by all blocks")
     group.add_argument("--seeds", type=int, default=None,
