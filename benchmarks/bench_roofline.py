@@ -271,7 +271,7 @@ def group_of_name(name: str) -> str | None:
         return "fused"
     if "batch_norm" in low or "batchnorm" in low:
         return "batchnorm"
-    if "leaky_relu" in low or "leakyrelu" in low:  # LeakyReluBackward0, _LeakyReLUPerModel...
+    if "leaky_relu" in low or "leakyrelu" in low:  # LeakyReluBackward0, LeakyReLUPerModel...
         return "activation"
     if "adam" in low or "_foreach" in low:
         return "optimizer"

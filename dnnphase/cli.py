@@ -17,6 +17,8 @@ from phasecore.loadcurve import PHASE_TOLERANCE
 from phasecore.panels import check_figure_path
 from phasecore.results import OutputExistsError
 
+__all__ = ["FINAL_FIT_OPTIONS", "build_parser", "main"]
+
 
 def _floats(text: str, name: str) -> list[float]:
     return [float(v) for v in parse_values(text, name=name)]

@@ -32,6 +32,9 @@ from dnnphase.idx import FILES as _IDX_FILES
 from dnnphase.idx import read_idx as _read_idx
 from phasecore.checks import ConfigError, check_int, check_memory, host_available_memory, require
 
+__all__ = ["ClassificationData", "DATASETS", "MIN_PER_CLASS", "check_class_sizes", "dataset_key",
+           "load_dataset", "register_dataset"]
+
 #: Images are resized in chunks of this many, to bound peak memory on full CIFAR-10.
 _RESIZE_CHUNK = 8192
 

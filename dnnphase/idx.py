@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["FILES", "read_idx"]
+
 TYPES = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
          "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")

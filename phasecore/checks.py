@@ -15,6 +15,11 @@ from collections import Counter
 
 import numpy as np
 
+__all__ = ["ConfigError", "SEED_LIMIT", "as_config", "check_distinct", "check_grid", "check_int",
+           "check_memory", "check_pool_can_start", "check_result_size", "check_run_time",
+           "host_available_memory", "is_finite", "is_int", "is_real", "parse_axis", "parse_values",
+           "require", "seed_list"]
+
 
 class ConfigError(ValueError):
     """A parameter is outside its allowed range (the CLI exits with code 2)."""

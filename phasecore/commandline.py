@@ -17,6 +17,8 @@ from phasecore.checks import ConfigError
 from phasecore.executors import interrupt_once
 from phasecore.results import OutputExistsError
 
+__all__ = ["Parser", "add_options", "folder_command", "output_options", "run"]
+
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (``prog: error: ...``, exit code 2),

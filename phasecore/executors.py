@@ -30,6 +30,9 @@ import time
 
 from phasecore.checks import ConfigError, is_int
 
+__all__ = ["check_reachable", "interrupt_once", "run_tasks", "validate_scheduler",
+           "validate_workers"]
+
 SCHEDULERS = ("serial", "processes")
 DASK_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://")
 

@@ -17,6 +17,9 @@ import numpy as np
 
 from phasecore.checks import is_finite, require
 
+__all__ = ["MIN_DROP_SHARE", "MIN_RELATIVE_DROP", "PHASE_TOLERANCE", "check_tolerance", "curvature",
+           "curvature_scaled", "far_out_fences", "linearity", "phase_label", "separates"]
+
 #: Relative size of the total drop D_0 - D_L below which the scale-free
 #: curvature is undefined (NaN): dividing by a near-zero drop amplifies noise
 #: into huge values.

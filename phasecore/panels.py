@@ -13,6 +13,9 @@ from pathlib import Path
 
 import matplotlib
 
+__all__ = ["MARK_COLOUR", "PhasePanel", "axis_label", "check_figure_path", "fmt_value",
+           "plot_phase_grid", "plt", "save_figure", "symmetric_limit"]
+
 matplotlib.use("Agg")  # files only; never needs a display
 
 import matplotlib.pyplot as plt  # noqa: E402
@@ -335,10 +338,10 @@ def check_figure_path(path, overwrite: bool = False):
 
 def save_figure(fig, path, dpi: int = 130) -> None:
     """Write ``fig`` atomically (a failed write leaves no partial image under ``path``)."""
-    from phasecore.results import _replace_atomically
+    from phasecore.results import replace_atomically
 
     suffix = Path(path).suffix.lstrip(".").lower() or None
     try:
-        _replace_atomically(Path(path), lambda tmp: fig.savefig(tmp, dpi=dpi, format=suffix))
+        replace_atomically(Path(path), lambda tmp: fig.savefig(tmp, dpi=dpi, format=suffix))
     finally:
         plt.close(fig)

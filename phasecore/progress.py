@@ -6,6 +6,8 @@ import contextlib
 import sys
 import time
 
+__all__ = ["Progress", "overall_progress", "progress_for", "weighted"]
+
 
 class Progress:
     """Work done / total with an ETA: a bar on a terminal, lines otherwise.

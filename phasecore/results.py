@@ -22,6 +22,11 @@ import xarray as xr
 
 from phasecore.checks import ConfigError, require
 
+__all__ = ["ENGINE", "OutputExistsError", "OutputWriteError", "all_or_nothing", "as_result",
+           "check_output", "check_output_folder", "check_variables", "config_of", "load",
+           "provenance", "replace_atomically", "save", "write_atomic", "write_failed",
+           "write_text_atomic"]
+
 ENGINE = "netcdf4"  # the fastest NetCDF4 writer for many small chunk files
 
 
@@ -158,7 +163,7 @@ def as_result(result, name: str, kind: str) -> xr.Dataset:
                       f"{kind} result file (got {type(result).__name__} {result!r})")
 
 
-def _replace_atomically(path: Path, write) -> None:
+def replace_atomically(path: Path, write) -> None:
     """Call ``write(tmp)`` on a unique hidden sibling of ``path``, then rename it onto ``path``.
 
     A rename is atomic: readers (and a resumed sweep) see the whole file or none,
@@ -214,12 +219,12 @@ def all_or_nothing(paths, folder: Path | None = None):
 
 def write_atomic(ds: xr.Dataset, path: Path) -> None:
     """Write ``ds`` as NetCDF to ``path`` atomically."""
-    _replace_atomically(path, lambda tmp: ds.to_netcdf(tmp, engine=ENGINE))
+    replace_atomically(path, lambda tmp: ds.to_netcdf(tmp, engine=ENGINE))
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
-    _replace_atomically(path, lambda tmp: Path(tmp).write_text(text))
+    replace_atomically(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def save(ds: xr.Dataset, path, overwrite: bool = False) -> Path:

@@ -38,6 +38,8 @@ from phasecore.results import (
     write_text_atomic,
 )
 
+__all__ = ["ChunkStore", "config_hash"]
+
 
 def config_hash(config: dict) -> str:
     """Stable hash of a JSON-serialisable configuration."""

@@ -30,6 +30,8 @@ from phasecore.progress import progress_for
 from phasecore.results import OutputWriteError, provenance, save, write_failed
 from phasecore.store import ChunkStore
 
+__all__ = ["SweepInterrupted", "finish", "run_chunked", "run_sweep"]
+
 
 class SweepInterrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C or SIGTERM; its finished chunks are kept."""

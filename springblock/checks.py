@@ -24,6 +24,10 @@ import numpy as np
 
 from phasecore.checks import is_finite, is_int, require
 
+__all__ = ["MIN_STEP_MODULUS", "OUT_OF_SCALE", "check_blocks", "check_chain", "check_modulus",
+           "check_nonnegative", "check_nonnegative_array", "check_step", "check_target",
+           "out_of_scale"]
+
 #: Smallest step x modulus. One update x + eta F of a block pulled by F ~ k |y| moves it by
 #: eta k |y|, and is rounded to ~2e-16 |y|: at eta k = 1e-10 that rounding is already
 #: ~1e-4 of the moves near a stationary state (F ~ 1e-2 k |y|), and below ~1e-16 no block

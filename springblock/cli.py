@@ -18,6 +18,8 @@ from phasecore.panels import check_figure_path
 from springblock import defaults
 from springblock.config import ALGORITHMS, DYNAMICS, NOISE_DISTS, RNGS, ChainConfig
 
+__all__ = ["build_parser", "main"]
+
 
 def steps_count(text: str):
     """``--steps``: an integer (``1e10`` allowed) or ``inf`` (the stationary state)."""

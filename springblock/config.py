@@ -25,6 +25,9 @@ from springblock.checks import (
 )
 from springblock.theory import laplacian_extremes, max_stable_step
 
+__all__ = ["ALGORITHMS", "CHAIN_PARAMS", "ChainConfig", "DYNAMICS", "MAX_KERNEL_STEPS",
+           "NOISE_DISTS", "RNGS", "UNITS"]
+
 DYNAMICS = ("overdamped", "second_order", "langevin")
 NOISE_DISTS = ("gaussian", "truncated")
 NOISE_SHARING = ("independent", "synchronous")

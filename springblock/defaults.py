@@ -6,6 +6,8 @@ columns at the horizon and friction ratio below (L = 7, k = 1 and step 0.01 are
 the single chain's own defaults, the fields of :class:`springblock.config.ChainConfig`).
 """
 
+__all__ = ["CHAINS_PER_CHUNK", "COLS", "HORIZON", "MU_LEFT_RATIO", "ROWS", "SEEDS", "STEPS"]
+
 ROWS = "mu_right=0:0.03:6"
 COLS = "noise=0:0.028:8"
 SEEDS = 10

@@ -35,6 +35,10 @@ import numpy as np
 
 from springblock.randomness import next_truncated_normal
 
+__all__ = ["N_PARAMS", "P_DAMPING", "P_DECAY", "P_MODULUS", "P_MU_LEFT", "P_MU_RIGHT", "P_NOISE",
+           "P_STEP", "P_TARGET", "P_TRUNCATION", "dead_zone", "langevin_slice", "overdamped",
+           "overdamped_legacy", "overdamped_slice", "second_order_slice"]
+
 # Columns of the per-chain parameter table.
 P_MU_RIGHT = 0  # sliding = max static friction for rightward motion, mu->  (force)
 P_MU_LEFT = 1  # the same for leftward motion, mu<-  (force)

@@ -83,7 +83,7 @@ def _seed_range_text(config: ChainConfig) -> str:
     return f"0..{top} (2**63 - 1: seeds are stored as int64)"
 
 
-def _seed_list(seeds, config: ChainConfig, what: str = "seeds",
+def chain_seed_list(seeds, config: ChainConfig, what: str = "seeds",
                values_per_seed: float = 0) -> np.ndarray:
     """Seeds as int64: a count n (seeds 0..n-1), a ``range`` (the command line's
     ``--first-seed``) or a list of distinct integers, each in 0..:func:`max_seed`.
@@ -311,7 +311,7 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     """
     config = as_config(config, ChainConfig, params)
     records = config.steps // config.record_every + 1 if config.record_every else 1
-    seed_values = _seed_list(seeds, config,
+    seed_values = chain_seed_list(seeds, config,
                              "seeds x recorded times" if config.record_every else "seeds",
                              records * (config.blocks + 1))
     budget.check_memory(budget.simulate_memory(config, len(seed_values), theory_prediction))
@@ -476,4 +476,5 @@ def predict(cfg: ChainConfig, horizon: float | None = None) -> np.ndarray:
 
 __all__ = ["EnsembleResult", "run_ensemble", "simulate", "predict", "FINITE_HORIZON_NOTE",
            "choose_algorithm", "infinite_horizon_steps", "resolved_steps", "expected_events",
-           "stationary_positions"]
+           "stationary_positions", "LONG_HORIZON", "chain_seed_list", "diverged_variable",
+           "max_seed", "run_variables", "scale_variable"]

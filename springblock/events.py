@@ -57,6 +57,10 @@ from springblock.dynamics import (
 )
 from springblock.randomness import next_normal, next_uniform
 
+__all__ = ["FROZEN", "OUT_OF_EVENTS", "REACHED", "RUNNING", "fresh_state", "geometric",
+           "independent", "independent_slice", "log_interval_mass", "log_ndtr", "move_rate",
+           "normal_on_interval", "synchronous_slice"]
+
 _SQRT_HALF = 0.7071067811865476
 _LOG_SQRT_2PI = 0.9189385332046728
 _INF = np.inf

@@ -35,6 +35,10 @@ from phasecore.checks import check_run_time, host_available_memory
 from springblock import theory
 from springblock.config import ChainConfig
 
+__all__ = ["COMPILE_SECONDS", "WORKER_BYTES", "announce", "available_memory", "check_memory",
+           "check_phase_memory", "check_time", "describe", "phase_memory", "phase_seconds",
+           "simulate_memory", "simulate_seconds"]
+
 # --- memory -------------------------------------------------------------------------------
 
 #: 8-byte words held per chain and load-curve point (state, labels, curvature fits).

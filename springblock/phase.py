@@ -32,13 +32,15 @@ from springblock.checks import out_of_scale
 from springblock.config import CHAIN_PARAMS, UNITS, ChainConfig
 from springblock.ensemble import (
     FINITE_HORIZON_NOTE,
-    _seed_list,
+    chain_seed_list,
     diverged_variable,
     predict,
     run_ensemble,
     run_variables,
     scale_variable,
 )
+
+__all__ = ["compute_cells", "parse_grid", "phase_diagram"]
 
 
 def parse_grid(spec: str) -> tuple[str, np.ndarray]:
@@ -152,7 +154,7 @@ def phase_diagram(
     if output is not None:  # a bad name is one line naming output, before anything else
         check_output(output, overwrite)
     # load curves, curvatures and steps of every chain, twice while assembling
-    seed_values = _seed_list(seeds, config, "rows x cols x seeds",
+    seed_values = chain_seed_list(seeds, config, "rows x cols x seeds",
                              2 * row_values.size * col_values.size * (config.blocks + 4))
     validate_scheduler(scheduler)
     validate_workers(workers, scheduler)

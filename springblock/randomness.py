@@ -30,6 +30,9 @@ import math
 import numba
 import numpy as np
 
+__all__ = ["ZIG_R", "ZIG_V", "next_normal", "next_truncated_normal", "next_u64", "next_uniform",
+           "seed_states", "standard_normal"]
+
 _U = np.uint64
 
 # --- ziggurat tables --------------------------------------------------------

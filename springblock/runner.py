@@ -40,6 +40,9 @@ from springblock import dynamics, events
 from springblock.config import ChainConfig
 from springblock.randomness import seed_states
 
+__all__ = ["CHECKPOINT_SECONDS", "ChainState", "Checkpoint", "MAX_EVENTS", "Plan", "Report",
+           "advance", "fraction_done", "fresh_state", "run"]
+
 RUNNING, REACHED, FROZEN, OUT_OF_EVENTS = (events.RUNNING, events.REACHED, events.FROZEN,
                                            events.OUT_OF_EVENTS)
 #: Wall time one kernel call aims at: a signal waits at most about this long.

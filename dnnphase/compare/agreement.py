@@ -20,6 +20,8 @@ from dnnphase.defaults import MEASURE
 from phasecore.checks import ConfigError
 from phasecore.results import as_result, provenance
 
+__all__ = ["cohen_kappa", "rank_correlations", "sweeps_agree"]
+
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
     """Agreement beyond chance between two label arrays (NaN entries ignored)."""

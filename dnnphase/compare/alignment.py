@@ -22,6 +22,9 @@ from dnnphase.defaults import MEASURE
 from dnnphase.knobs import larger_is_noisier
 from phasecore.checks import ConfigError
 
+__all__ = ["aligned_labels", "chain_axes", "check_network", "check_spring", "oriented_network",
+           "oriented_spring", "seed_se"]
+
 #: Chain parameters that play the role of nonlinearity (friction) and of noise.
 FRICTION_AXES = ("mu_right", "mu_left")
 NOISE_AXES = ("noise",)

@@ -17,6 +17,8 @@ from dnnphase.defaults import MEASURE
 from phasecore.checks import is_int, require
 from phasecore.results import provenance
 
+__all__ = ["dictionary_table", "effective_force_table"]
+
 
 def _spearman(values: np.ndarray, axis_values: np.ndarray) -> np.ndarray:
     """Spearman rho of ``values`` (..., n) against ``axis_values`` (n,), NaN-free rows only."""

@@ -37,6 +37,9 @@ from phasecore.panels import (
     symmetric_limit,
 )
 
+__all__ = ["chain_setting", "plot_accuracy_vs_curvature", "plot_dynamics", "plot_fit",
+           "plot_side_by_side", "plot_trajectory_fit_maps", "plot_worst_fit"]
+
 # --- networks beside the chain --------------------------------------------------------
 
 

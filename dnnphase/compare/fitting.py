@@ -23,6 +23,8 @@ from phasecore.results import as_result, provenance
 from springblock.fit.spring import fit_spring
 from springblock.fit.trajectory import fit_trajectory, seed_weights
 
+__all__ = ["fit_chain", "fit_sweep_final", "fit_sweep_trajectory"]
+
 
 def _grid_dims(network: xr.Dataset) -> list[str]:
     """The sweep's two grid dimensions (alpha, knob) — all but seed/measure/layer/epoch."""

@@ -19,6 +19,8 @@ from scipy import stats
 from dnnphase.knobs import KNOBS, larger_is_noisier
 from phasecore.loadcurve import far_out_fences
 
+__all__ = ["accuracy_peak", "row_accuracy_peaks", "row_shape", "sweep_row_peaks"]
+
 
 def _cells(values) -> np.ndarray:
     """(K, S): cells by seeds. A 1-D array is K models, each its own cell."""

@@ -64,6 +64,11 @@ from phasecore.loadcurve import (
 from phasecore.results import as_result, provenance
 from springblock.theory import load_curve, predict_positions
 
+__all__ = ["BLOCKS", "HORIZON", "MODELS", "RATIO", "SPLITS", "chain_curvature", "chain_table",
+           "fill_untrained", "fit_additive_map", "fit_chain_map", "fit_columns", "fit_model",
+           "fit_saturating_map", "friction_coordinate", "held_out_prediction", "noise_coordinate",
+           "predict_split", "rmse", "split_folds", "transfer_table"]
+
 #: The chain every cell is compared with: blocks L, horizon T, mu<- / mu->  (k = y = 1).
 BLOCKS = 7
 HORIZON = 1000.0

@@ -42,6 +42,9 @@ from phasecore.executors import check_reachable, validate_scheduler, validate_wo
 from phasecore.progress import overall_progress, weighted
 from springblock import defaults as chain
 
+__all__ = ["CHUNK_SECONDS", "GPU_CHUNK_SECONDS", "GPU_SECONDS_PER_MODEL", "POOL_START_SECONDS",
+           "PRESETS", "STARTUP_SECONDS", "expected_seconds", "reproduce", "stage_seconds"]
+
 ALPHAS_PAPER = tuple(np.round(np.linspace(0, 1, 6), 10))
 #: The chain's default phase diagram (springblock.defaults): 6 x 8 cells x 10 seeds,
 #: T = 1000, mu<- = 2 mu->.

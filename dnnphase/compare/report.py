@@ -46,6 +46,8 @@ from phasecore.checks import is_finite, require
 from phasecore.loadcurve import PHASE_TOLERANCE, check_tolerance, phase_label
 from phasecore.results import as_result
 
+__all__ = ["compare", "disagreement", "line_signs"]
+
 
 def compare(spring, network, *, measure: str = MEASURE,
             tolerance: float = PHASE_TOLERANCE) -> xr.Dataset:

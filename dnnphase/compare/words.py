@@ -15,6 +15,8 @@ import xarray as xr
 
 from dnnphase.compare.peaks import row_shape
 
+__all__ = ["boundary_summary", "dictionary_summary", "sign_words", "summary", "tied_set", "where"]
+
 
 def _num(value, why: str = "", signed: bool = True) -> str:
     """A number (signed), or ``n/a (why)`` for a part that could not be computed."""

@@ -9,3 +9,5 @@
 
 May import: the top-level base modules only (a measure needs no network of ours).
 """
+
+__all__ = []

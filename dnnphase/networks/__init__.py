@@ -13,3 +13,5 @@
 May import: the top-level ``dnnphase.defaults``, ``dnnphase.knobs``,
 ``dnnphase.data`` and ``dnnphase.idx``; nothing else of dnnphase (tests/cross/test_layout.py).
 """
+
+__all__ = []

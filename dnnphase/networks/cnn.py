@@ -38,9 +38,9 @@ from phasecore.checks import is_int, require
 
 from .randomness import LEVELS, dropout_levels
 from .stack import (
+    LeakyReLUPerModel,
     StackedModels,
-    _default_linear_,
-    _LeakyReLUPerModel,
+    default_linear_,
     draw_seeded_,
     per_model,
 )
@@ -246,7 +246,7 @@ class EnsembleCNN(StackedModels):
         self.bn_eps, self.bn_momentum = bn_eps, bn_momentum
         self.alphas: tuple[float, ...] = tuple(alphas)
         self.dropouts: tuple[float, ...] = tuple(drops)
-        # Uniform slope → native leaky_relu; mixed slopes → _LeakyReLUPerModel (bitwise equal).
+        # Uniform slope → native leaky_relu; mixed slopes → LeakyReLUPerModel (bitwise equal).
         self._alpha_uniform = alphas[0] if len(set(alphas)) == 1 else None
 
         fk = {"dtype": dtype, "device": device}
@@ -323,7 +323,7 @@ class EnsembleCNN(StackedModels):
         ws.append(torch.empty(n_models, n_classes, ens.width, dtype=dt))  # (M, C, width)
         bs = [torch.empty(n_models, channels, dtype=dt) for _ in range(depth)]
         bs.append(torch.empty(n_models, n_classes, dtype=dt))
-        draw_seeded_(ws, bs, seeds, lambda w, b, g: _default_linear_(w.view(w.shape[0], -1), b, g),
+        draw_seeded_(ws, bs, seeds, lambda w, b, g: default_linear_(w.view(w.shape[0], -1), b, g),
                      bias)
         with torch.no_grad():
             for i in range(depth):
@@ -399,7 +399,7 @@ class EnsembleCNN(StackedModels):
         if self._alpha_uniform is not None:
             return F.leaky_relu(u, self._alpha_uniform)
         a = self.alpha.repeat_interleave(self.channels).view(1, -1, 1, 1)  # per channel
-        return _LeakyReLUPerModel.apply(u, a)
+        return LeakyReLUPerModel.apply(u, a)
 
     def _hidden(self, h: torch.Tensor, i: int) -> torch.Tensor:
         """Hidden layer i: ``h`` ``(B, M·C_i, H, W)`` → ``(B, M·channels, H, W)``, both

@@ -32,6 +32,8 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
+__all__ = ["NormActDropout"]
+
 
 @numba.njit(cache=True, nogil=True)
 def norm_act_forward(z, bias, gamma, beta, alpha, code, scale, has_mask, eps, momentum,

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+__all__ = ["dropout_kept", "open_uniforms"]
+
 _MASK32 = np.uint64(0xFFFFFFFF)
 
 

@@ -16,19 +16,9 @@ from functools import lru_cache
 
 import torch
 
-__all__ = [
-    "DropoutMasks",
-    "ModelStreams",
-    "corrupt_batch",
-    "dropout_levels",
-    "dropout_span",
-    "hash_bits",
-    "mix32",
-    "mix32_int",
-    "normal_from_bits",
-    "uniform_from_bits",
-    "uniforms",
-]
+__all__ = ["DropoutMasks", "LEVELS", "ModelStreams", "corrupt_batch", "dropout_levels",
+           "dropout_span", "hash_bits", "mix32", "mix32_int", "normal_from_bits", "tables_read",
+           "uniform_from_bits", "uniforms"]
 
 MASK32 = 0xFFFFFFFF
 GOLDEN = 0x9E3779B9  # 2³² / golden ratio: offsets the counter so word 0 is not hashed to 0

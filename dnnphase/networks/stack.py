@@ -30,7 +30,8 @@ from phasecore.checks import ConfigError, require
 
 from .randomness import LEVELS, DropoutMasks, dropout_levels
 
-__all__ = ["EnsembleMLP", "StackedModels", "per_model", "row_mean"]
+__all__ = ["EnsembleMLP", "LeakyReLUPerModel", "StackedModels", "default_linear_", "draw_seeded_",
+           "per_model", "row_mean"]
 
 #: Hidden layers in training mode on a CPU through the fused BatchNorm + LeakyReLU +
 #: dropout kernel (:mod:`dnnphase.networks.fused_layer`); False: PyTorch's operations one by one
@@ -62,7 +63,7 @@ def row_mean(x: torch.Tensor) -> torch.Tensor:
     return padded.reshape(m, k, 1024).sum(2).sum(1) / n
 
 
-class _LeakyReLUPerModel(torch.autograd.Function):
+class LeakyReLUPerModel(torch.autograd.Function):
     """LeakyReLU with a slope per model: ``u`` ``(B, M, F)``, ``a`` ``(1, M, 1)``.
 
     Forward ``relu(u) + a·(u − relu(u))`` and backward ``g₊ + a·(g − g₊)`` (g₊ = g where
@@ -83,7 +84,7 @@ class _LeakyReLUPerModel(torch.autograd.Function):
         return torch.addcmul(g_pos, g - g_pos, a), None
 
 
-def _default_linear_(w: torch.Tensor, b: torch.Tensor | None, g: torch.Generator) -> None:
+def default_linear_(w: torch.Tensor, b: torch.Tensor | None, g: torch.Generator) -> None:
     """``nn.Linear``'s default initialisation drawn from ``g`` into ``w`` ``(out, in)`` and
     ``b`` ``(out,)``, exactly as ``reset_parameters`` does: weight U(±gain·√(3/fan_in))
     with the gain of ``kaiming_uniform_(a=√5)``, then bias U(±1/√fan_in)."""
@@ -294,7 +295,7 @@ class EnsembleMLP(StackedModels):
         self.bn_eps, self.bn_momentum = bn_eps, bn_momentum
         self.alphas: tuple[float, ...] = tuple(alphas)
         self.dropouts: tuple[float, ...] = tuple(drops)
-        # Uniform slope → native leaky_relu; mixed slopes → _LeakyReLUPerModel (bitwise equal).
+        # Uniform slope → native leaky_relu; mixed slopes → LeakyReLUPerModel (bitwise equal).
         self._alpha_uniform = alphas[0] if len(set(alphas)) == 1 else None
         self.dims = [in_features] + [width] * depth + [n_classes]
 
@@ -358,14 +359,14 @@ class EnsembleMLP(StackedModels):
         ``weight_init``) built right after ``torch.manual_seed(seeds[m])``, drawn from
         a ``torch.Generator`` seeded with ``seeds[m]`` directly into the stacked
         tensors (no per-model module; the global RNG is not touched). ``weight_init``:
-        ``"default"`` PyTorch's (:func:`_default_linear_`), ``"orthogonal"``
+        ``"default"`` PyTorch's (:func:`default_linear_`), ``"orthogonal"``
         :func:`dnnphase.networks.mlp.orthogonal_linear_`."""
         seeds = [int(s) for s in seeds]
         require(len(seeds) == n_models, "seeds", f"one per model ({n_models})", seeds)
         ens = cls(n_models, in_features, n_classes, depth, width, alpha, dropout, norm,
                   bias, dtype=dtype or torch.get_default_dtype(), device=device,
                   weight_init=weight_init)
-        draw = orthogonal_linear_ if weight_init == "orthogonal" else _default_linear_
+        draw = orthogonal_linear_ if weight_init == "orthogonal" else default_linear_
         # Draw in the default dtype, model by model in the MLP's order (each Linear's
         # weight, then its bias), into (M, out, in) buffers; then one copy per layer.
         dims, dt = ens.dims, torch.get_default_dtype()
@@ -439,7 +440,7 @@ class EnsembleMLP(StackedModels):
         """LeakyReLU with per-model slope, ``u`` ``(B, M, F)``; bitwise ``F.leaky_relu``."""
         if self._alpha_uniform is not None:
             return F.leaky_relu(u, self._alpha_uniform)
-        return _LeakyReLUPerModel.apply(u, self.alpha.view(1, -1, 1))
+        return LeakyReLUPerModel.apply(u, self.alpha.view(1, -1, 1))
 
     def _fuses(self, z: torch.Tensor) -> bool:
         """Whether hidden layers run the fused CPU kernel (:mod:`dnnphase.networks.fused_layer`):

@@ -10,3 +10,5 @@
 May import: the top-level base modules, :mod:`dnnphase.networks`,
 :mod:`dnnphase.training` and :mod:`dnnphase.measures`.
 """
+
+__all__ = []

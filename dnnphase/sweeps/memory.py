@@ -25,6 +25,8 @@ from dnnphase import defaults
 from dnnphase.networks.architecture import Architecture
 from phasecore.checks import check_memory, host_available_memory
 
+__all__ = ["check_sweep_memory", "chunk_bytes", "parameters_per_model"]
+
 #: Tensors of a hidden layer's size kept per sample for the backward pass (measured <= 3).
 TRAINING_COPIES = 2.0
 #: Copies of every layer's features held while a chunk is measured (measured 3.0-3.3).

@@ -47,6 +47,9 @@ from phasecore.executors import validate_scheduler, validate_workers
 from phasecore.results import check_output
 from phasecore.sweeps import finish, run_chunked
 
+__all__ = ["SweepConfig", "chunk_plan", "default_scheduler", "fused_cpu_layers", "load_data",
+           "runs_on_cuda", "sweep", "train_chunk"]
+
 
 @dataclass(frozen=True)
 class SweepConfig(TrainingSettings):

@@ -43,9 +43,9 @@ from dnnphase.sweeps.tune_search import (  # noqa: F401 (the search's defaults, 
     TOLERANCE,
     VALUES_PER_ROUND,
     WITHIN_SE,
+    Axis,
     Round,
     Search,
-    _Axis,
     search,
 )
 from phasecore.checks import (
@@ -285,7 +285,7 @@ def tune(config: SweepConfig | None = None, *, knob: str | None = None,
     settings = TuneSettings(knob, low, high, alpha, values_per_round, rounds, tolerance,
                             within_se, max_models, measure)
     settings.check(len(seeds))
-    axis = _Axis(float(low), float(high), settings.scale, settings.integer)
+    axis = Axis(float(low), float(high), settings.scale, settings.integer)
     first = axis.first(values_per_round)
     cfg = _base_config(config, settings, seeds, _as_values(settings, first), sweep_fields)
     if output is not None:

@@ -17,6 +17,9 @@ from dnnphase.defaults import TUNE_VALUES_PER_ROUND as VALUES_PER_ROUND
 from dnnphase.defaults import TUNE_WITHIN_SE as WITHIN_SE
 from phasecore.checks import require
 
+__all__ = ["Axis", "ROUNDS", "Round", "STOP_REASONS", "Search", "TOLERANCE", "VALUES_PER_ROUND",
+           "WITHIN_SE", "search"]
+
 #: Why a search stopped.
 STOP_REASONS = {
     "tolerance": "the bracket is within the tolerance",
@@ -76,7 +79,7 @@ class Search:
         return sum(len(r.values) for r in self.rounds)
 
 
-class _Axis:
+class Axis:
     """The knob's search axis: t = value (linear) or log(value) (log); integers snap."""
 
     def __init__(self, low: float, high: float, scale: str, integer: bool):
@@ -125,7 +128,7 @@ def _crossings(values, mean, se, rising: bool | None = None) -> list[tuple[int, 
                                         values[p[0]]))
 
 
-def _estimate(axis: _Axis, values, mean, i: int, j: int) -> float:
+def _estimate(axis: Axis, values, mean, i: int, j: int) -> float:
     """The zero crossing inside the bracket (values[i], values[j]), on the axis: the
     least-squares line through the bracket's ends and their finite neighbours (one each
     side: four points average the seeds' noise where two would not), or, where that
@@ -184,7 +187,7 @@ def _evaluate(curvature_of, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return mean, se
 
 
-def _stop(path: _Path, pair, axis: _Axis, tolerance: float, within_se: float) -> str | None:
+def _stop(path: _Path, pair, axis: Axis, tolerance: float, within_se: float) -> str | None:
     """Why the search stops after a round with this bracket (None: go on)."""
     if pair is None:
         return "no_sign_change" if np.isfinite(path.mean).any() else "no_finite_curvature"
@@ -221,7 +224,7 @@ def search(curvature_of: Callable[[np.ndarray], tuple], low: float, high: float,
     after each round (progress). Deterministic: the same function gives the same calls
     and the same result.
     """
-    axis = _Axis(float(low), float(high), scale, integer)
+    axis = Axis(float(low), float(high), scale, integer)
     path, history = _Path(), []
     window, budget = (axis.low, axis.high), math.inf if max_values is None else max_values
     values = axis.first(values_per_round)

@@ -8,3 +8,5 @@
 
 May import: the top-level base modules and :mod:`dnnphase.networks`.
 """
+
+__all__ = []

@@ -38,17 +38,8 @@ from .loop import Retired, StackData, TrainingStack
 from .optim import OptimizerSettings
 from .schedule import check_schedule, normalise
 
-__all__ = [
-    "EnsembleMLP",
-    "ModelKnobs",
-    "TrainConfig",
-    "TrainResult",
-    "TrainingSettings",
-    "default_stack_size",
-    "resolve_device",
-    "train_ensemble",
-    "train_models",
-]
+__all__ = ["DTYPES", "EnsembleMLP", "ModelKnobs", "TrainConfig", "TrainResult", "TrainingSettings",
+           "default_stack_size", "resolve_device", "train_ensemble", "train_models"]
 
 # Default CPU stack: one layer's activations of the whole stack, B·M·width elements,
 # near 2 MB in float32, at most 256 models (measurements in docs/performance.md).

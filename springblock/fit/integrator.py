@@ -30,6 +30,8 @@ import numpy as np
 
 from phasecore.checks import require
 
+__all__ = ["chain_positions", "step_counts"]
+
 #: Steps per doubling of 1 + t, and steps of the first stretch from the start to the first
 #: output time. The scheme is second order: the error falls ~4x per doubling of both.
 STEPS_PER_DOUBLING = 8

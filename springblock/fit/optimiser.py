@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["levenberg_marquardt", "standard_errors", "with_jacobian"]
+
 #: A row stops when a step lowers its squared misfit by less than this
 #: fraction (1e-4 of the cost is 5e-5 of the RMS residual).
 COST_RTOL = 1e-4

@@ -11,6 +11,8 @@ import numpy as np
 
 from springblock.fit.shapes import shape_of_positions
 
+__all__ = ["refine_by_simulation", "simulated_shapes"]
+
 
 def simulated_shapes(params, blocks: int, modulus: float, horizon: float, ratio: float,
                      step: float, seeds: int) -> np.ndarray:

@@ -11,6 +11,8 @@ import xarray as xr
 from phasecore.checks import require
 from phasecore.results import provenance
 
+__all__ = ["FitResult"]
+
 
 @dataclass
 class FitResult:

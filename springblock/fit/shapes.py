@@ -17,6 +17,9 @@ from phasecore.loadcurve import MIN_RELATIVE_DROP
 from springblock import defaults
 from springblock.fit.integrator import chain_positions
 
+__all__ = ["DEFAULT_HORIZON", "DEFAULT_MU_LEFT_RATIO", "EffectiveForce", "as_curves",
+           "chain_shapes", "effective_force", "normalise", "off_parabola", "shape_of_positions"]
+
 #: Horizon T and mu<- / mu-> of fitted chains: the phase diagram's, springblock.defaults.
 DEFAULT_HORIZON = defaults.HORIZON
 DEFAULT_MU_LEFT_RATIO = defaults.MU_LEFT_RATIO

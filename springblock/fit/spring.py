@@ -23,6 +23,8 @@ from springblock.fit.shapes import (
 )
 from springblock.fit.starts import grid_shapes, starting_points
 
+__all__ = ["DEFAULT_BOUND", "DEFAULT_GRID", "TIE_TOLERANCE", "fit_spring"]
+
 #: Points of the starting grid along (mu->, s).
 DEFAULT_GRID = (24, 24)
 #: Default upper bound of mu-> and s, in units of k y (mean-field error there: 8e-4 RMS).

@@ -13,6 +13,8 @@ import numpy as np
 
 from springblock.fit.shapes import chain_shapes, effective_force, off_parabola
 
+__all__ = ["grid_shapes", "starting_points"]
+
 
 def noise_axis(lo: float, hi: float, n: int) -> np.ndarray:
     """Grid of s: the lower bound plus geometric spacing up to ``hi``.

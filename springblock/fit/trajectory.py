@@ -41,6 +41,8 @@ from springblock.fit.integrator import chain_positions
 from springblock.fit.optimiser import levenberg_marquardt
 from springblock.fit.shapes import as_curves
 
+__all__ = ["TrajectoryFit", "fit_trajectory", "seed_weights"]
+
 #: The fitted parameters, in this order: right and left friction, noise, time scale; with
 #: ``start="network"`` also the network's total drop b (the wall-to-target distance).
 PARAMS = ("mu_right", "mu_left", "noise", "time_scale")

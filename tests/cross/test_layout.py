@@ -150,3 +150,51 @@ def test_no_function_is_over_80_lines_of_code():
         for path in _sources(package):
             for node, lines in _code_lines(path):
                 assert lines <= 80, f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines}"
+
+
+def _declared(path: Path) -> list[str] | None:
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return None
+
+
+_MODULES = {_module(p): p for package in ("dnnphase", "springblock", "phasecore")
+            for p in _sources(package)}
+
+
+@pytest.mark.parametrize("path", list(_MODULES.values()), ids=lambda p: _module(p))
+def test_every_module_says_what_is_public(path):
+    """One rule: a module's ``__all__`` lists its public names; the rest is internal."""
+    declared = _declared(path)
+    assert declared is not None, f"{_module(path)} has no __all__"
+    # an underscore marks nothing: __all__ is the one rule (dunders like __version__ aside)
+    assert not [n for n in declared if n.startswith("_") and not n.startswith("__")], declared
+
+
+def test_the_packages_import_only_public_names_of_each_other():
+    """A module takes from another module of the three packages only what that module's
+    ``__all__`` lists (a test may reach an internal name; the code does not)."""
+    crossings, private = 0, []
+    for path in _MODULES.values():
+        here = _module(path)
+        package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if base not in _MODULES or base == here:
+                continue
+            public = _declared(_MODULES[base]) or []
+            for alias in node.names:
+                if f"{base}.{alias.name}" in _MODULES:
+                    continue  # a module, not a name
+                crossings += 1
+                if alias.name not in public:
+                    private.append(f"{here} imports {base}.{alias.name}")
+    assert not private, "names not in their module's __all__:\n" + "\n".join(private)
+    assert crossings > 100  # the walk sees the imports
