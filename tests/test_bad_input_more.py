@@ -345,3 +345,36 @@ def test_fit_says_where_the_effective_force_is_minus_infinity(diagrams):
     with pytest.warns(UserWarning, match=r"of \d+ cells are more convex than any equal-force"):
         fit = fit_chain(network)
     assert np.isneginf(fit["effective_force"].values).any()
+
+
+# --- found by trying more bad input ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("call,fragment", [
+    (lambda: sb.simulate(blockz=7), r"^keyword must be a field of ChainConfig \(.*blocks.*\) "
+                                    r"\(got 'blockz'\)"),
+    (lambda: sb.phase_diagram(("noise", [0]), ("mu_right", [0]), stepz=4),
+     "^keyword must be a field of ChainConfig"),
+    (lambda: dnnphase.sweep(depthh=3), "^keyword must be a field of SweepConfig"),
+    (lambda: dnnphase.sweep(output="o.nc", overwrite="no", **TINY),
+     r"^overwrite must be True or False \(got 'no'\)"),
+    (lambda: sb.simulate(blocks=3, steps=10, output="o.nc", overwrite=0.0),
+     "^overwrite must be True or False"),
+])
+def test_a_misspelt_keyword_or_a_yes_no_that_is_not_a_bool_is_named(tmp_path, monkeypatch,
+                                                                      call, fragment):
+    """A misspelt field was a TypeError traceback; overwrite='no' overwrote."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=fragment):
+        call()
+    assert listing(tmp_path) == []
+
+
+def test_a_stopping_window_as_long_as_the_run_is_refused(tmp_path, capsys):
+    """--stop-window 1000 with --steps 100 ran, and its stopping rule could never act."""
+    assert springblock_main(["simulate", "--noise", "0.1", "--steps", "100", "--stop-tol",
+                             "0.1", "--stop-window", "1000", "-o", str(tmp_path / "a.nc")]) == 2
+    assert "stop_window must be below steps (100) with stop_tol" in one_line_error(
+        capsys, "springblock")
+    sb.simulate(blocks=3, steps=100, stop_tol=0.1, stop_window=50)  # a shorter one runs
+    assert listing(tmp_path) == []
