@@ -220,9 +220,13 @@ class _Trainer:
             ds = sweep(cfg, output=path, scheduler=self.scheduler, workers=self.workers,
                        quiet=self.quiet)
         except SweepInterrupted as err:
+            if self.store is None:
+                raise
+            if not self.store.done():  # its description alone resumes nothing
+                self.store.clear()
+                raise SweepInterrupted(f"{err} (tune: no round had finished either)") from None
             raise SweepInterrupted(f"{err} (tune: the finished rounds are kept in "
-                                   f"{str(self.store.path)!r} too)" if self.store else
-                                   str(err)) from None
+                                   f"{str(self.store.path)!r} too)") from None
         return ds
 
     def curvature_of(self, values: np.ndarray):

@@ -378,3 +378,18 @@ def test_a_stopping_window_as_long_as_the_run_is_refused(tmp_path, capsys):
         capsys, "springblock")
     sb.simulate(blocks=3, steps=100, stop_tol=0.1, stop_window=50)  # a shorter one runs
     assert listing(tmp_path) == []
+
+
+def test_a_tune_interrupted_in_its_first_round_leaves_nothing(tmp_path, monkeypatch):
+    """It said both "nothing is kept" and "the finished rounds are kept", and left .parts."""
+    from dnnphase import tune as tune_module
+    from phasecore.sweeps import SweepInterrupted
+
+    def interrupted(*args, **kwargs):
+        raise SweepInterrupted("interrupted: no chunk had finished (0/1), so nothing is kept")
+
+    monkeypatch.setattr(tune_module, "sweep", interrupted)
+    with pytest.raises(KeyboardInterrupt, match=r"no round had finished either\)$"):
+        tune_module.tune(knob="lr", low=1e-3, high=1e-1, rounds=1, seeds=2, dataset="gmm",
+                         n_train=40, depth=2, width=8, epochs=2, output=tmp_path / "t.nc")
+    assert listing(tmp_path) == []
