@@ -393,3 +393,13 @@ def test_a_tune_interrupted_in_its_first_round_leaves_nothing(tmp_path, monkeypa
         tune_module.tune(knob="lr", low=1e-3, high=1e-1, rounds=1, seeds=2, dataset="gmm",
                          n_train=40, depth=2, width=8, epochs=2, output=tmp_path / "t.nc")
     assert listing(tmp_path) == []
+
+
+def test_a_file_where_a_chain_run_keeps_its_state_is_refused(tmp_path, capsys):
+    """simulate -o a.nc with a file a.nc.parts ran, wrote a.nc, then failed with a
+    NotADirectoryError traceback."""
+    (tmp_path / "a.nc.parts").write_text("mine")
+    assert springblock_main(["simulate", *CHAIN, "-o", str(tmp_path / "a.nc")]) == 2
+    assert "a.nc.parts' is a file where the run keeps its state" in one_line_error(
+        capsys, "springblock")
+    assert listing(tmp_path) == ["a.nc.parts"] and (tmp_path / "a.nc.parts").read_text() == "mine"
