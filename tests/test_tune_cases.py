@@ -36,3 +36,13 @@ def test_the_verdict_sorts_cases_by_their_numbers():
     v = tc.verdict([row("a", 0.60, 0.605, 0.58), row("b", 0.55, 0.61, 0.60)])
     assert v["holds"] == ["a / dropout"] and v["fails"] == ["b / dropout"]
     assert v["tune_better"] == ["a / dropout"] and v["validation_better"] == ["b / dropout"]
+
+
+def test_docs_tune_holds_the_table_the_committed_cases_give():
+    import xarray as xr
+
+    root = _PATH.parents[1]
+    rows = tc.from_dataset(xr.load_dataset(root / "figures" / "tune" / "cases.nc"))
+    table = tc.markdown(rows).strip()
+    assert table == (root / "figures" / "tune" / "cases.md").read_text().strip()
+    assert table in (root / "docs" / "tune.md").read_text(), "docs/tune.md: table out of date"
