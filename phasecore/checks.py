@@ -7,6 +7,7 @@ lines can print it as one line (exit code 2) before any work starts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import os
@@ -62,6 +63,11 @@ def as_config(config, cls, params: dict):
     """The configuration an entry point runs: ``cls(**params)`` without ``config``, else
     ``config`` (a ``cls``) with ``params`` replaced. Anything else where the configuration
     goes (a dict, a path) is refused naming ``config``, not failed on deep inside."""
+    if dataclasses.is_dataclass(cls):  # a misspelt keyword: named with the choices
+        fields = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(params) - fields)
+        require(not unknown, "keyword", f"a field of {cls.__name__} ({', '.join(sorted(fields))})",
+                ", ".join(unknown))
     if config is None:
         return cls(**params)
     require(isinstance(config, cls), "config",

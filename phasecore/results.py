@@ -18,6 +18,7 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from phasecore.checks import ConfigError, require
@@ -85,6 +86,8 @@ def check_output(path, overwrite: bool = False, figure: bool = False) -> Path:
     files (read-only, ``/sys``, ``/proc``). Nothing is left behind.
     """
     path = check_path("output", path)
+    # "no" or 0.0 would be read as true or false: a file is replaced on a yes or no only
+    require(isinstance(overwrite, (bool, np.bool_)), "overwrite", "True or False", overwrite)
     if path.is_dir():
         raise OutputExistsError(f"output {str(path)!r} is a folder; give a file name")
     suffix = path.suffix.lower()

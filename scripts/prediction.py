@@ -18,7 +18,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dnnphase.compare.prediction import MODELS, SPLITS, held_out_prediction, transfer_table
+from dnnphase.compare.prediction import (
+    MODELS,
+    PREDICTORS,
+    SPLITS,
+    held_out_prediction,
+    transfer_table,
+)
 from phasecore import results
 from phasecore.commandline import folder_command
 
@@ -29,17 +35,19 @@ SPLIT_TITLES = {"checkerboard": "checkerboard", "columns": "every other column"}
 
 
 def out_of_sample_row(knob: str, out) -> list[str]:
-    """One table line per split: held-out cells, each model's RMSE, the floor, phase labels."""
+    """One table line per split: held-out cells, each predictor's RMSE, the floor, phase
+    labels."""
     a = out.attrs
     lines = []
     for split in SPLITS:
-        err = {m: a[f"{split}_{m}_rmse"] for m in MODELS}
+        err = {m: a[f"{split}_{m}_rmse"] for m in PREDICTORS}
         best = min(err, key=err.get)
         lines.append(
             f"| {TITLES[knob]} | {SPLIT_TITLES[split]} | {a[f'{split}_cells']} | "
-            + " | ".join(f"**{err[m]:.3f}**" if m == best else f"{err[m]:.3f}" for m in MODELS)
+            + " | ".join(f"**{err[m]:.3f}**" if m == best else f"{err[m]:.3f}"
+                         for m in PREDICTORS)
             + f" | {a[f'{split}_floor']:.3f} ({a[f'{split}_floor_halves']:.3f}) | "
-            + " / ".join(f"{a[f'{split}_{m}_phase_right']:.0%}" for m in MODELS) + " |")
+            + " / ".join(f"{a[f'{split}_{m}_phase_right']:.0%}" for m in PREDICTORS) + " |")
     return lines
 
 
@@ -47,10 +55,12 @@ def fit_row(knob: str, out) -> str:
     """The in-sample fit of one knob: cells, parameters, RMSEs, the chain's fitted maps."""
     a = out.attrs
     mu, s = out["friction"].values, out["chain_noise"].values
+    # a noise on the chain's plateau is only a lower bound: the smallest s that fits as well
+    at_least = "≥ " if bool(out["chain_noise_plateau"].values[-1]) else ""
     return (f"| {TITLES[knob]} | {a['cells']} ({a['left_out_reasons']}) | "
             + " / ".join(str(a[f"{m}_parameters"]) for m in MODELS) + " | "
             + " / ".join(f"{a[f'{m}_in_sample_rmse']:.3f}" for m in MODELS)
-            + f" | {mu[0]:.3g} → {mu[-1]:.3g} | {s[0]:.3g} → {s[-1]:.3g} |")
+            + f" | {mu[0]:.3g} → {mu[-1]:.3g} | {s[0]:.3g} → {at_least}{s[-1]:.3g} |")
 
 
 def transfer_rows(table) -> list[str]:
@@ -88,9 +98,9 @@ def main(folder: str = "figures/paper") -> None:
           "best in bold); floor = RMS standard error of those means (in brackets: from the "
           "even/odd seed halves).")
     print()
-    print("| knob | split | held-out cells | chain | additive | saturating | seed-noise floor "
-          "| phase label right: chain / additive / saturating |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| knob | split | held-out cells | chain | additive | saturating | local mean "
+          "| seed-noise floor | phase label right: chain / additive / saturating / local |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for knob, out in outs.items():
         print("\n".join(out_of_sample_row(knob, out)))
     print()

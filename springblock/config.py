@@ -212,6 +212,10 @@ class ChainConfig:
         if self.stop_tol is not None:
             require(is_finite(self.stop_tol) and self.stop_tol > 0, "stop_tol", "> 0 or None",
                      self.stop_tol)
+            # the rule compares the curve window by window: one as long as the run never acts
+            require(self.stop_window < self.steps, "stop_window",
+                    f"below steps ({self.steps}) with stop_tol: a window as long as the run "
+                    "ends with it, so the stopping rule could never act", self.stop_window)
         if self.dynamics == "langevin":
             require(self.gamma > 0, "damping", "> 0 for the Langevin dynamics "
                      "(Euler-Maruyama is unstable without damping)", self.damping)

@@ -332,6 +332,10 @@ class Checkpoint:
         the run would compute, so a run begun with ``--overwrite`` and interrupted resumes
         when the same command runs again); refuse one of another run unless ``overwrite``
         (which discards it); discard an unreadable one."""
+        folder = self.path.parent
+        if folder.exists() and not folder.is_dir():  # as a sweep's store refuses it
+            raise OutputExistsError(f"{str(folder)!r} is a file where the run keeps its state "
+                                    "(a folder); remove or rename it")
         if not self.path.exists():
             return
         stored = self._stored_digest()

@@ -91,6 +91,8 @@ TESTS = {
     "test_fuzziness_cutoff": "scripts/test_fuzziness_cutoff",
     "test_tune_evaluation": "scripts/test_tune_evaluation",
     "test_reversal_choice": "scripts/test_reversal",
+    "test_tune_cases": "scripts/test_tune_cases",
+    "test_tune_caveat": "dnnphase/sweeps/test_tune_caveat",
     "test_bad_input": "cross/test_bad_input",
     "test_bad_input_more": "cross/test_bad_input_more",
     "test_interrupt": "cross/test_interrupt",

@@ -21,7 +21,8 @@ from dnnphase.defaults import MEASURE
 from phasecore.checks import ConfigError, require
 from phasecore.results import as_result, provenance
 from springblock.fit.spring import fit_spring
-from springblock.fit.trajectory import fit_trajectory, seed_weights
+from springblock.fit.trajectory import fit_trajectory
+from springblock.fit.weights import seed_weights
 
 __all__ = ["fit_chain", "fit_sweep_final", "fit_sweep_trajectory"]
 

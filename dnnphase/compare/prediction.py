@@ -20,8 +20,14 @@ fixed S-shaped link centred on the linear load curve, kappa_ij = d tanh(a_i + b_
                                                                      (R + C parameters).
 
 All are fitted by unweighted least squares to the seed-mean curvature of the training cells and
-predict the held-out ones. Splits: ``checkerboard`` (train on (i + j) even, predict odd, and the
-other way round) and ``columns`` (hold out every other interior knob column, then the others; a
+predict the held-out ones; beside them, a baseline with no parameters at all, each held-out cell
+the mean of its nearest training cells in grid index (:func:`local_mean`). Every fit is made well
+posed by a small tie-break on the second differences of its monotone sequences, which fixes the
+parameters the training cells leave free (:mod:`dnnphase.compare.baselines`): the held-out
+prediction does not move with the last bits of the arithmetic.
+
+Splits: ``checkerboard`` (train on (i + j) even, predict odd, and the other way round) and
+``columns`` (hold out every other interior knob column, then the others; a
 held-out column's s_j — and the baseline's b_j — is the linear interpolation, in grid index, of
 its neighbours' fitted values: s in the coordinate log(1 + s / NOISE_SCALE)). The seed-noise floor
 is the RMS over the held-out cells of the standard error of their seed mean: a model that knew
@@ -35,10 +41,10 @@ hatch them) and a seed mean beyond Tukey's far-out fences of the usable cells
 Entry point: :func:`held_out_prediction` (one sweep -> one labelled Dataset); the pure parts:
 :func:`chain_table` / :func:`chain_curvature` (the chain's curvature surface, built once),
 :func:`diagram_cells`, :func:`fit_chain_map`, :func:`fit_additive_map`,
-:func:`fit_saturating_map` (any of them by name: :func:`fit_model`), :func:`split_folds`,
-:func:`predict_split`, :func:`scores`. Cross-knob transfer (the alpha rows of one knob's fit
-carried over to another knob, only the columns refitted): :func:`transfer_table`,
-:func:`fit_columns`.
+:func:`fit_saturating_map` (any of them by name: :func:`fit_model`), :func:`local_mean`,
+:func:`noise_plateau`, :func:`split_folds`, :func:`predict_split`, :func:`scores`. Cross-knob
+transfer (the alpha rows of one knob's fit carried over to another knob, only the columns
+refitted): :func:`transfer_table`, :func:`fit_columns`.
 """
 
 from __future__ import annotations
@@ -48,12 +54,24 @@ from functools import lru_cache
 import numpy as np
 import xarray as xr
 from scipy.interpolate import RectBivariateSpline
-from scipy.optimize import least_squares, lsq_linear
 
 from dnnphase.compare.alignment import check_network, seed_se
+from dnnphase.compare.baselines import (
+    TIE_BREAK,
+    TOLERANCE,
+    best_least_squares,
+    check_matrix,
+    fill_untrained,
+    fit_additive_map,
+    fit_saturating_map,
+    local_mean,
+    monotone,
+    penalised_cost,
+    smoothness,
+)
 from dnnphase.defaults import MEASURE
 from dnnphase.knobs import larger_is_noisier
-from phasecore.checks import is_finite, is_int, require
+from phasecore.checks import is_int, require
 from phasecore.loadcurve import (
     PHASE_TOLERANCE,
     curvature_scaled,
@@ -80,14 +98,22 @@ FRICTION_MAX = 0.6
 NOISE_SCALE = 0.002
 NOISE_MAX = 3.0
 TABLE_POINTS = 49
-#: The models compared, by name: the chain and the two baselines that know no mechanics.
+#: The fitted models compared, by name: the chain and the two baselines that know no mechanics.
 MODELS = ("chain", "additive", "saturating")
+#: Everything that predicts held-out cells: the fitted models and the parameter-free local
+#: baseline (each held-out cell the mean of its nearest training cells; nothing to fit, so it
+#: has no in-sample fit and no rows to carry to another knob).
+PREDICTORS = (*MODELS, "local")
 #: How the diagram is split into training and held-out cells.
 SPLITS = ("checkerboard", "columns")
 #: Least-squares refinements of the chain map, each from a coordinate descent on a grid of
 #: GRID_STEPS x GRID_STEPS points of the table.
 STARTS = 6
 GRID_STEPS = 97
+#: A change of curvature this small (scale-free) is not seen in these data (every diagram's
+#: seed-noise floor is >= 0.012): a fitted noise whose raising to the table's edge changes its
+#: cells by less is on the chain's plateau, a lower bound.
+PLATEAU_CHANGE = 0.01
 
 
 # --- the chain's curvature surface ------------------------------------------------------
@@ -198,33 +224,6 @@ def diagram_cells(ds: xr.Dataset, measure: str = MEASURE) -> xr.Dataset:
 # --- the models ----------------------------------------------------------------------
 
 
-def _check_matrix(curv, train) -> tuple[np.ndarray, np.ndarray]:
-    curv = np.asarray(curv, dtype=float)
-    train = np.asarray(train, dtype=bool)
-    require(curv.ndim == 2 and min(curv.shape) >= 2, "curvature",
-            "a (rows, columns) array with at least 2 of each", curv.shape)
-    require(train.shape == curv.shape, "train", f"a boolean mask of shape {curv.shape}",
-            train.shape)
-    require(bool(np.isfinite(curv[train]).all()), "curvature",
-            "finite on every training cell", "NaN or inf on a training cell")
-    require(int(train.sum()) >= 2, "train", "a mask with at least 2 training cells",
-            int(train.sum()))
-    return curv, train
-
-
-def monotone(first: float, steps, sign: float) -> np.ndarray:
-    """first, first + sign*steps[0], ... (len(steps) + 1,): monotone for steps >= 0."""
-    return first + sign * np.concatenate([[0.0], np.cumsum(steps)])
-
-
-def fill_untrained(values, trained) -> np.ndarray:
-    """``values`` (n,) with the entries of untrained rows / columns replaced by the linear
-    interpolation, in index, of the nearest trained ones (the end value beyond the ends)."""
-    values, trained = np.asarray(values, dtype=float), np.asarray(trained, dtype=bool)
-    index = np.arange(values.size)
-    return np.interp(index, index[trained], values[trained])
-
-
 def _chain_unpack(p: np.ndarray, rows: int, points: int) -> tuple[np.ndarray, np.ndarray]:
     high_u, high_v = coordinate_bounds(points)
     u = np.clip(monotone(p[0], p[1:rows], -1.0), 0.0, high_u)
@@ -261,6 +260,61 @@ def _descent(curv, train, v_start: float, points: int, sweeps: int = 4,
     return np.concatenate([[u[0]], -np.diff(u), [v[0]], np.diff(v)])
 
 
+def _polish(p, residual, lower, upper, smooth, rows: int, points: int, *,
+            free_u: bool = True) -> tuple[np.ndarray, float]:
+    """Alternate :func:`_scan` and :func:`best_least_squares` from its result until the scan
+    finds nothing lower (3 times at most) -> (p, cost without the tie-break)."""
+    objective = penalised_cost(residual, smooth)
+
+    for _ in range(3):
+        scanned = _scan(p, objective, rows, points, free_u=free_u)
+        if not objective(scanned) < objective(p) - 1e-12:
+            break
+        p, _ = best_least_squares(residual, [scanned], lower, upper, smooth)
+    r = residual(p)
+    return p, float(0.5 * np.dot(r, r))
+
+
+def _pack(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The parameter vector (R + C,) of monotone ``u`` (R,) and ``v`` (C,): values and steps."""
+    return np.concatenate([[u[0]], -np.diff(u), [v[0]], np.diff(v)])
+
+
+def _scan(p: np.ndarray, objective, rows: int, points: int, *, free_u: bool = True,
+          rounds: int = 3) -> np.ndarray:
+    """Each friction u_i (if ``free_u``) and noise v_j of ``p`` tried at GRID_STEPS values
+    between its neighbours (so the order stays monotone), keeping each value that lowers
+    ``objective`` (p -> float); ``rounds`` passes at most.
+
+    Why: the chain's curvature overshoots on its way to the noise plateau, so the cost along a
+    weakly determined noise has shallow local minima a few 1e-4 apart; a gradient method stops
+    in whichever its start leads to, a scan along each coordinate steps over them.
+    """
+    high_u, high_v = coordinate_bounds(points)
+    u, v = _chain_unpack(p, rows, points)
+    best = objective(_pack(u, v))
+    for _ in range(rounds):
+        before = best
+        for values, top, falling in ((u, high_u, True), (v, high_v, False)):
+            if falling and not free_u:
+                continue
+            n = values.size
+            for k in range(n):
+                # neighbours bound the value: u falls with alpha, v rises along the knob
+                left = values[k - 1] if k > 0 else (top if falling else 0.0)
+                right = values[k + 1] if k < n - 1 else (0.0 if falling else top)
+                keep = values[k]
+                for trial in np.linspace(min(left, right), max(left, right), GRID_STEPS):
+                    values[k] = trial
+                    cost = objective(_pack(u, v))
+                    if cost < best:
+                        best, keep = cost, trial
+                values[k] = keep
+        if best >= before:
+            break
+    return _pack(u, v)
+
+
 def fit_chain_map(curv, train, *, starts: int = STARTS,
                   points: int = TABLE_POINTS) -> dict[str, np.ndarray | float]:
     """Fit the chain map to the training cells of a diagram.
@@ -272,9 +326,11 @@ def fit_chain_map(curv, train, *, starts: int = STARTS,
     Rows and columns without a training cell get the interpolation of :func:`fill_untrained`.
     Parametrisation: first value and non-negative steps (bounded least squares, so exact ties
     are allowed), refined from ``starts`` starting points (:func:`_descent` from ``starts``
-    noise levels spread over the table) and the best kept.
+    noise levels spread over the table) by :func:`best_least_squares`, then :func:`_polish`
+    (a noise or friction the training cells leave free, e.g. on the chain's noise plateau, is
+    the tie-break's: where its neighbours' trend puts it).
     """
-    curv, train = _check_matrix(curv, train)
+    curv, train = check_matrix(curv, train)
     require(is_int(starts) and starts >= 1, "starts", "an integer >= 1", starts)
     rows, cols = curv.shape
     i, j = np.nonzero(train)
@@ -286,87 +342,28 @@ def fit_chain_map(curv, train, *, starts: int = STARTS,
 
     high_u, high_v = coordinate_bounds(points)
     upper = np.concatenate([np.full(rows, high_u), np.full(cols, high_v)])
-    best = None
-    for v_start in np.linspace(0.0, high_v, starts + 2)[1:-1]:
-        p0 = _descent(curv, train, v_start, points)
-        res = least_squares(residual, np.clip(p0, 0.0, upper), bounds=(0.0, upper),
-                            method="trf", max_nfev=200 * p0.size)
-        if best is None or res.cost < best.cost:
-            best = res
-    u, v = _chain_unpack(best.x, rows, points)
+    # the first friction and the first noise are values, the rest monotone steps
+    smooth = smoothness(rows + cols, [(1, rows - 1), (rows + 1, cols - 1)])
+    starts_ = [_descent(curv, train, v0, points)
+               for v0 in np.linspace(0.0, high_v, starts + 2)[1:-1]]
+    p, _ = best_least_squares(residual, starts_, 0.0, upper, smooth)
+    p, cost = _polish(p, residual, 0.0, upper, smooth, rows, points)
+    u, v = _chain_unpack(p, rows, points)
     u, v = fill_untrained(u, train.any(axis=1)), fill_untrained(v, train.any(axis=0))
     return {"friction": friction_value(u), "noise": noise_value(v), "u": u, "v": v,
-            "fitted": chain_curvature(u[:, None], v[None, :], points), "cost": float(best.cost)}
+            "fitted": chain_curvature(u[:, None], v[None, :], points), "cost": cost}
 
 
-def fit_additive_map(curv, train) -> dict[str, np.ndarray | float]:
-    """Fit the additive monotone baseline a_i + b_j to the training cells (exact: a bounded
-    linear least-squares problem).
-
-    Shapes as :func:`fit_chain_map`. Returns ``row`` (R,) a (non-decreasing in alpha),
-    ``column`` (C,) b (non-decreasing in noisiness, b_0 = 0), ``fitted`` (R, C) and ``cost``;
-    R + C - 1 parameters. Untrained rows / columns: :func:`fill_untrained`.
-    """
-    curv, train = _check_matrix(curv, train)
-    rows, cols = curv.shape
-    i, j = np.nonzero(train)
-    # a_i = a_0 + sum_{k <= i} da_k, b_j = sum_{k <= j} db_k: one column per parameter
-    design = np.concatenate([np.ones((i.size, 1)),
-                             (i[:, None] >= np.arange(1, rows)[None, :]).astype(float),
-                             (j[:, None] >= np.arange(1, cols)[None, :]).astype(float)], axis=1)
-    lower = np.concatenate([[-np.inf], np.zeros(rows + cols - 2)])
-    res = lsq_linear(design, curv[i, j], bounds=(lower, np.inf))
-    a = monotone(res.x[0], res.x[1:rows], 1.0)
-    b = monotone(0.0, res.x[rows:], 1.0)
-    a, b = fill_untrained(a, train.any(axis=1)), fill_untrained(b, train.any(axis=0))
-    return {"row": a, "column": b, "fitted": a[:, None] + b[None, :],
-            "cost": float(0.5 * np.sum((design @ res.x - curv[i, j]) ** 2))}
-
-
-def _saturating_unpack(p: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
-    return monotone(p[0], p[1:rows], 1.0), monotone(0.0, p[rows:rows + cols - 1], 1.0)
-
-
-def fit_saturating_map(curv, train, *, centre: float | None = 0.0) -> dict[str, np.ndarray | float]:
-    """Fit the saturating baseline c + d tanh(a_i + b_j) to the training cells: the additive
-    one through a fixed S-shaped link, so that it can level off as the chain's curvature does,
-    knowing nothing of mechanics.
-
-    Shapes as :func:`fit_chain_map`. a non-decreasing in alpha, b non-decreasing in noisiness
-    with b_0 = 0, d > 0; the centre c is ``centre`` (default 0, the linear load curve: R + C
-    parameters, as many as the chain) or, if None, fitted too (R + C + 1). Returns ``row``
-    (R,), ``column`` (C,), ``centre`` c, ``scale`` d, ``fitted`` (R, C), ``cost``. Least
-    squares from the additive fit squeezed into the link at three scales; the best is kept.
-    """
-    curv, train = _check_matrix(curv, train)
-    require(centre is None or is_finite(centre), "centre", "a finite number or None", centre)
-    rows, cols = curv.shape
-    i, j = np.nonzero(train)
-    y = curv[i, j]
-    additive = fit_additive_map(curv, train)
-    free = centre is None
-    mid = 0.5 * (y.max() + y.min()) if free else float(centre)
-
-    def residual(p):
-        a, b = _saturating_unpack(p, rows, cols)
-        return (p[-2] if free else mid) + p[-1] * np.tanh(a[i] + b[j]) - y
-
-    lower = np.concatenate([[-np.inf], np.zeros(rows + cols - 2), [-np.inf] * free, [1e-6]])
-    spread = np.max(np.abs(y - mid)) + 1e-3
-    best = None
-    for widen in (1.2, 2.0, 4.0):
-        scale = widen * spread
-        a, b = (additive["row"] - mid) / scale, additive["column"] / scale
-        p0 = np.concatenate([[a[0]], np.diff(a), np.diff(b), [mid] * free, [scale]])
-        res = least_squares(residual, np.clip(p0, lower + 1e-9, np.inf),
-                            bounds=(lower, np.inf), method="trf", max_nfev=200 * p0.size)
-        if best is None or res.cost < best.cost:
-            best = res
-    a, b = _saturating_unpack(best.x, rows, cols)
-    a, b = fill_untrained(a, train.any(axis=1)), fill_untrained(b, train.any(axis=0))
-    c, d = (float(best.x[-2]) if free else mid), float(best.x[-1])
-    return {"row": a, "column": b, "centre": c, "scale": d,
-            "fitted": c + d * np.tanh(a[:, None] + b[None, :]), "cost": float(best.cost)}
+def noise_plateau(fit: dict, train, points: int = TABLE_POINTS) -> np.ndarray:
+    """(C,) bool: columns whose fitted noise s is only a lower bound — raising it (and every
+    noisier column's, to keep them monotone) to the table's edge changes no training cell's
+    curvature by more than PLATEAU_CHANGE (the chain's noise plateau: a relaxed chain's curve no
+    longer depends on s). ``fit``: a :func:`fit_chain_map` result; ``train`` (R, C) bool."""
+    high_v = coordinate_bounds(points)[1]
+    change = np.abs(chain_curvature(np.asarray(fit["u"])[:, None], high_v, points)
+                    - fit["fitted"])
+    flat = np.all(change < PLATEAU_CHANGE, axis=0, where=np.asarray(train, bool))
+    return np.logical_and.accumulate(flat[::-1])[::-1] & np.asarray(train, bool).any(axis=0)
 
 
 def fit_columns(name: str, rows_fit: dict, curv, train, *, starts: int = STARTS,
@@ -378,7 +375,7 @@ def fit_columns(name: str, rows_fit: dict, curv, train, *, starts: int = STARTS,
     Shapes as :func:`fit_chain_map`; returns ``fitted`` (R, C) and ``cost``.
     """
     require(name in MODELS, "model", f"one of {', '.join(MODELS)}", name)
-    curv, train = _check_matrix(curv, train)
+    curv, train = check_matrix(curv, train)
     rows, cols = curv.shape
     key = "u" if name == "chain" else "row"
     require(np.shape(rows_fit.get(key)) == (rows,), "rows_fit",
@@ -406,12 +403,9 @@ def fit_columns(name: str, rows_fit: dict, curv, train, *, starts: int = STARTS,
 
         starts_ = [np.concatenate([[b0], np.full(cols - 1, 0.1)]) for b0 in (-1.0, 0.0, 1.0)]
         bounds = (np.concatenate([[-np.inf], np.zeros(cols - 1)]), np.inf)
-    best = None
-    for p0 in starts_:
-        res = least_squares(lambda p: predict(p)[i, j] - y, p0, bounds=bounds, method="trf")
-        if best is None or res.cost < best.cost:
-            best = res
-    return {"fitted": predict(best.x), "cost": float(best.cost)}
+    smooth = smoothness(cols, [(1, cols - 1)])  # b_0 (or s_0) a value, the rest steps
+    p, cost = best_least_squares(lambda p: predict(p)[i, j] - y, starts_, *bounds, smooth)
+    return {"fitted": predict(p), "cost": cost}
 
 
 def parameter_counts(rows: int, cols: int) -> dict[str, int]:
@@ -453,11 +447,11 @@ def split_folds(usable, split: str) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def predict_split(curv, usable, split: str, *, starts: int = STARTS,
                   points: int = TABLE_POINTS) -> dict[str, np.ndarray]:
-    """Out-of-sample predictions (R, C) of every model of :data:`MODELS`, by name (each
+    """Out-of-sample predictions (R, C) of every predictor of :data:`PREDICTORS`, by name (each
     held-out cell from the fold that held it out; NaN where never held out), and ``held_out``
     (R, C) bool."""
     shape = np.shape(curv)
-    out = {name: np.full(shape, np.nan) for name in MODELS}
+    out = {name: np.full(shape, np.nan) for name in PREDICTORS}
     held_any = np.zeros(shape, dtype=bool)
     for train, held in split_folds(usable, split):
         if not held.any():
@@ -465,6 +459,7 @@ def predict_split(curv, usable, split: str, *, starts: int = STARTS,
         for name in MODELS:
             out[name][held] = fit_model(name, curv, train, starts=starts,
                                         points=points)["fitted"][held]
+        out["local"][held] = local_mean(curv, train)[held]
         held_any |= held
     return {**out, "held_out": held_any}
 
@@ -487,16 +482,16 @@ def phase_right(prediction, truth, mask, tolerance: float = PHASE_TOLERANCE) -> 
 
 def scores(pred: dict, cells: xr.Dataset) -> dict[str, float]:
     """The held-out table row of one split: ``cells`` scored, ``<model>_rmse`` and
-    ``<model>_phase_right`` for every model of :data:`MODELS`, the seed-noise ``floor`` (RMS
+    ``<model>_phase_right`` for every predictor of :data:`PREDICTORS`, the seed-noise ``floor`` (RMS
     standard error of the held-out means) and ``floor_halves`` (the same from the even/odd seed
     halves, without the formula)."""
     truth = cells["curvature"].values
     mask = pred["held_out"]
     out = {"cells": int(mask.sum())}
-    out.update({f"{m}_rmse": rmse(pred[m], truth, mask) for m in MODELS})
+    out.update({f"{m}_rmse": rmse(pred[m], truth, mask) for m in PREDICTORS})
     out.update({"floor": rmse(cells["curvature_se"].values, 0.0, mask),
                 "floor_halves": rmse(cells["half_gap"].values, 0.0, mask)})
-    out.update({f"{m}_phase_right": phase_right(pred[m], truth, mask) for m in MODELS})
+    out.update({f"{m}_phase_right": phase_right(pred[m], truth, mask) for m in PREDICTORS})
     return out
 
 
@@ -515,9 +510,11 @@ def held_out_prediction(ds: xr.Dataset, measure: str = MEASURE, *,
 
     Dims: ``alpha`` (increasing), the knob (noisier to the right), ``split`` (:data:`SPLITS`).
     Variables: those of :func:`diagram_cells`; the in-sample fits to every usable cell,
-    ``friction`` (alpha) mu-> and ``chain_noise`` (knob) s of the chain, ``<model>_fit``
-    (alpha, knob) for every model of :data:`MODELS`; out of sample, ``<model>_prediction`` and
-    ``held_out`` (split, alpha, knob). Attrs: ``<model>_parameters``, ``<model>_in_sample_rmse``,
+    ``friction`` (alpha) mu-> and ``chain_noise`` (knob) s of the chain (``chain_noise_plateau``
+    (knob) bool where s is only a lower bound, :func:`noise_plateau`), ``<model>_fit``
+    (alpha, knob) for every model of :data:`MODELS`; out of sample, ``<name>_prediction`` for every
+    predictor of :data:`PREDICTORS` and ``held_out`` (split, alpha, knob). Attrs:
+    ``<model>_parameters`` (``local_parameters`` = 0), ``<model>_in_sample_rmse``,
     ``cells`` (usable), ``cells_left_out`` and ``left_out_reasons``, and per split
     ``<split>_<score>`` for every score of :func:`scores`. Curvatures are scale-free
     (dimensionless); mu-> and s in units of k y (L = 7 blocks, T = 1000, mu<- = 2 mu->).
@@ -535,13 +532,16 @@ def held_out_prediction(ds: xr.Dataset, measure: str = MEASURE, *,
     out = cells.copy()
     out["friction"] = ("alpha", fits["chain"]["friction"])
     out["chain_noise"] = (knob, fits["chain"]["noise"])
+    out["chain_noise_plateau"] = (knob, noise_plateau(fits["chain"], usable, points))
     for m in MODELS:
         out[f"{m}_fit"] = (("alpha", knob), fits[m]["fitted"])
+    for m in PREDICTORS:
         out[f"{m}_prediction"] = (("split", "alpha", knob), np.stack([preds[s][m] for s in SPLITS]))
     out["held_out"] = (("split", "alpha", knob), np.stack([preds[s]["held_out"] for s in SPLITS]))
     out = out.assign_coords(split=list(SPLITS))
     config = {"measure": measure, "starts": int(starts), "points": int(points),
-              "blocks": BLOCKS, "horizon": HORIZON, "ratio": RATIO, "weights": "none"}
+              "blocks": BLOCKS, "horizon": HORIZON, "ratio": RATIO, "weights": "none",
+              "tie_break": TIE_BREAK, "tolerance": TOLERANCE}
     out.attrs.update(provenance("dnnphase.compare.held_out_prediction", config))
     out.attrs.update(knob=knob, measure=measure, larger_is_noisier=cells.attrs["larger_is_noisier"],
                      cells=int(usable.sum()), cells_left_out=int((~usable).sum()),
@@ -549,6 +549,7 @@ def held_out_prediction(ds: xr.Dataset, measure: str = MEASURE, *,
     for m, n in parameter_counts(*curv.shape).items():
         out.attrs[f"{m}_parameters"] = n
         out.attrs[f"{m}_in_sample_rmse"] = rmse(fits[m]["fitted"], curv, usable)
+    out.attrs["local_parameters"] = 0
     for split in SPLITS:
         out.attrs.update({f"{split}_{k}": v for k, v in scores(preds[split], cells).items()})
     return out
@@ -592,6 +593,7 @@ def transfer_table(sweeps: dict[str, xr.Dataset], measure: str = MEASURE, *,
            "parameters": ("target", [cells[k].sizes[k] for k in names])},
         coords={"source": names, "target": names})
     config = {"measure": measure, "starts": int(starts), "points": int(points),
-              "blocks": BLOCKS, "horizon": HORIZON, "ratio": RATIO, "weights": "none"}
+              "blocks": BLOCKS, "horizon": HORIZON, "ratio": RATIO, "weights": "none",
+              "tie_break": TIE_BREAK, "tolerance": TOLERANCE}
     out.attrs.update(provenance("dnnphase.compare.transfer_table", config))
     return out

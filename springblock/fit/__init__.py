@@ -25,7 +25,8 @@ from springblock.fit.shapes import (
     normalise,
 )
 from springblock.fit.spring import DEFAULT_BOUND, DEFAULT_GRID, TIE_TOLERANCE, fit_spring
-from springblock.fit.trajectory import TrajectoryFit, fit_trajectory, seed_weights
+from springblock.fit.trajectory import TrajectoryFit, fit_trajectory
+from springblock.fit.weights import seed_weights
 
 __all__ = [
     "DEFAULT_BOUND",

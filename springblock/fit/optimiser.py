@@ -42,13 +42,17 @@ def with_jacobian(model, z: np.ndarray, lo, hi, rel_step: float = 1e-5, rows=Non
     return f[:, 0], np.transpose(jac, (0, 2, 1))
 
 
-def _damped_step(jac, resid, z, lam, lo, hi):
-    """Projected LM step for each row: (trial point (K, m), promised cost reduction (K,))."""
+def _damped_step(jac, resid, z, lam, lo, hi, frozen=None):
+    """Projected LM step for each row: (trial point (K, m), promised cost reduction (K,)).
+
+    ``frozen`` (K, m): components that do not move (as if pinned at a bound)."""
     m = z.shape[1]
     grad = np.einsum("knm,kn->km", jac, resid)
     hess = np.einsum("knm,knp->kmp", jac, jac)
     # components pinned at a bound by an outward gradient stay there
     pinned = ((z <= lo) & (grad > 0)) | ((z >= hi) & (grad < 0))
+    if frozen is not None:
+        pinned |= frozen
     keep = ~pinned
     diag = np.einsum("kmm->km", hess)
     damped = (np.where(keep[:, :, None] & keep[:, None, :], hess, 0.0)
@@ -62,7 +66,8 @@ def _damped_step(jac, resid, z, lam, lo, hi):
 
 
 def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weights=None,
-                        row_aware: bool = False):
+                        row_aware: bool = False, cost_rtol: float = COST_RTOL,
+                        flat_rtol: float = 0.0):
     """Bounded Levenberg-Marquardt for many independent small problems at once.
 
     Minimises sum_n w_n (model(z)_n - data_n)^2 per row of ``data`` (K, n)
@@ -72,10 +77,16 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
     bound and projects onto the box. A trial is accepted if the cost falls;
     lam shrinks x 1/10 where the linear model predicted the gain well, grows
     x 4 where it did not, x 10 on rejection. A row stops when a step lowers,
-    or promises to lower, the cost by < ``COST_RTOL`` relative, moves < 1e-9
-    of the box, or lam > 1e4. ``owner`` (K,) groups rows that are starts for
-    the same curve: once one of them fits exactly (cost < 1e-24) the others
-    stop. ``row_aware``: the model is called as ``model(z, rows)`` (see
+    or promises to lower, the cost by < ``cost_rtol`` relative, moves < 1e-9
+    of the box, or lam > 1e4. ``flat_rtol``: a component whose Jacobian
+    column (times the box width) is below this fraction of the row's largest
+    one does not move in that iteration: the curves do not depend on it, its
+    gradient is rounding noise, and a step along it (undamped: its diagonal
+    is ~0) only jumps to a bound, is rejected, and stops the row before the
+    other components converge, or not, depending on the gradient's last
+    bits. ``owner`` (K,) groups rows that are starts for the same curve:
+    once one of them fits exactly (cost < 1e-24) the others stop.
+    ``row_aware``: the model is called as ``model(z, rows)`` (see
     :func:`with_jacobian`). Returns z (K, m), model curves (K, n) and
     Jacobian (K, n, m) there.
     """
@@ -103,10 +114,14 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
         if idx.size == 0:
             break
         used = sw[idx] > 0
-        trial, promised = _damped_step(np.where(used[..., None], jac[idx] * sw[idx, :, None], 0.0),
-                                       np.where(used, (f[idx] - data[idx]) * sw[idx], 0.0),
-                                       z[idx], lam[idx], lo[idx], hi[idx])
+        jw = np.where(used[..., None], jac[idx] * sw[idx, :, None], 0.0)
         width = np.where(hi[idx] > lo[idx], hi[idx] - lo[idx], 1.0)
+        frozen = None
+        if flat_rtol > 0:
+            column = np.sqrt(np.einsum("knm,knm->km", jw, jw)) * width
+            frozen = column < flat_rtol * column.max(axis=1, keepdims=True)
+        trial, promised = _damped_step(jw, np.where(used, (f[idx] - data[idx]) * sw[idx], 0.0),
+                                       z[idx], lam[idx], lo[idx], hi[idx], frozen)
         moved = np.max(np.abs(trial - z[idx]) / width, axis=1)
         f_trial, jac_trial = with_jacobian(model, trial, lo[idx], hi[idx],
                                            rows=idx if row_aware else None)
@@ -123,9 +138,9 @@ def levenberg_marquardt(model, data, z0, lo, hi, max_iter: int, owner=None, weig
                              np.where(ratio[better] < 0.25, lam[good] * 4.0, lam[good]))
         lam[idx[~better]] *= 10.0
         done = np.zeros(idx.size, dtype=bool)
-        done[better] = actual[better] <= COST_RTOL * cost[good]
+        done[better] = actual[better] <= cost_rtol * cost[good]
         # (a projected step can promise a rise: then only lam grows)
-        done |= ((promised >= 0) & (promised <= COST_RTOL * cost[idx])) | (lam[idx] > 1e4)
+        done |= ((promised >= 0) & (promised <= cost_rtol * cost[idx])) | (lam[idx] > 1e4)
         done |= moved < 1e-9
         done |= cost[idx] < 1e-26
         active[idx[done]] = False

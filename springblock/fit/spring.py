@@ -29,6 +29,13 @@ __all__ = ["DEFAULT_BOUND", "DEFAULT_GRID", "TIE_TOLERANCE", "fit_spring"]
 DEFAULT_GRID = (24, 24)
 #: Default upper bound of mu-> and s, in units of k y (mean-field error there: 8e-4 RMS).
 DEFAULT_BOUND = 0.1
+#: Convergence of the local fit: a start stops when a step lowers its squared misfit by less
+#: than this fraction. Along the valley of constant F_eff the misfit changes by ~1e-6 relative
+#: across 1 % of mu->, so the optimiser's default (1e-4) stops wherever its path ends.
+COST_RTOL = 1e-12
+#: A parameter whose curve derivative (times its bound width) is below this fraction of the
+#: other's does not move in a step (a fully relaxed chain does not depend on s).
+FLAT_RTOL = 1e-6
 #: Curves closer than this (RMS of normalised curves) count as the same fit;
 #: used to report the smallest noise where the curve no longer depends on it.
 TIE_TOLERANCE = 1e-6
@@ -189,7 +196,8 @@ def _fit_rows(flat, force, setup: _Setup, max_iter: int) -> dict:
                                     setup.ratio, setup.mu_bounds, setup.s_bounds, grid)
     # all starts of all curves together; each curve keeps its best end point
     z_all, f_all, jac_all = levenberg_marquardt(model, d[owner], starts[:, free], setup.lo,
-                                                setup.hi, max_iter, owner)
+                                                setup.hi, max_iter, owner, cost_rtol=COST_RTOL,
+                                                flat_rtol=FLAT_RTOL)
     cost_all = np.sum((f_all - d[owner]) ** 2, axis=1)
     order = np.lexsort((cost_all, owner))  # by curve, then by cost
     first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]

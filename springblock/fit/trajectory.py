@@ -41,7 +41,7 @@ from springblock.fit.integrator import chain_positions
 from springblock.fit.optimiser import levenberg_marquardt
 from springblock.fit.shapes import as_curves
 
-__all__ = ["TrajectoryFit", "fit_trajectory", "seed_weights"]
+__all__ = ["TrajectoryFit", "fit_trajectory"]
 
 #: The fitted parameters, in this order: right and left friction, noise, time scale; with
 #: ``start="network"`` also the network's total drop b (the wall-to-target distance).
@@ -376,7 +376,7 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
         left out) or "network" (the chain starts from each cell's first
         curve, and the network's total drop b is fitted too).
     weights : None (equal) or (..., E, L+1) inverse variances of the points
-        (e.g. :func:`seed_weights`; 0 leaves a point out); their overall
+        (e.g. :func:`springblock.fit.weights.seed_weights`; 0 leaves a point out); their overall
         scale is re-estimated from the misfit.
     bounds : dict overriding :data:`DEFAULT_BOUNDS` (keys mu_right, mu_left,
         noise, horizon — T = c (last epoch - start epoch) — and total_drop).
@@ -586,24 +586,3 @@ def _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, w, lo, hi, lead, used
         modulus=float(modulus), bounds=bounds, params=params, start=start, origin=origin,
         acceptable=shaped(acceptable), acceptable_chi2=float(acceptable_chi2))
 
-
-def seed_weights(curves_per_seed, *, seed_axis: int = -3, floor: float = 1e-12):
-    """Inverse variances (..., E, L+1) of seed-mean curves, one per frame, pooled.
-
-    ``curves_per_seed`` (..., S, E, L+1) with S >= 2 seeds on ``seed_axis``.
-    The variance of a point is estimated from the seed spread pooled over
-    every leading cell and every layer of a frame (so two seeds suffice),
-    divided by S; floored at ``floor``. Every frame gets its weight, an
-    epoch-0 frame included: :func:`fit_trajectory` takes weights for all the
-    frames it is given and leaves that one out itself.
-    """
-    d = np.moveaxis(np.asarray(curves_per_seed, dtype=np.float64), seed_axis, -3)
-    require(d.ndim >= 3 and d.shape[-3] >= 2, "curves_per_seed",
-            "at least 2 seeds along seed_axis", d.shape)
-    n_seeds = d.shape[-3]
-    with np.errstate(invalid="ignore"):
-        var = np.nanvar(d, axis=-3, ddof=1)  # (..., E, L+1)
-    pooled = np.nanmean(var.reshape((-1,) + var.shape[-2:]), axis=(0, 2))  # (E,)
-    pooled = np.where(np.isfinite(pooled), pooled, np.nanmax(pooled))
-    w = 1.0 / np.maximum(pooled / n_seeds, floor)
-    return np.broadcast_to(w[:, None], var.shape).copy()

@@ -150,7 +150,7 @@ def test_a_sweep_beyond_the_memory_is_refused_naming_the_parameter(tmp_path, cap
     assert listing(tmp_path) == []  # no result, no chunk store
     # On the CPU's chunking (with CUDA present a chunk would hold every model).
     cnn = SweepConfig(**{**TINY, "dataset": "digits", "arch": "cnn", "channels": 5000,
-                         "device": "cpu"})
+                         "width": 100, "device": "cpu"})  # width: the MLP's, at its default
     data = load_data(cnn)
     with pytest.raises(ConfigError, match="^channels is too large"):
         check_sweep_memory(cnn, data, scheduler="serial", workers=None, on_cuda=False,

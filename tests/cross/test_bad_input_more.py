@@ -345,3 +345,61 @@ def test_fit_says_where_the_effective_force_is_minus_infinity(diagrams):
     with pytest.warns(UserWarning, match=r"of \d+ cells are more convex than any equal-force"):
         fit = fit_chain(network)
     assert np.isneginf(fit["effective_force"].values).any()
+
+
+# --- found by trying more bad input ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("call,fragment", [
+    (lambda: sb.simulate(blockz=7), r"^keyword must be a field of ChainConfig \(.*blocks.*\) "
+                                    r"\(got 'blockz'\)"),
+    (lambda: sb.phase_diagram(("noise", [0]), ("mu_right", [0]), stepz=4),
+     "^keyword must be a field of ChainConfig"),
+    (lambda: dnnphase.sweep(depthh=3), "^keyword must be a field of SweepConfig"),
+    (lambda: dnnphase.sweep(output="o.nc", overwrite="no", **TINY),
+     r"^overwrite must be True or False \(got 'no'\)"),
+    (lambda: sb.simulate(blocks=3, steps=10, output="o.nc", overwrite=0.0),
+     "^overwrite must be True or False"),
+])
+def test_a_misspelt_keyword_or_a_yes_no_that_is_not_a_bool_is_named(tmp_path, monkeypatch,
+                                                                      call, fragment):
+    """A misspelt field was a TypeError traceback; overwrite='no' overwrote."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=fragment):
+        call()
+    assert listing(tmp_path) == []
+
+
+def test_a_stopping_window_as_long_as_the_run_is_refused(tmp_path, capsys):
+    """--stop-window 1000 with --steps 100 ran, and its stopping rule could never act."""
+    assert springblock_main(["simulate", "--noise", "0.1", "--steps", "100", "--stop-tol",
+                             "0.1", "--stop-window", "1000", "-o", str(tmp_path / "a.nc")]) == 2
+    assert "stop_window must be below steps (100) with stop_tol" in one_line_error(
+        capsys, "springblock")
+    sb.simulate(blocks=3, steps=100, stop_tol=0.1, stop_window=50)  # a shorter one runs
+    assert listing(tmp_path) == []
+
+
+def test_a_tune_interrupted_in_its_first_round_leaves_nothing(tmp_path, monkeypatch):
+    """It said both "nothing is kept" and "the finished rounds are kept", and left .parts."""
+    from dnnphase.sweeps import tune as tune_module
+    from phasecore.sweeps import SweepInterrupted
+
+    def interrupted(*args, **kwargs):
+        raise SweepInterrupted("interrupted: no chunk had finished (0/1), so nothing is kept")
+
+    monkeypatch.setattr(tune_module, "sweep", interrupted)
+    with pytest.raises(KeyboardInterrupt, match=r"no round had finished either\)$"):
+        tune_module.tune(knob="lr", low=1e-3, high=1e-1, rounds=1, seeds=2, dataset="gmm",
+                         n_train=40, depth=2, width=8, epochs=2, output=tmp_path / "t.nc")
+    assert listing(tmp_path) == []
+
+
+def test_a_file_where_a_chain_run_keeps_its_state_is_refused(tmp_path, capsys):
+    """simulate -o a.nc with a file a.nc.parts ran, wrote a.nc, then failed with a
+    NotADirectoryError traceback."""
+    (tmp_path / "a.nc.parts").write_text("mine")
+    assert springblock_main(["simulate", *CHAIN, "-o", str(tmp_path / "a.nc")]) == 2
+    assert "a.nc.parts' is a file where the run keeps its state" in one_line_error(
+        capsys, "springblock")
+    assert listing(tmp_path) == ["a.nc.parts"] and (tmp_path / "a.nc.parts").read_text() == "mine"
