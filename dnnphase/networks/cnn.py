@@ -335,45 +335,27 @@ class EnsembleCNN(StackedModels):
                 ens.biases[depth].copy_(bs[depth][:, None, :])
         return ens
 
+    # from_models / to_models (StackedModels) with single CNNs:
+    @staticmethod
+    def _architecture_of(mdl: CNN) -> tuple:
+        return (mdl.image_shape, mdl.n_classes, mdl.depth, mdl.channels, mdl.norm,
+                mdl.bias, mdl.kernel_size)
+
+    @staticmethod
+    def _tensor_of(mdl: CNN, name: str) -> torch.Tensor:
+        return _cnn_tensor(mdl, name)
+
     @classmethod
-    def from_models(
-        cls,
-        models: Sequence[CNN],
-        dtype: torch.dtype | None = None,
-        device: torch.device | str | None = None,
-    ) -> EnsembleCNN:
-        """Stack the parameters and BatchNorm statistics of single :class:`CNN` s."""
-        def arch(mdl: CNN) -> tuple:
-            return (mdl.image_shape, mdl.n_classes, mdl.depth, mdl.channels, mdl.norm,
-                    mdl.bias, mdl.kernel_size)
+    def _stack_like(cls, first: CNN, n_models, alphas, drops, bn_eps, bn_momentum, dtype,
+                    device) -> EnsembleCNN:
+        return cls(n_models, first.image_shape, first.n_classes, first.depth, first.channels,
+                   alphas, drops, first.norm, first.bias, first.kernel_size, bn_eps,
+                   bn_momentum, dtype, device)
 
-        first = models[0]
-        cls._one_architecture(models, arch)
-        bn0 = first.input_bn
-        batchnorm = first.norm == "batchnorm"
-        ens = cls(
-            len(models), first.image_shape, first.n_classes, first.depth, first.channels,
-            [mdl.alpha for mdl in models], [mdl.dropout for mdl in models], first.norm,
-            first.bias, first.kernel_size, bn0.eps if batchnorm else 1e-5,
-            bn0.momentum if batchnorm else 0.1, dtype or first.out.weight.dtype, device,
-        )
-        ens._load_stacked_(models, _cnn_tensor)
-        return ens
-
-    def to_models(self) -> list[CNN]:
-        """The inverse of :meth:`from_models`: one :class:`CNN` per model (copies, CPU)."""
-        out = []
-        state = self.state_dict()
-        for m in range(self.n_models):
-            mdl = CNN(self.image_shape, self.n_classes, self.depth, self.channels,
-                      self.alphas[m], self.dropouts[m], self.norm, self.bias, self.kernel_size,
-                      self.bn_eps, self.bn_momentum).to(self.weights[0].dtype)
-            with torch.no_grad():
-                for name, value in state.items():
-                    target = _cnn_tensor(mdl, name)
-                    target.copy_(value[m].reshape(target.shape))
-            out.append(mdl.train(self.training))
-        return out
+    def _single(self, m: int) -> CNN:
+        return CNN(self.image_shape, self.n_classes, self.depth, self.channels,
+                   self.alphas[m], self.dropouts[m], self.norm, self.bias, self.kernel_size,
+                   self.bn_eps, self.bn_momentum)
 
     # ------------------------------------------------------------ forward
 

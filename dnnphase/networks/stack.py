@@ -137,6 +137,58 @@ class StackedModels(nn.Module):
     def _like(self, n_models: int, alphas, drops) -> StackedModels:
         raise NotImplementedError
 
+    # What a stack class says about its single model (the shared code below uses them).
+    @staticmethod
+    def _architecture_of(mdl: nn.Module) -> tuple:
+        """The single model's architecture: models stack only if theirs are equal."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _tensor_of(mdl: nn.Module, name: str) -> torch.Tensor:
+        """The single model's tensor stored in the stacked state entry ``name``."""
+        raise NotImplementedError
+
+    @classmethod
+    def _stack_like(cls, first: nn.Module, n_models: int, alphas: list, drops: list,
+                    bn_eps: float, bn_momentum: float, dtype: torch.dtype,
+                    device) -> StackedModels:
+        """An empty stack of ``n_models`` with ``first``'s architecture."""
+        raise NotImplementedError
+
+    def _single(self, m: int) -> nn.Module:
+        """An empty single model with model ``m``'s architecture and knobs (CPU)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_models(cls, models: Sequence[nn.Module], dtype: torch.dtype | None = None,
+                    device: torch.device | str | None = None):
+        """Stack the parameters and BatchNorm statistics of single models (of one
+        architecture; ConfigError otherwise)."""
+        first = models[0]
+        cls._one_architecture(models, cls._architecture_of)
+        batchnorm = first.norm == "batchnorm"
+        bn0 = first.input_bn
+        ens = cls._stack_like(first, len(models), [mdl.alpha for mdl in models],
+                              [mdl.dropout for mdl in models],
+                              bn0.eps if batchnorm else 1e-5,
+                              bn0.momentum if batchnorm else 0.1,
+                              dtype or first.out.weight.dtype, device)
+        ens._load_stacked_(models, cls._tensor_of)
+        return ens
+
+    def to_models(self) -> list[nn.Module]:
+        """The inverse of :meth:`from_models`: one single model per model (copies, CPU)."""
+        out = []
+        state = self.state_dict()
+        for m in range(self.n_models):
+            mdl = self._single(m).to(self.weights[0].dtype)
+            with torch.no_grad():
+                for name, value in state.items():
+                    target = self._tensor_of(mdl, name)
+                    target.copy_(value[m].reshape(target.shape))
+            out.append(mdl.train(self.training))
+        return out
+
     def select(self, idx: Sequence[int] | torch.Tensor, with_grad: bool = False):
         """A new stack with models ``idx`` (copies); ``with_grad`` also slices ``.grad``."""
         idx_list = [int(i) for i in (idx.tolist() if isinstance(idx, torch.Tensor) else idx)]
@@ -380,45 +432,27 @@ class EnsembleMLP(StackedModels):
                     ens.biases[i].copy_(bs[i][:, None, :])
         return ens
 
+    # from_models / to_models (StackedModels) with single MLPs:
+    @staticmethod
+    def _architecture_of(mdl: MLP) -> tuple:
+        return (mdl.in_features, mdl.n_classes, mdl.depth, mdl.width, mdl.norm,
+                mdl.weight_init, mdl.bias)
+
+    @staticmethod
+    def _tensor_of(mdl: MLP, name: str) -> torch.Tensor:
+        return _mlp_tensor(mdl, name)
+
     @classmethod
-    def from_models(
-        cls,
-        models: Sequence[MLP],
-        dtype: torch.dtype | None = None,
-        device: torch.device | str | None = None,
-    ) -> EnsembleMLP:
-        """Stack the parameters and BatchNorm statistics of single :class:`MLP` s."""
-        first = models[0]
-        def arch(mdl: MLP) -> tuple:
-            return (mdl.in_features, mdl.n_classes, mdl.depth, mdl.width, mdl.norm,
-                    mdl.weight_init, mdl.bias)
+    def _stack_like(cls, first: MLP, n_models, alphas, drops, bn_eps, bn_momentum, dtype,
+                    device) -> EnsembleMLP:
+        return cls(n_models, first.in_features, first.n_classes, first.depth, first.width,
+                   alphas, drops, first.norm, first.bias, bn_eps, bn_momentum, dtype, device,
+                   weight_init=first.weight_init)
 
-        cls._one_architecture(models, arch)
-        bn = first.norm == "batchnorm"
-        bn0 = first.input_bn
-        ens = cls(
-            len(models), first.in_features, first.n_classes, first.depth, first.width,
-            [mdl.alpha for mdl in models], [mdl.dropout for mdl in models],
-            first.norm, first.bias, bn0.eps if bn else 1e-5, bn0.momentum if bn else 0.1,
-            dtype or first.out.weight.dtype, device, weight_init=first.weight_init,
-        )
-        ens._load_stacked_(models, _mlp_tensor)
-        return ens
-
-    def to_models(self) -> list[MLP]:
-        """The inverse of :meth:`from_models`: one :class:`MLP` per model (copies, CPU)."""
-        out = []
-        state = self.state_dict()
-        for m in range(self.n_models):
-            mdl = MLP(self.in_features, self.n_classes, self.depth, self.width, self.alphas[m],
-                      self.dropouts[m], self.norm, self.bias, self.bn_eps, self.bn_momentum,
-                      weight_init=self.weight_init)
-            mdl = mdl.to(self.weights[0].dtype)
-            with torch.no_grad():
-                for name, value in state.items():
-                    _mlp_tensor(mdl, name).copy_(value[m].reshape(_mlp_tensor(mdl, name).shape))
-            out.append(mdl.train(self.training))
-        return out
+    def _single(self, m: int) -> MLP:
+        return MLP(self.in_features, self.n_classes, self.depth, self.width, self.alphas[m],
+                   self.dropouts[m], self.norm, self.bias, self.bn_eps, self.bn_momentum,
+                   weight_init=self.weight_init)
 
     # ------------------------------------------------------------ forward
 
