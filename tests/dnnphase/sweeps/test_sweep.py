@@ -184,7 +184,7 @@ def test_norm_and_weight_init_reach_the_trainer(tmp_path, monkeypatch):
     seen, train = [], phase.train_models
 
     def spy(*args, **kwargs):
-        seen.append((kwargs["norm"], kwargs["weight_init"]))
+        seen.append((kwargs["network"].norm, kwargs["network"].weight_init))
         return train(*args, **kwargs)
 
     monkeypatch.setattr(phase, "train_models", spy)
