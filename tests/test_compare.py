@@ -16,6 +16,25 @@ from phasecore import results
 from springblock import theory
 from tests.images import assert_picture
 
+#: The top level of figures/ is the committed output of ``reproduce --preset quick``
+#: (README); the test preset runs the same stages at a smaller scale.
+QUICK_REFERENCE = Path(__file__).resolve().parents[1] / "figures"
+
+
+def _names(ds: xr.Dataset) -> set[str]:
+    """Every variable, coordinate, dimension and attribute name of a result."""
+    return ({f"variable {v}" for v in ds.variables} | {f"dimension {d}" for d in ds.dims}
+            | {f"attribute {a}" for a in ds.attrs})
+
+
+def assert_reference_is_current(made: Path, committed: Path) -> None:
+    """Every name the current code writes is in the committed file of the same stage, so a
+    change that adds a variable cannot leave the committed reference stale silently
+    (regenerate it with the README's main command)."""
+    missing = sorted(_names(results.load(made)) - _names(results.load(committed)))
+    assert not missing, (f"{committed} lacks what the current code writes: "
+                         f"{', '.join(missing)}; regenerate it (README's main command)")
+
 
 def parabola(c, n_layers=8):
     """Load curves (..., L+1) from 1 to 0 with scale-free curvature exactly c."""
@@ -262,6 +281,9 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
         assert traj[name].dims == ("alpha", "dropout"), name
     assert_picture(tmp_path / "t.png")
     assert_picture(tmp_path / "t_worst.png", min_width=300)
+    for made in sorted(out.glob("*.nc")):
+        assert_reference_is_current(made, QUICK_REFERENCE / made.name)
+    assert_reference_is_current(tmp_path / "t.nc", QUICK_REFERENCE / "fit_trajectory_dropout.nc")
     # ... and started where the networks start
     assert main(["fit", str(out / "dnn_dropout.nc"), "--trajectory", "--start", "network",
                  "-o", str(tmp_path / "n.nc")]) == 0
