@@ -2,13 +2,18 @@
 figures, as ``dnnphase reproduce`` writes them.
 
     python scripts/reanalyse.py [figures figures/knobs figures/paper]
+    python scripts/reanalyse.py --fits [figures/knobs figures/paper]
 
 For every ``dnn_<knob>.nc`` in each folder: ``report_<knob>.nc`` (against the chain's
 ``figures/spring_phase.nc``), ``phase_<knob>.png`` and ``accuracy_<knob>.png`` — the same
 calls as the preset's analysis (:mod:`dnnphase.compare.presets`), so a change to the
-statistics or the figures reaches every committed result in seconds. The fits and
-dynamics figures are left as they are (their code did not change). Then print the paper
+statistics or the figures reaches every committed result in seconds. Then print the paper
 table with ``python scripts/paper_table.py figures/paper``.
+
+``--fits``: instead, the final-curve fits ``fit_<knob>.nc`` and the figures drawn from them,
+``fit_<knob>.png`` and ``dynamics_<knob>.png`` — again the preset's calls, with the preset's
+horizon (the chain diagram's), friction ratio, starting grid and chain steps (about 1 min on
+2 cores for figures/knobs and figures/paper); for a change to the fit.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dnnphase.compare import compare, figures
+from dnnphase.compare import compare, figures, fit_chain
+from dnnphase.compare.presets import PRESETS, _dynamics_figure
+from dnnphase.knobs import larger_is_noisier
 from phasecore import results
 from phasecore.panels import save_figure
 
@@ -40,10 +47,41 @@ def reanalyse(folder: Path, spring) -> list[Path]:
     return written
 
 
-def main(*folders: str) -> None:
+def refit(folder: Path, spring, preset: dict) -> list[Path]:
+    """``fit_<knob>.nc``, ``fit_<knob>.png``, ``dynamics_<knob>.png`` as the preset's analysis."""
+    written = []
+    horizon = float(spring["horizon"].mean())
+    for path in sorted(folder.glob("dnn_*.nc")):
+        knob = path.stem.removeprefix("dnn_")
+        network = results.load(path)
+        fit = fit_chain(network, horizon=horizon,
+                        mu_left_ratio=preset["spring"]["mu_left_ratio"],
+                        grid=preset["fit_grid"], source=f"dnn_{knob}.nc")
+        results.save(fit, folder / f"fit_{knob}.nc", overwrite=True)
+        save_figure(figures.plot_fit(fit, knob, larger_is_noisier(network)),
+                    folder / f"fit_{knob}.png")
+        written += [folder / f"fit_{knob}.nc", folder / f"fit_{knob}.png"]
+        if "load_curve_epochs" in network:
+            save_figure(_dynamics_figure(network, fit, knob, preset["spring"]["steps"], horizon),
+                        folder / f"dynamics_{knob}.png")
+            written.append(folder / f"dynamics_{knob}.png")
+    return written
+
+
+#: The preset each folder's fits were made with (``--fits``).
+FIT_PRESETS = {"figures": "quick", "figures/knobs": "knobs", "figures/paper": "paper"}
+
+
+def main(*args: str) -> None:
     spring = results.load(SPRING)
-    for folder in folders or FOLDERS:
-        for path in reanalyse(Path(folder), spring):
+    fits = "--fits" in args
+    folders = [a for a in args if a != "--fits"]
+    for folder in folders or (("figures/knobs", "figures/paper") if fits else FOLDERS):
+        if fits:
+            written = refit(Path(folder), spring, PRESETS[FIT_PRESETS[folder.rstrip("/")]])
+        else:
+            written = reanalyse(Path(folder), spring)
+        for path in written:
             print(f"wrote {path}")
 
 

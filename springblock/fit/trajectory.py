@@ -67,6 +67,11 @@ ACCEPTABLE_CHI2 = 2.0
 STEPS_PER_DOUBLING = 8
 #: Level of the intervals.
 LEVEL = 0.95
+#: Convergence of the local fits (see :func:`~springblock.fit.optimiser.levenberg_marquardt`): a
+#: start stops when a step lowers its cost by less than COST_RTOL (the optimiser's 1e-4 left
+#: chi2/dof of a few cells depending on the data's last bits), and a parameter the curves
+#: ignore (column below FLAT_RTOL of the largest) does not move.
+COST_RTOL, FLAT_RTOL = 1e-8, 1e-6
 #: Iterations of each profiling refit (it starts next to the fit, so few are needed).
 PROFILE_ITER = 20
 
@@ -433,7 +438,8 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
         data_row = rows[owner]
         z, f, jac = levenberg_marquardt(_RowsOf(model, data_row), flat[data_row].reshape(
             len(owner), -1), starts, lo, hi, max_iter, owner,
-            weights=wf[data_row].reshape(len(owner), -1), row_aware=True)
+            weights=wf[data_row].reshape(len(owner), -1), row_aware=True, cost_rtol=COST_RTOL,
+            flat_rtol=FLAT_RTOL)
         cost = _cost(f, flat[data_row], wf[data_row])
         order = np.lexsort((cost, owner))
         first_of = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
@@ -512,7 +518,8 @@ def _profile_flat(model, flat, w, est, se, rss, fitted, z_lo, z_hi, q, lo, hi, d
     z0[rows, param] = row_lo[rows, param] = row_hi[rows, param] = pinned
     z, f, jac = levenberg_marquardt(_RowsOf(model, cell), flat[cell].reshape(cell.size, -1), z0,
                                     row_lo, row_hi, max_iter,
-                                    weights=w[cell].reshape(cell.size, -1), row_aware=True)
+                                    weights=w[cell].reshape(cell.size, -1), row_aware=True,
+                                    cost_rtol=COST_RTOL, flat_rtol=FLAT_RTOL)
     cost = _cost(f, flat[cell], w[cell])
     se_v = _log_standard_errors(jac, w[cell].reshape(cell.size, -1), cost, dof[cell] + 1)
     sigma2 = rss[cell] / np.maximum(dof[cell], 1)

@@ -231,7 +231,7 @@ def test_phase_diagram_accepts_the_algorithm_and_infinite_horizon():
     dict(algorithm="events", dynamics="second_order"),
     dict(algorithm="events", dynamics="langevin", damping=1.0),
     dict(algorithm="events", rng="legacy"),
-    dict(algorithm="events", stop_tol=1e-3),
+    dict(algorithm="events", stop_tol=1e-3, stop_window=1000),
     dict(algorithm="events", noise_decay=0.1),
     dict(algorithm="fast"),
     dict(steps=math.inf),  # algorithm="steps" cannot reach it

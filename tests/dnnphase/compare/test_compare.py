@@ -2,6 +2,7 @@
 (and the paper's dictionary read off it), and reproduce end to end."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,25 @@ from dnnphase.compare.alignment import aligned_labels
 from phasecore import results
 from springblock import theory
 from tests.images import assert_picture
+
+#: The top level of figures/ is the committed output of ``reproduce --preset quick``
+#: (README); the test preset runs the same stages at a smaller scale.
+QUICK_REFERENCE = Path(__file__).resolve().parents[3] / "figures"
+
+
+def _names(ds: xr.Dataset) -> set[str]:
+    """Every variable, coordinate, dimension and attribute name of a result."""
+    return ({f"variable {v}" for v in ds.variables} | {f"dimension {d}" for d in ds.dims}
+            | {f"attribute {a}" for a in ds.attrs})
+
+
+def assert_reference_is_current(made: Path, committed: Path) -> None:
+    """Every name the current code writes is in the committed file of the same stage, so a
+    change that adds a variable cannot leave the committed reference stale silently
+    (regenerate it with the README's main command)."""
+    missing = sorted(_names(results.load(made)) - _names(results.load(committed)))
+    assert not missing, (f"{committed} lacks what the current code writes: "
+                         f"{', '.join(missing)}; regenerate it (README's main command)")
 
 
 def parabola(c, n_layers=8):
@@ -261,6 +281,9 @@ def test_reproduce_test_preset_end_to_end(tmp_path, capsys):
         assert traj[name].dims == ("alpha", "dropout"), name
     assert_picture(tmp_path / "t.png")
     assert_picture(tmp_path / "t_worst.png", min_width=300)
+    for made in sorted(out.glob("*.nc")):
+        assert_reference_is_current(made, QUICK_REFERENCE / made.name)
+    assert_reference_is_current(tmp_path / "t.nc", QUICK_REFERENCE / "fit_trajectory_dropout.nc")
     # ... and started where the networks start
     assert main(["fit", str(out / "dnn_dropout.nc"), "--trajectory", "--start", "network",
                  "-o", str(tmp_path / "n.nc")]) == 0
@@ -536,3 +559,21 @@ def test_sweeps_agree_refuses_runs_of_different_sweeps():
         cmp.sweeps_agree(a, a.rename({"dropout": "lr"}).assign_attrs(knob="lr"))
     with pytest.raises(results.ConfigError, match="must be an xarray Dataset or the path"):
         cmp.sweeps_agree(a, None)
+
+
+PAPER_BATCH = Path(__file__).resolve().parents[3] / "figures/paper/dnn_batch_size.nc"
+
+
+@pytest.mark.skipif(not PAPER_BATCH.exists(), reason="needs the committed paper sweep")
+def test_trajectory_fit_chi2_does_not_depend_on_last_bits():
+    # six cells of the paper's batch-size diagram whose chi2/dof moved by 1.2 % when every
+    # seed's load curve moved by up to 3 ulp (another CPU), while the optimiser stopped at 1e-4
+    # of the cost and stepped along parameters the curves ignore; now 4e-12
+    sweep = results.load(PAPER_BATCH, kind="dnnphase.sweep").isel(alpha=[0, 2, 3],
+                                                                 batch_size=[3, 4])
+    nudged = sweep.copy(deep=True)
+    values = nudged["load_curve_epochs"].values
+    steps = np.random.default_rng(2).integers(-3, 4, size=values.shape)
+    values[...] = values + steps * np.spacing(np.abs(np.nan_to_num(values)))
+    a, b = cmp.fit_sweep_trajectory(sweep), cmp.fit_sweep_trajectory(nudged)
+    np.testing.assert_allclose(b["chi2_per_dof"].values, a["chi2_per_dof"].values, rtol=1e-6)

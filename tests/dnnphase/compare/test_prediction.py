@@ -222,13 +222,17 @@ def test_baselines_predict_the_same_after_a_last_bit_change(dropout_cells, model
     cells) that share no row or column, so a_i + b_j leaves their relative level free within
     the monotone bounds, and the saturating rows on the tanh's plateau are free too: the old fit
     stopped anywhere there (held-out RMSE 0.066 or 0.088 after a 3-ulp nudge). The tie-break
-    fixes one point: the prediction moves by less than 1e-6."""
+    fixes one point: the prediction moves by less than 1e-5. A least-squares fit stopped at a
+    relative cost tolerance t (baselines.TOLERANCE = 1e-12) fixes its parameters only to
+    ~sqrt(t) = 1e-6 of their scale, and other kernels pick another stopping point within that
+    (1.6e-6 with numpy's AVX2 kernels and one thread): 1e-5 is that with a factor 10 for
+    the elementwise steps; the old fit moved the prediction by 0.134."""
     curv, usable = dropout_cells["curvature"].values, dropout_cells["usable"].values
     for train, held in pr.split_folds(usable, "checkerboard"):
         fits = [pr.fit_model(model, c, train)["fitted"][held]
                 for c in (curv, nudged(curv, 1), nudged(curv, 2))]
-        assert np.max(np.abs(fits[1] - fits[0])) < 1e-6
-        assert np.max(np.abs(fits[2] - fits[0])) < 1e-6
+        assert np.max(np.abs(fits[1] - fits[0])) < 1e-5
+        assert np.max(np.abs(fits[2] - fits[0])) < 1e-5
 
 
 def test_best_of_starts_does_not_depend_on_their_order():
