@@ -14,6 +14,10 @@ The network side of the spring-block theory of feature learning:
 The comparison with the spring-block chain is :mod:`dnnphase.compare`
 (``from dnnphase.compare import compare, fit, reproduce``); ``import dnnphase``
 alone never imports the chain (nor numba).
+
+The folders follow the data's path (docs/architecture.md): the base modules here
+(``defaults``, ``knobs``, ``data``, ``idx``), then ``networks``, ``training``,
+``measures``, ``sweeps`` and ``compare``; each imports only those before it.
 """
 
 from dnnphase.measures import separation_numpy as metrics

@@ -21,9 +21,12 @@ and is the only place that knows both:
 * :func:`reproduce` — every result and figure of a :data:`PRESETS` entry, end to end.
 
 Modules, one idea each: ``alignment`` (checks, oriented axes, rank alignment),
-``agreement``, ``peaks``, ``report``, ``text`` (the summary in words),
-``fitting``, ``dictionary``, ``prediction``, ``presets`` and ``figures`` (matplotlib, so
-imported on its own: ``from dnnphase.compare import figures``).
+``agreement``, ``peaks``, ``report``, ``words`` (the summary in words),
+``fitting``, ``dictionary``, ``baselines``, ``prediction``, ``presets`` and ``figures``
+(matplotlib, so imported on its own: ``from dnnphase.compare import figures``).
+
+May import: every other folder of dnnphase and springblock (the only place that
+imports the chain); within the package only the command line imports it.
 """
 
 from dnnphase.compare.agreement import cohen_kappa, rank_correlations, sweeps_agree
