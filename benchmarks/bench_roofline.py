@@ -73,6 +73,7 @@ from threadpoolctl import threadpool_limits
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from dnnphase.networks import stack as stack_module
+from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.randomness import DropoutMasks
 from dnnphase.networks.stack import EnsembleMLP
 from dnnphase.training import loop as loop_module
@@ -163,7 +164,8 @@ def train(case: Case, x: torch.Tensor, y: torch.Tensor, epochs: int, alpha: str)
     lr = [case.lrs[i % len(case.lrs)] for i in range(m)] if case.lrs else None
     slopes = [i % 6 / 5 for i in range(m)] if alpha == "mixed" else 0.0
     train_ensemble(x, y, seeds=list(range(m)), alpha=slopes, dropout=case.dropout, lr=lr,
-                   label_noise=case.noise, depth=DEPTH, width=WIDTH, config=cfg)
+                   label_noise=case.noise, network=Architecture(depth=DEPTH, width=WIDTH),
+                   config=cfg)
 
 
 @contextmanager

@@ -43,6 +43,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.mlp import MLP
 from dnnphase.training.train import TrainConfig, default_stack_size, train_ensemble
 
@@ -83,8 +84,8 @@ def trainer_seconds(x, y, *, epochs, batch_size, dropout, depth, width, n_models
     cfg = TrainConfig(epochs=epochs, batch_size=batch_size, loss_threshold=0.0, rel_tol=0.0,
                       device="cpu", stack_size=stack_size)
     t0 = time.perf_counter()
-    train_ensemble(x, y, seeds=list(range(n_models)), alpha=alpha, dropout=dropout, depth=depth,
-                   width=width, config=cfg)
+    train_ensemble(x, y, seeds=list(range(n_models)), alpha=alpha, dropout=dropout,
+                   network=Architecture(depth=depth, width=width), config=cfg)
     dt = (time.perf_counter() - t0) / n_models
     if stack_size is None:
         stack_size = default_stack_size(batch_size, max(width, D_IN), n_models,
@@ -155,8 +156,8 @@ def timed_training(x, y, *, n_models, epochs, dropout, device, depth=7, width=10
     cfg = TrainConfig(epochs=epochs, loss_threshold=0.0, rel_tol=0.0, device=device)
     _sync(device)
     t0 = time.perf_counter()
-    res = train_ensemble(x, y, seeds=list(range(n_models)), dropout=dropout, depth=depth,
-                         width=width, config=cfg)
+    res = train_ensemble(x, y, seeds=list(range(n_models)), dropout=dropout,
+                         network=Architecture(depth=depth, width=width), config=cfg)
     _sync(device)
     return time.perf_counter() - t0, res
 
@@ -177,7 +178,7 @@ def device_consistency(depth: int, width: int) -> None:
 
     x, y = make_data(1000, seed=1)
     kw = dict(seeds=list(range(8)), dropout=0.2, label_noise=0.2, batch_size=100,
-              depth=depth, width=width)
+              network=Architecture(depth=depth, width=width))
     curves = []
     for dev in ("cpu", "cuda"):
         cfg = TrainConfig(epochs=15, dtype=torch.float64, device=dev, loss_threshold=0.0,
@@ -238,8 +239,9 @@ def small_batches_on_gpu(x, y, quick: bool, depth: int, width: int) -> None:
                                       rel_tol=0.0, device="cuda")
                     _sync("cuda")
                     t0 = time.perf_counter()
-                    train_ensemble(x, y, seeds=list(range(m)), dropout=0.1, depth=depth,
-                                   width=width, config=cfg)
+                    train_ensemble(x, y, seeds=list(range(m)), dropout=0.1,
+                                   network=Architecture(depth=depth, width=width),
+                                   config=cfg)
                     _sync("cuda")
                     row.append((time.perf_counter() - t0) / epochs)
                 finally:
@@ -261,8 +263,8 @@ def chunking_on_gpu(depth: int, width: int) -> None:
     for per in (8, 3):
         cfg = TrainConfig(epochs=10, batch_size=100, dtype=torch.float64, device="cuda",
                           loss_threshold=0.0, rel_tol=0.0, stack_size=per)
-        res = train_ensemble(x.double(), y, seeds=list(range(8)), dropout=0.2, depth=depth,
-                             width=width, config=cfg)
+        res = train_ensemble(x.double(), y, seeds=list(range(8)), dropout=0.2,
+                             network=Architecture(depth=depth, width=width), config=cfg)
         curves.append(metrics.load_curve([f.numpy() for f in res.features()], y.numpy()))
     diff = abs(curves[0] - curves[1]).max()
     print(f"CUDA, float64, 8 models as one stack vs stacks of 3: load curves max |diff| = "

@@ -90,7 +90,7 @@ def train(epochs: int):
     result = train_ensemble(torch.as_tensor(data.x_train), torch.as_tensor(data.y_train),
                             seeds=[m[2] for m in MODELS], alpha=[m[0] for m in MODELS],
                             dropout=[m[1] for m in MODELS], config=cfg.train_config(),
-                            depth=cfg.depth, width=cfg.width)
+                            network=cfg.architecture())
     assert not result.diverged.any()
     return result.features(), data.y_train
 

@@ -18,17 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dnnphase.defaults import (
-    CHANNELS,
-    DEPTH,
-    EPOCHS,
-    KERNEL_SIZE,
-    LOSS_THRESHOLD,
-    LR,
-    PATIENCE,
-    REL_TOL,
-    WIDTH,
-)
+from dnnphase.defaults import EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL
 from dnnphase.knobs import check, check_batch_fits
 from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.stack import EnsembleMLP, per_model
@@ -416,14 +406,7 @@ def train_ensemble(
     batch_size: int | None | Sequence[int | None] = None,
     config: TrainConfig | None = None,
     model: EnsembleMLP | None = None,
-    arch: str = "mlp",
-    depth: int = DEPTH,
-    width: int = WIDTH,
-    channels: int = CHANNELS,
-    kernel_size: int = KERNEL_SIZE,
-    norm: str = "batchnorm",
-    bias: bool = True,
-    weight_init: str = "default",
+    network: Architecture | None = None,
     image_shape: tuple[int, int, int] | None = None,
     record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
     test_record_fn: Callable[[list[torch.Tensor]], Any] | None = None,
@@ -444,17 +427,18 @@ def train_ensemble(
     training; its value None is the model's own ``dropout`` / ``lr`` given here
     (:mod:`dnnphase.training.schedule`).
 
-    The network (:class:`dnnphase.networks.architecture.Architecture`, whose fields these are):
-    ``arch`` "mlp", "cnn" (the images' ``image_shape`` (C, H, W) is then required) or
-    "linear"; ``depth`` hidden layers of ``width`` units (``channels`` channels and
-    ``kernel_size`` for the CNN), ``norm`` one of :data:`dnnphase.networks.mlp.NORMS`
-    ("batchnorm", "scale": Eq. (1)'s constant, "none"), ``bias``, and ``weight_init``
-    one of :data:`dnnphase.networks.mlp.WEIGHT_INITS` ("default", "orthogonal").
+    ``network``: the :class:`~dnnphase.networks.architecture.Architecture` (checked when
+    it was made, each bad field a ConfigError naming it; None: the default MLP), e.g.
+    ``Architecture("cnn", depth=3)``: ``arch`` "mlp", "cnn" (the images' ``image_shape``
+    (C, H, W) is then required) or "linear"; ``depth`` hidden layers of ``width`` units
+    (``channels`` channels and ``kernel_size`` for the CNN), ``norm`` one of
+    :data:`dnnphase.networks.mlp.NORMS` ("batchnorm", "scale": Eq. (1)'s constant,
+    "none"), ``bias``, and ``weight_init`` one of :data:`dnnphase.networks.mlp.WEIGHT_INITS`
+    ("default", "orthogonal").
 
     ``model``: start from these weights instead (e.g. :meth:`EnsembleMLP.from_models`);
     its alpha/dropout are used unless ``alpha``/``dropout`` are given; its architecture
-    (``depth``, ``width``, ``norm``, ``bias``) is its own, and ``weight_init`` plays no
-    part (``norm`` and ``weight_init`` are still checked).
+    (depth, width, norm, bias) is its own, and ``network`` plays no part.
 
     ``record_fn``: with ``config.record_every = k``, eval-mode features of every
     model are taken at epochs 0, k, 2k, ... ≤ ``config.epochs`` (a model that
@@ -470,7 +454,7 @@ def train_ensemble(
     :func:`train_models` trains.
     """
     cfg = config or TrainConfig()
-    net = Architecture(arch, depth, width, channels, kernel_size, norm, bias, weight_init)
+    net = _network(network)
     return _train(x_train, y_train, x_test, y_test, cfg, record_fn, model, net, image_shape,
                   lambda n: _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg,
                                    model), test_record_fn=test_record_fn)
@@ -496,9 +480,18 @@ def train_models(
     :class:`~dnnphase.networks.architecture.Architecture` (checked when it was made;
     None: the default MLP)."""
     cfg = config or TrainConfig()
-    net = Architecture() if network is None else network
+    net = _network(network)
     return _train(x_train, y_train, x_test, y_test, cfg, record_fn, None, net, image_shape,
                   lambda n: knobs, test_record_fn=test_record_fn)
+
+
+def _network(network: Architecture | None) -> Architecture:
+    """The entry points' ``network``: an Architecture (None: the default MLP), else a
+    ConfigError naming ``network``."""
+    net = Architecture() if network is None else network
+    require(isinstance(net, Architecture), "network",
+            "an Architecture (dnnphase.networks.architecture) or None", network)
+    return net
 
 
 def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,

@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 import torch
 
+from dnnphase.networks.architecture import Architecture
 from dnnphase.training import loop
 from dnnphase.training.train import TrainConfig, train_ensemble
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 N, D, C = 120, 12, 3
+NET = Architecture(depth=3, width=16)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,7 @@ def train(data, graphs: bool, monkeypatch, **kw):
     x, y = data
     cfg = dict(epochs=6, loss_threshold=0.0, rel_tol=0.0, device="cuda", record_every=2)
     cfg.update(kw.pop("config", {}))
-    return train_ensemble(x, y, config=TrainConfig(**cfg), depth=3, width=16,
+    return train_ensemble(x, y, config=TrainConfig(**cfg), network=NET,
                           batch_size=kw.pop("batch_size", 10), **kw)
 
 
@@ -140,6 +142,6 @@ def test_float64_cuda_matches_cpu(data, monkeypatch):
         cfg = TrainConfig(epochs=4, batch_size=10, dtype=torch.float64, device=dev,
                           loss_threshold=0.0, rel_tol=0.0)
         runs.append(train_ensemble(x.double().to(dev), y.to(dev), seeds=[0, 1], dropout=0.2,
-                                   label_noise=0.2, depth=3, width=16, config=cfg))
+                                   label_noise=0.2, network=NET, config=cfg))
     for pa, pb in zip(runs[0].model.parameters(), runs[1].model.parameters(), strict=True):
         torch.testing.assert_close(pa.cpu(), pb.cpu(), rtol=0, atol=1e-10)

@@ -16,6 +16,7 @@ from torch import nn
 from dnnphase import metrics, separation
 from dnnphase.measures.load_curve import LoadCurveRecorder, default_layers, measure_model
 from dnnphase.measures.separation_torch import LayerAccumulator
+from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.cnn import CNN
 from dnnphase.training.train import TrainConfig, train_ensemble
 from phasecore.checks import ConfigError
@@ -100,8 +101,8 @@ def test_an_mlp_measured_as_a_module_equals_the_sweeps_measurement():
     and measure_model on the plain nn.Module MLP agree to 1e-10 (float64)."""
     x, y = _blobs(n=256, d=10, k=3, seed=3)
     cfg = TrainConfig(epochs=15, lr=1e-2, dtype="float64")
-    result = train_ensemble(x, y, seeds=[0], alpha=0.3, dropout=0.1, config=cfg, depth=3,
-                            width=16)
+    result = train_ensemble(x, y, seeds=[0], alpha=0.3, dropout=0.1, config=cfg,
+                            network=Architecture(depth=3, width=16))
     sweep = separation.measure_layers(result.features(), y, ALL)[0].numpy()  # (measures, L+1)
     mlp = result.model.to_models()[0]
     ds = measure_model(mlp, (x, y), layers=["input_bn", "act"], measures=ALL, batch_size=50)

@@ -77,13 +77,14 @@ def test_matches_reference_on_structured_low_rank_features():
 def trained_features():
     """Features of 3 small ReLU / LeakyReLU networks trained a few epochs on digits."""
     from dnnphase.data import load_dataset
+    from dnnphase.networks.architecture import Architecture
     from dnnphase.training.train import TrainConfig, train_ensemble
 
     data = load_dataset("digits", n_train=600, data_seed=0)
     cfg = TrainConfig(epochs=8, lr=3e-3, dtype="float32", device="cpu")
     result = train_ensemble(torch.as_tensor(data.x_train), torch.as_tensor(data.y_train),
-                            seeds=[0, 1, 2], alpha=[0.0, 0.0, 0.3], config=cfg, depth=4,
-                            width=48)
+                            seeds=[0, 1, 2], alpha=[0.0, 0.0, 0.3], config=cfg,
+                            network=Architecture(depth=4, width=48))
     return result.features(), data.y_train
 
 

@@ -41,8 +41,8 @@ def test_a_cnn_built_from_its_seed_trains_as_a_single_cnn(images):
     a CNN built after torch.manual_seed(seed) and trained alone with torch.optim.Adam."""
     x, y = images
     seeds, alphas = [11, 12], [0.0, 0.5]
-    res = train_ensemble(x, y, seeds=seeds, alpha=alphas, arch="cnn", image_shape=SHAPE,
-                         depth=2, channels=3, config=_cfg())
+    res = train_ensemble(x, y, seeds=seeds, alpha=alphas, image_shape=SHAPE,
+                         network=Architecture("cnn", depth=2, channels=3), config=_cfg())
     assert isinstance(res.model, EnsembleCNN)
     curves = separation.measure_layers(res.features(), y, ["trace_ratio"])[:, 0]
     for m, (seed, alpha) in enumerate(zip(seeds, alphas, strict=True)):
@@ -66,8 +66,9 @@ def test_a_cnn_built_from_its_seed_trains_as_a_single_cnn(images):
 
 def test_the_linear_network_is_the_mlp_with_the_identity(images):
     x, y = images
-    res = train_ensemble(x, y, seeds=[3], alpha=1.0, arch="linear", depth=2, width=64,
-                         norm="none", weight_init="orthogonal",
+    res = train_ensemble(x, y, seeds=[3], alpha=1.0,
+                         network=Architecture("linear", depth=2, width=64, norm="none",
+                                              weight_init="orthogonal"),
                          config=_cfg(optimizer="sgd", lr=1e-3))
     torch.manual_seed(3)
     ref = MLP(64, C, depth=2, width=64, alpha=1.0, norm="none", weight_init="orthogonal")
@@ -81,7 +82,7 @@ def test_the_linear_network_is_the_mlp_with_the_identity(images):
     for name, value in ref.state_dict().items():
         assert (value - mine[name]).abs().max() <= 1e-12, name
     with pytest.raises(ConfigError, match="alphas must be 1 for the linear network"):
-        train_ensemble(x, y, seeds=[3], alpha=0.5, arch="linear", config=_cfg())
+        train_ensemble(x, y, seeds=[3], alpha=0.5, network=Architecture("linear"), config=_cfg())
 
 
 def test_a_cnn_sweep_is_an_alpha_by_knob_diagram():
@@ -114,7 +115,8 @@ def test_a_cnn_needs_images(tmp_path, capsys, images):
     assert "\n" not in err and not out.exists()
     x, y = images
     with pytest.raises(ConfigError, match="image_shape"):
-        train_ensemble(x, y, seeds=[0], arch="cnn", config=_cfg())  # no image_shape
+        train_ensemble(x, y, seeds=[0], network=Architecture("cnn"),  # no image_shape
+                       config=_cfg())
 
 
 def test_architecture_fields_are_the_sweeps():

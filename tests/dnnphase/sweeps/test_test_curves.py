@@ -10,6 +10,7 @@ import torch
 from matplotlib.colors import to_rgba
 
 from dnnphase import separation
+from dnnphase.networks.architecture import Architecture
 from dnnphase.sweeps import sweep as phase
 from dnnphase.sweeps.sweep import SweepConfig, sweep
 from dnnphase.training.train import TrainConfig, train_ensemble
@@ -69,7 +70,7 @@ def test_test_curve_is_measure_layers_of_the_final_models_test_features(grid):
                          seeds=[s for _, _, s in models],
                          alpha=[cfg.alphas[ia] for ia, _, _ in models],
                          lr=[cfg.values[iv] for _, iv, _ in models],
-                         config=cfg.train_config(), depth=cfg.depth, width=cfg.width)
+                         config=cfg.train_config(), network=cfg.architecture())
     healthy = np.flatnonzero(~res.diverged.numpy())
     assert healthy.size == 8
     feats = res.features(indices=healthy.tolist(), x=torch.as_tensor(data.x_test))
@@ -164,7 +165,7 @@ def test_trainer_records_the_test_set_at_the_same_epochs():
     xt, yt = _blobs(30, 1)
     cfg = TrainConfig(epochs=5, record_every=2, dtype="float64", device="cpu",
                       loss_threshold=0.0, rel_tol=0.0)
-    kw = dict(seeds=[3, 4], lr=[1e-2, 2e-2], depth=2, width=8, config=cfg)
+    kw = dict(seeds=[3, 4], lr=[1e-2, 2e-2], network=Architecture(depth=2, width=8), config=cfg)
 
     def last(feats):
         return feats[-1].mean((1, 2))

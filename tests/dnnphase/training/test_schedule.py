@@ -18,6 +18,7 @@ import torch.nn.functional as F
 import xarray as xr
 
 from dnnphase.cli import main
+from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.mlp import MLP
 from dnnphase.networks.randomness import LEVELS, DropoutMasks, ModelStreams, dropout_levels
 from dnnphase.sweeps import sweep as phase
@@ -51,7 +52,8 @@ def config(**kw):
 
 def train(x, y, seeds, schedule=(), **kw):
     cfg = kw.pop("config", None) or config(schedule=schedule)
-    return train_ensemble(x, y, seeds=seeds, batch_size=BATCH, depth=DEPTH, width=WIDTH,
+    return train_ensemble(x, y, seeds=seeds, batch_size=BATCH,
+                          network=Architecture(depth=DEPTH, width=WIDTH),
                           config=cfg, **kw)
 
 
@@ -199,7 +201,8 @@ def test_cnn_dropout_introduced_mid_training():
     y = torch.arange(n) % C
     x = torch.randn(C, 64, generator=g, dtype=torch.float64)[y] + \
         torch.randn(n, 64, generator=g, dtype=torch.float64)
-    kw = dict(arch="cnn", image_shape=shape, depth=2, channels=3, batch_size=16, lr=1e-2)
+    kw = dict(network=Architecture("cnn", depth=2, channels=3), image_shape=shape,
+              batch_size=16, lr=1e-2)
     schedule = ((1, "dropout", 0.0), (3, "dropout", None))
     res = train_ensemble(x, y, seeds=[1, 2], dropout=[0.2, 0.4], **kw,
                          config=config(epochs=4, schedule=schedule))

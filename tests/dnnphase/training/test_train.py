@@ -47,6 +47,7 @@ N, D, C, DEPTH, WIDTH, EPOCHS = 128, 20, 4, 3, 16, 5
 TOL = 1e-8
 # The reduction lengths along a forward pass (input, hidden layers), for comparing a stack's
 # batched matmuls with one model's: different kernels, equal only to rounding (tests/rounding).
+NET = Architecture(depth=DEPTH, width=WIDTH)  # the network every test trains
 FORWARD = [D] + [WIDTH] * DEPTH
 NORMED = FORWARD + [N] * DEPTH  # BatchNorm adds a length-N batch mean per layer
 
@@ -258,8 +259,7 @@ def test_batched_equals_one_at_a_time(data, optimizer, momentum, batch_size):
     seeds, alphas = [1, 2, 3], [0.0, 0.3, 1.0]  # mixed slopes: the per-model activation path
     lrs = [1e-2, 3e-3, 1e-2] if optimizer == "adam" else [0.1, 0.05, 0.1]  # two lr runs
     res = train_ensemble(x, y, x, y, seeds=seeds, alpha=alphas, lr=lrs, batch_size=batch_size,
-                         depth=DEPTH, width=WIDTH,
-                         config=config(optimizer=optimizer, momentum=momentum))
+                         network=NET, config=config(optimizer=optimizer, momentum=momentum))
     assert res.steps_run.tolist() == [EPOCHS * (N // batch_size)] * 3
     assert res.epochs_run.tolist() == [EPOCHS] * 3
     assert not res.diverged.any()
@@ -279,7 +279,8 @@ def test_scale_and_none_train_as_one_at_a_time(data, norm, weight_init, optimize
     seeds, alphas = [1, 2, 3], [0.0, 0.5, 1.0]
     lr = 1e-2 if optimizer == "adam" else 1e-3
     res = train_ensemble(x, y, x, y, seeds=seeds, alpha=alphas, lr=lr, batch_size=32,
-                         depth=DEPTH, width=WIDTH, norm=norm, weight_init=weight_init,
+                         network=Architecture(depth=DEPTH, width=WIDTH, norm=norm,
+                                              weight_init=weight_init),
                          config=config(optimizer=optimizer))
     assert res.model.norm == norm and not res.diverged.any()
     for j in range(3):
@@ -324,7 +325,7 @@ def test_dropout_and_noise_equal_one_at_a_time(data):
     x, y = data
     seeds, drops, qs = [1, 2, 3], [0.2, 0.0, 0.1], [0.0, 0.3, 0.2]
     res = train_ensemble(x, y, seeds=seeds, dropout=drops, label_noise=qs, batch_size=16,
-                         lr=1e-2, depth=DEPTH, width=WIDTH, config=config(epochs=3))
+                         lr=1e-2, network=NET, config=config(epochs=3))
     for j in range(3):
         ref = reference_noisy(x, y, seeds[j], dropout=drops[j], q=qs[j])
         assert_matches_reference(res, j, ref, x, y)
@@ -333,7 +334,7 @@ def test_dropout_and_noise_equal_one_at_a_time(data):
 def test_batch_sizes_are_grouped(data):
     x, y = data
     seeds, sizes = [4, 5, 6, 7], [16, N, 32, 16]
-    res = train_ensemble(x, y, seeds=seeds, batch_size=sizes, lr=1e-2, depth=DEPTH, width=WIDTH,
+    res = train_ensemble(x, y, seeds=seeds, batch_size=sizes, lr=1e-2, network=NET,
                          config=config())
     assert res.batch_size.tolist() == sizes
     assert res.steps_run.tolist() == [EPOCHS * (N // b) for b in sizes]
@@ -366,7 +367,7 @@ def test_stack_out_of_gpu_memory_is_split(data, monkeypatch):
 
     x, y = data
     kw = dict(seeds=[1, 2, 3, 4, 5], dropout=[0.0, 0.1, 0.2, 0.1, 0.0], batch_size=32,
-              lr=1e-2, depth=DEPTH, width=WIDTH, config=config(epochs=2, fused=False))
+              lr=1e-2, network=NET, config=config(epochs=2, fused=False))
     whole = train_ensemble(x, y, **kw)
     run, sizes = loop.TrainingStack.run, []
 
@@ -389,8 +390,8 @@ def test_stack_out_of_gpu_memory_is_split(data, monkeypatch):
 
 def test_divergent_model_is_stopped_others_continue(data):
     x, y = data
-    res = train_ensemble(x, y, x, y, seeds=[1, 2], lr=[1e6, 0.1], batch_size=16, depth=DEPTH,
-                         width=WIDTH, config=config(optimizer="sgd"))
+    res = train_ensemble(x, y, x, y, seeds=[1, 2], lr=[1e6, 0.1], batch_size=16, network=NET,
+                         config=config(optimizer="sgd"))
     assert res.diverged.tolist() == [True, False]
     assert res.stop_reason == ["diverged", "max_epochs"]
     assert res.diverged_reason[0] in ("nan", "inf", "exploded") and res.diverged_reason[1] == ""
@@ -406,7 +407,7 @@ def test_divergent_model_is_stopped_others_continue(data):
 def test_exploding_loss_is_diverged_not_a_result(data):
     """Adam at lr 1e6 keeps a finite but huge loss (~1e13 on MNIST): flagged, with why."""
     x, y = data
-    res = train_ensemble(x, y, x, y, seeds=[1, 2], lr=[1e6, 1e-2], depth=DEPTH, width=WIDTH,
+    res = train_ensemble(x, y, x, y, seeds=[1, 2], lr=[1e6, 1e-2], network=NET,
                          config=config())
     assert res.diverged.tolist() == [True, False]
     assert res.diverged_reason == ["exploded", ""]
@@ -425,7 +426,7 @@ def test_exploding_loss_is_diverged_not_a_result(data):
 
 def test_label_noise_zero_is_clean_and_positive_changes_trajectory(data):
     x, y = data
-    kw = dict(seeds=[3, 3], batch_size=16, lr=1e-2, depth=DEPTH, width=WIDTH, config=config())
+    kw = dict(seeds=[3, 3], batch_size=16, lr=1e-2, network=NET, config=config())
     clean = train_ensemble(x, y, **kw)
     noisy = train_ensemble(x, y, label_noise=[0.0, 0.3], **kw)
     p_clean = [p[0] for p in clean.model.parameters()]
@@ -466,7 +467,7 @@ def test_dropout_model_independent_of_stack_mates(data):
     """Per-model random streams: a dropout model trained beside others equals the
     same model trained alone."""
     x, y = data
-    kw = dict(batch_size=32, lr=1e-2, depth=DEPTH, width=WIDTH, config=config())
+    kw = dict(batch_size=32, lr=1e-2, network=NET, config=config())
     together = train_ensemble(x, y, seeds=[1, 2, 3], dropout=[0.2, 0.1, 0.0],
                               label_noise=[0.1, 0.0, 0.2], **kw)
     alone = train_ensemble(x, y, seeds=[2], dropout=0.1, **kw)
@@ -482,13 +483,12 @@ def test_trusted_knobs_train_exactly_as_checked_arguments(data):
     train_ensemble without the second check: the same models, bit for bit, with a batch
     size of None meaning the configuration's."""
     x, y = data
-    kw = dict(depth=DEPTH, width=WIDTH, config=config(batch_size=32, dtype=torch.float32))
+    kw = dict(network=NET, config=config(batch_size=32, dtype=torch.float32))
     checked = train_ensemble(x, y, seeds=[3, 4], alpha=[0.0, 0.5], dropout=0.1, lr=1e-2,
                              label_noise=[0.0, 0.2], batch_size=[None, 64], **kw)
     knobs = ModelKnobs(seeds=[3, 4], alpha=[0.0, 0.5], dropout=[0.1, 0.1], lr=[1e-2, 1e-2],
                        label_noise=[0.0, 0.2], batch_size=[None, 64])
-    trusted = train_models(x, y, knobs=knobs, config=kw["config"],
-                           network=Architecture(depth=DEPTH, width=WIDTH))
+    trusted = train_models(x, y, knobs=knobs, config=kw["config"], network=NET)
     assert trusted.batch_size.tolist() == checked.batch_size.tolist() == [32, 64]
     for p, q in zip(checked.model.parameters(), trusted.model.parameters(), strict=True):
         assert torch.equal(p, q)
@@ -501,7 +501,7 @@ def test_float32_result_does_not_depend_on_stacking(data):
     x, y = data
     kw = dict(seeds=[1, 2, 3, 4, 5], alpha=[0.0, 0.2, 0.2, 0.6, 1.0],
               dropout=[0.0, 0.1, 0.2, 0.1, 0.0], label_noise=[0.0, 0.1, 0.0, 0.2, 0.1],
-              batch_size=16, lr=1e-2, depth=DEPTH, width=WIDTH)
+              batch_size=16, lr=1e-2, network=NET)
     runs = [train_ensemble(x.float(), y, **kw, config=config(dtype=torch.float32, fused=False,
                                                              stack_size=k))
             for k in (None, 2, 1)]
@@ -518,9 +518,10 @@ def test_float32_without_batchnorm_depends_on_stacking_by_rounding_only(data, no
     x, y = data
     kw = dict(seeds=[1, 2, 3, 4, 5], alpha=[0.0, 0.2, 0.2, 0.6, 1.0],
               dropout=[0.0, 0.1, 0.2, 0.1, 0.0], label_noise=[0.0, 0.1, 0.0, 0.2, 0.1],
-              batch_size=16, lr=1e-2, depth=DEPTH, width=WIDTH, norm=norm)
+              batch_size=16, lr=1e-2)
     for bias in (True, False):
-        runs = [train_ensemble(x.float(), y, **kw, bias=bias,
+        net = Architecture(depth=DEPTH, width=WIDTH, norm=norm, bias=bias)
+        runs = [train_ensemble(x.float(), y, **kw, network=net,
                                config=config(dtype=torch.float32, fused=False, stack_size=k))
                 for k in (None, 2, 1)]
         ref = runs[0].model.state_dict()
@@ -538,7 +539,7 @@ def test_result_does_not_depend_on_thread_count(data):
     xs = torch.cat([x] * 4)[:400]  # enough samples for torch to split reductions
     ys = torch.cat([y] * 4)[:400]
     kw = dict(seeds=[1, 2], alpha=[0.0, 0.5], dropout=[0.1, 0.0], label_noise=[0.0, 0.2],
-              batch_size=[400, 100], lr=1e-2, depth=2, width=64)
+              batch_size=[400, 100], lr=1e-2, network=Architecture(depth=2, width=64))
     for dtype in (torch.float32, torch.float64):
         runs = []
         for threads in (1, 2):
@@ -560,8 +561,8 @@ def test_result_does_not_depend_on_thread_count(data):
 def test_early_stopping_rules(data):
     x, y = data
     # Loss threshold: the fast model drops below it, the slow one never does.
-    res = train_ensemble(x, y, seeds=[1, 2], lr=[5e-2, 1e-5], batch_size=16, depth=DEPTH,
-                         width=WIDTH, config=config(epochs=30, loss_threshold=0.3))
+    res = train_ensemble(x, y, seeds=[1, 2], lr=[5e-2, 1e-5], batch_size=16, network=NET,
+                         config=config(epochs=30, loss_threshold=0.3))
     assert res.stop_reason == ["loss_threshold", "max_epochs"]
     e = res.epochs_run[0].item()
     assert e < 30 and res.epochs_run[1].item() == 30
@@ -572,7 +573,7 @@ def test_early_stopping_rules(data):
     ref = reference(x, y, 2, lr=1e-5, batch_size=16, epochs=30)
     assert_matches_reference(res, 1, ref, x, y)
     # Plateau: window means of 2 epochs compared with a loose tolerance.
-    res = train_ensemble(x, y, seeds=[1], lr=1e-5, depth=DEPTH, width=WIDTH,
+    res = train_ensemble(x, y, seeds=[1], lr=1e-5, network=NET,
                          config=config(epochs=30, patience=2, rel_tol=0.5))
     assert res.stop_reason == ["plateau"] and res.epochs_run.item() == 4
 
@@ -593,7 +594,7 @@ def test_snapshots_every_k_epochs(data):
     assert torch.allclose(first, last_layer_mean(start.features(x)))
     assert not torch.allclose(res.snapshots[1][1], first)
     # Without record_fn the features themselves: L+1 tensors (M, N, F).
-    res = train_ensemble(x, y, seeds=[1], depth=DEPTH, width=WIDTH,
+    res = train_ensemble(x, y, seeds=[1], network=NET,
                          config=config(epochs=2, record_every=1))
     assert [e for e, _ in res.snapshots] == [0, 1, 2]
     assert [tuple(f.shape) for f in res.snapshots[2][1]] == [(1, N, D)] + [(1, N, WIDTH)] * DEPTH
@@ -624,9 +625,14 @@ def test_config_and_input_validation(data):
     for bad in (dict(norm=False), dict(norm="batch"), dict(weight_init="he")):
         name = next(iter(bad))
         with pytest.raises(ConfigError, match=f"{name} must be one of"):
-            train_ensemble(None, y, seeds=[1], config=config(), **bad)
+            train_ensemble(None, y, seeds=[1], config=config(), network=Architecture(**bad))
         with pytest.raises(ConfigError, match=f"{name} must be one of"):
             train_models(None, y, knobs=None, config=config(), network=Architecture(**bad))
+    # network: an Architecture (or None), for both entry points
+    with pytest.raises(ConfigError, match="network must be an Architecture"):
+        train_ensemble(None, y, seeds=[1], config=config(), network="cnn")
+    with pytest.raises(ConfigError, match="network must be an Architecture"):
+        train_models(None, y, knobs=None, config=config(), network="cnn")
     # With a starting model, its own architecture: norm is checked, not applied.
     start = EnsembleMLP.init(1, D, C, seeds=[1], depth=1, width=4, norm="scale",
                              dtype=torch.float64)
