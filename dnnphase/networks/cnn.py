@@ -36,7 +36,6 @@ from dnnphase.defaults import CHANNELS, DEPTH
 from dnnphase.knobs import check
 from phasecore.checks import is_int, require
 
-from .randomness import LEVELS, dropout_levels
 from .stack import (
     LeakyReLUPerModel,
     StackedModels,
@@ -237,17 +236,12 @@ class EnsembleCNN(StackedModels):
         check("alpha", alphas)
         check("dropout", drops)
         c_in, hh, ww = self.image_shape
-        self.n_models = m
+        self._init_knobs_(alphas, drops, bn_eps, bn_momentum)
         self.in_features, self.n_classes = c_in * hh * ww, n_classes
         self.depth, self.channels, self.kernel_size = depth, channels, kernel_size
         self.width = channels * hh * ww
         self.norm, self.bias = norm, bias
         self._batchnorm = norm == "batchnorm"
-        self.bn_eps, self.bn_momentum = bn_eps, bn_momentum
-        self.alphas: tuple[float, ...] = tuple(alphas)
-        self.dropouts: tuple[float, ...] = tuple(drops)
-        # Uniform slope → native leaky_relu; mixed slopes → LeakyReLUPerModel (bitwise equal).
-        self._alpha_uniform = alphas[0] if len(set(alphas)) == 1 else None
 
         fk = {"dtype": dtype, "device": device}
         k = kernel_size
@@ -260,21 +254,8 @@ class EnsembleCNN(StackedModels):
             [nn.Parameter(torch.zeros(m, channels, **fk)) for _ in range(depth)]
             + [nn.Parameter(torch.zeros(m, 1, n_classes, **fk))] if bias else []
         )
-        bn_dims = [c_in] + [channels] * depth if self._batchnorm else []
-        self.bn_weights = nn.ParameterList(nn.Parameter(torch.ones(m, c, **fk)) for c in bn_dims)
-        self.bn_biases = nn.ParameterList(nn.Parameter(torch.zeros(m, c, **fk)) for c in bn_dims)
-        for i, c in enumerate(bn_dims):
-            self.register_buffer(f"running_mean_{i}", torch.zeros(m, c, **fk))
-            self.register_buffer(f"running_var_{i}", torch.ones(m, c, **fk))
-
-        # Per-model constants on the device (not part of the state dict), as EnsembleMLP.
-        levels = dropout_levels(drops)  # dropped 16-bit integers
-        self.has_dropout = any(v > 0 for v in levels)
-        self.register_buffer("alpha", torch.tensor(alphas, **fk), persistent=False)
-        self.register_buffer("drop_level", torch.tensor([float(v) for v in levels], **fk),
-                             persistent=False)
-        self.register_buffer("drop_scale", torch.tensor(
-            [LEVELS / (LEVELS - v) for v in levels], **fk), persistent=False)
+        self._init_norms_([c_in] + [channels] * depth if self._batchnorm else [], fk)
+        self._init_constants_(fk)
 
     # ------------------------------------------------------------ construction
 

@@ -121,6 +121,40 @@ class StackedModels(nn.Module):
     alphas: tuple[float, ...]
     dropouts: tuple[float, ...]
 
+    # Construction, in this order: _init_knobs_ (before the parameters), then the
+    # weights and biases, _init_norms_, and _init_constants_.
+    def _init_knobs_(self, alphas: list[float], drops: list[float], bn_eps: float,
+                     bn_momentum: float) -> None:
+        """The per-model knobs (checked already) and the BatchNorm's eps and momentum."""
+        self.n_models = len(alphas)
+        self.bn_eps, self.bn_momentum = bn_eps, bn_momentum
+        self.alphas, self.dropouts = tuple(alphas), tuple(drops)
+        # Uniform slope → native leaky_relu; mixed slopes → LeakyReLUPerModel (bitwise equal).
+        self._alpha_uniform = alphas[0] if len(set(alphas)) == 1 else None
+
+    def _init_norms_(self, bn_dims: Sequence[int], fk: dict) -> None:
+        """Per-model BatchNorm weights, biases and running statistics ``(M, F)`` for each
+        normalised width F of ``bn_dims`` (none: no BatchNorm)."""
+        m = self.n_models
+        self.bn_weights = nn.ParameterList(nn.Parameter(torch.ones(m, f, **fk)) for f in bn_dims)
+        self.bn_biases = nn.ParameterList(nn.Parameter(torch.zeros(m, f, **fk)) for f in bn_dims)
+        for i, f in enumerate(bn_dims):
+            self.register_buffer(f"running_mean_{i}", torch.zeros(m, f, **fk))
+            self.register_buffer(f"running_var_{i}", torch.ones(m, f, **fk))
+
+    def _init_constants_(self, fk: dict, act_scale: Sequence[float] | None = None) -> None:
+        """The per-model constants on the device (not part of the state dict): α, the
+        MLP's ``act_scale`` if given, and dropout's dropped 16-bit level and its scale."""
+        levels = dropout_levels(self.dropouts)
+        self.has_dropout = any(v > 0 for v in levels)
+        self.register_buffer("alpha", torch.tensor(self.alphas, **fk), persistent=False)
+        if act_scale is not None:
+            self.register_buffer("act_scale", torch.tensor(act_scale, **fk), persistent=False)
+        self.register_buffer("drop_level", torch.tensor([float(v) for v in levels], **fk),
+                             persistent=False)
+        self.register_buffer("drop_scale", torch.tensor(
+            [LEVELS / (LEVELS - v) for v in levels], **fk), persistent=False)
+
     @staticmethod
     def _one_architecture(models: Sequence[nn.Module], arch: Callable) -> None:
         """ConfigError unless every single model has the first one's ``arch(model)``."""
@@ -340,15 +374,10 @@ class EnsembleMLP(StackedModels):
         # configuration, train_ensemble, MLP) by dnnphase.knobs.check.
         assert all(RANGES["alpha"].admits(a) for a in alphas), f"alpha {alphas} unchecked"
         assert all(RANGES["dropout"].admits(p) for p in drops), f"dropout {drops} unchecked"
-        self.n_models = m
+        self._init_knobs_(alphas, drops, bn_eps, bn_momentum)
         self.in_features, self.n_classes = in_features, n_classes
         self.depth, self.width = depth, width
         self.norm, self.weight_init, self.bias = norm, weight_init, bias
-        self.bn_eps, self.bn_momentum = bn_eps, bn_momentum
-        self.alphas: tuple[float, ...] = tuple(alphas)
-        self.dropouts: tuple[float, ...] = tuple(drops)
-        # Uniform slope → native leaky_relu; mixed slopes → LeakyReLUPerModel (bitwise equal).
-        self._alpha_uniform = alphas[0] if len(set(alphas)) == 1 else None
         self.dims = [in_features] + [width] * depth + [n_classes]
 
         fk = {"dtype": dtype, "device": device}
@@ -359,25 +388,11 @@ class EnsembleMLP(StackedModels):
         self.biases = nn.ParameterList(
             nn.Parameter(torch.zeros(m, 1, dims[i + 1], **fk)) for i in range(depth + 1) if bias
         )
-        bn_dims = dims[:-1] if norm == "batchnorm" else []
-        self.bn_weights = nn.ParameterList(nn.Parameter(torch.ones(m, f, **fk)) for f in bn_dims)
-        self.bn_biases = nn.ParameterList(nn.Parameter(torch.zeros(m, f, **fk)) for f in bn_dims)
-        for i, f in enumerate(bn_dims):
-            self.register_buffer(f"running_mean_{i}", torch.zeros(m, f, **fk))
-            self.register_buffer(f"running_var_{i}", torch.ones(m, f, **fk))
-
-        # Per-model constants on the device (not part of the state dict).
-        levels = dropout_levels(drops)  # dropped 16-bit integers
-        self.has_dropout = any(k > 0 for k in levels) and depth > 0
-        self.register_buffer("alpha", torch.tensor(alphas, **fk), persistent=False)
+        self._init_norms_(dims[:-1] if norm == "batchnorm" else [], fk)
         # Eq. (1)'s c(α) per model (used with norm="scale" only).
-        self.register_buffer("act_scale", torch.tensor(
-            [activation_scale(a, weight_init) if norm == "scale" else 1.0 for a in alphas],
-            **fk), persistent=False)
-        self.register_buffer("drop_level", torch.tensor([float(k) for k in levels], **fk),
-                             persistent=False)
-        self.register_buffer("drop_scale", torch.tensor(
-            [LEVELS / (LEVELS - k) for k in levels], **fk), persistent=False)
+        self._init_constants_(fk, [activation_scale(a, weight_init) if norm == "scale" else 1.0
+                                   for a in alphas])
+        self.has_dropout = self.has_dropout and depth > 0
 
     # ------------------------------------------------------------ construction
 
