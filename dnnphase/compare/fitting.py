@@ -77,7 +77,7 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
 #: left to the fitter's own TypeError).
 FINAL_ONLY = frozenset({"horizon", "mu_left_ratio", "mu_right", "grid", "refine",
                         "refine_threshold", "sim_seeds", "sim_iterations", "step"})
-TRAJECTORY_ONLY = frozenset({"start", "weighted", "n_starts", "profile_values",
+TRAJECTORY_ONLY = frozenset({"start", "weighted", "n_starts", "profile_values", "variant",
                              "acceptable_chi2"})
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from phasecore.checks import require
 
-__all__ = ["chain_positions", "step_counts"]
+__all__ = ["STEPS_PER_DOUBLING", "chain_positions", "step_counts", "variant_positions"]
 
 #: Steps per doubling of 1 + t, and steps of the first stretch from the start to the first
 #: output time. The scheme is second order: the error falls ~4x per doubling of both.
@@ -132,6 +132,63 @@ def _integrate(mu_r, mu_l, s, start, times, steps, k, target, out):
             out[p, j] = x
 
 
+# --- the variants: per-block friction, decaying noise -----------------------------
+
+
+@numba.njit(cache=True)
+def _rhs_variant(x, mu_r, mu_l, profile, s, k, target, h, dh):
+    """:func:`_rhs` with block l's friction scaled by profile[l] (L,)."""
+    n = x.size
+    for i in range(n):
+        left = x[i - 1] if i > 0 else 0.0
+        right = x[i + 1] if i < n - 1 else target
+        h[i], dh[i] = _drift(k * (right - 2.0 * x[i] + left), mu_r * profile[i],
+                             mu_l * profile[i], s)
+
+
+@numba.njit(cache=True)
+def _overdamped_step(x, t, dt, mu_r, mu_l, profile, s, decay, k, target, work):
+    """One ROS2 step of x' = h(F) (x updated in place)."""
+    y, h, dh, a, cp, k1, k2 = work
+    n = x.size
+    _rhs_variant(x, mu_r, mu_l, profile, s * math.exp(-decay * t), k, target, h, dh)
+    for q in range(n):
+        a[q] = _GAMMA * dt * k * dh[q]
+    _solve(a, h, k1, cp)
+    for q in range(n):
+        y[q] = x[q] + dt * k1[q]
+    _rhs_variant(y, mu_r, mu_l, profile, s * math.exp(-decay * (t + dt)), k, target, h, dh)
+    for q in range(n):
+        h[q] -= 2.0 * k1[q]
+    _solve(a, h, k2, cp)
+    for q in range(n):
+        x[q] += dt * (1.5 * k1[q] + 0.5 * k2[q])
+
+
+@numba.njit(cache=True)
+def _integrate_variant(mu_r, mu_l, s, decay, profile, start, times, steps, k, target, out):
+    """:func:`_integrate` for the variants: block l's friction scaled by profile[l] and the
+    noise s_p exp(-decay_p t), each stage seeing the noise at its own time."""
+    n_sets, n_out = times.shape
+    n = start.shape[1]
+    x = np.empty(n)
+    work = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+            np.empty(n))
+    for p in range(n_sets):
+        x[:] = start[p]
+        t = 0.0
+        for j in range(n_out):
+            stop = times[p, j]
+            m = steps[j]
+            if stop > t and m > 0:
+                ratio = ((1.0 + stop) / (1.0 + t)) ** (1.0 / m)
+                for i in range(m):
+                    t_next = stop if i == m - 1 else (1.0 + t) * ratio - 1.0
+                    _overdamped_step(x, t, t_next - t, mu_r[p], mu_l[p], profile, s[p],
+                                     decay[p], k, target, work)
+                    t = t_next
+            out[p, j] = x
+
 def step_counts(epochs, steps_per_doubling: int = STEPS_PER_DOUBLING,
                 first_span: float | None = None) -> np.ndarray:
     """Steps (E,) before each output epoch (epochs counted from the start, all > 0).
@@ -179,4 +236,43 @@ def chain_positions(blocks: int, mu_right, mu_left, noise, epochs, time_scale=1.
         first_span = float(times[:, 0].max()) if mu_r.size else float(e[0])
     _integrate(mu_r, mu_l, s, x0, times, step_counts(e, steps_per_doubling, first_span),
                float(modulus), float(target), out)
+    return out
+
+
+def variant_positions(blocks: int, mu_right, mu_left, noise, epochs, time_scale=1.0, *,
+                      friction_profile=None, noise_decay=0.0, start=None,
+                      modulus: float = 1.0, target: float = 1.0,
+                      steps_per_doubling: int = STEPS_PER_DOUBLING,
+                      first_span: float | None = None) -> np.ndarray:
+    """:func:`chain_positions` of chains that differ from the paper's (K, E, L).
+
+    ``friction_profile`` (L,): block l's frictions are mu-> profile_l and mu<- profile_l
+    (None: ones); ``noise_decay`` (K,) or scalar: the noise is s exp(-noise_decay t)
+    (per unit chain time). Other arguments as :func:`chain_positions`. Each stage of a step
+    sees the noise at its own time (tests/springblock/fit/test_variants.py measures the error
+    against an adaptive solver: as small as the paper chain's).
+    """
+    e = np.asarray(epochs, dtype=np.float64).ravel()
+    require(e.size >= 1 and bool(np.all(e > 0)) and bool(np.all(np.diff(e) > 0)), "epochs",
+            "increasing numbers > 0", epochs)
+    mu_r, mu_l, s, c, decay = (
+        np.ascontiguousarray(v, dtype=np.float64).ravel() for v in np.broadcast_arrays(
+            *(np.asarray(v, dtype=np.float64) for v in (mu_right, mu_left, noise, time_scale,
+                                                         noise_decay))))
+    profile = (np.ones(blocks) if friction_profile is None
+               else np.ascontiguousarray(friction_profile, dtype=np.float64))
+    require(profile.shape == (blocks,), "friction_profile", f"{blocks} numbers, one per block",
+            np.shape(friction_profile))
+    if start is None:
+        x0 = np.zeros((mu_r.size, blocks))
+    else:
+        x0 = np.ascontiguousarray(np.broadcast_to(np.asarray(start, dtype=np.float64),
+                                                  (mu_r.size, blocks)))
+    times = np.ascontiguousarray(c[:, None] * e[None, :])
+    out = np.empty((mu_r.size, e.size, blocks))
+    if first_span is None:
+        first_span = float(times[:, 0].max()) if mu_r.size else float(e[0])
+    _integrate_variant(mu_r, mu_l, s, decay, profile, x0, times,
+                       step_counts(e, steps_per_doubling, first_span), float(modulus),
+                       float(target), out)
     return out

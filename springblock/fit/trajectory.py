@@ -27,26 +27,29 @@ its parameters are not a measurement (``docs/fit.md``, "Trajectory fit").
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
-import xarray as xr
 from scipy.stats import t as student_t
 
 from phasecore.checks import is_finite, is_int, require
-from phasecore.results import provenance
-from springblock.fit.integrator import chain_positions
 from springblock.fit.optimiser import levenberg_marquardt
 from springblock.fit.shapes import as_curves
+from springblock.fit.trajectory_result import (
+    ACCEPTABLE_CHI2,
+    LEVEL,
+    NETWORK_PARAMS,
+    PARAMS,
+    TrajectoryFit,
+)
+from springblock.fit.variants import ChainVariant
 
 __all__ = ["TrajectoryFit", "fit_trajectory"]
 
-#: The fitted parameters, in this order: right and left friction, noise, time scale; with
-#: ``start="network"`` also the network's total drop b (the wall-to-target distance).
-PARAMS = ("mu_right", "mu_left", "noise", "time_scale")
-NETWORK_PARAMS = PARAMS + ("total_drop",)
+#: The paper's chain, the default of every fit.
+PAPER_CHAIN = ChainVariant()
 #: Where the chain starts: at rest (the paper's chain) or from the network's first curve.
 STARTS = ("rest", "network")
 #: Default bounds of mu->, mu<-, s (units of k y), of the horizon T = c (e_E - e_start)
@@ -59,14 +62,9 @@ DEFAULT_BOUNDS = {"mu_right": (1e-4, 0.3), "mu_left": (1e-4, 0.6), "noise": (1e-
 #: adds the total drop and, its grid being integrated per curve, is coarser.
 START_GRID = (6, 4, 6, 5)
 NETWORK_START_GRID = (4, 2, 4, 4, 3)
-#: chi2/dof up to which the chain explains a cell to within its seed noise: only there
-#: are parameters given intervals (docs/fit.md, "Which cells does the chain explain?").
-ACCEPTABLE_CHI2 = 2.0
 #: Integrator steps per doubling of time (springblock.fit.integrator; RMS error <= 1.4e-3
 #: of the final drop, median 3e-4, over the default bounds).
 STEPS_PER_DOUBLING = 8
-#: Level of the intervals.
-LEVEL = 0.95
 #: Convergence of the local fits (see :func:`~springblock.fit.optimiser.levenberg_marquardt`): a
 #: start stops when a step lowers its cost by less than COST_RTOL (the optimiser's 1e-4 left
 #: chi2/dof of a few cells depending on the data's last bits), and a parameter the curves
@@ -117,19 +115,20 @@ def project(data, chain, weights):
     return d_mean + beta[:, None, None] * xc, beta
 
 
-def _chain_frames(blocks, times, modulus, z, first_span, start=None):
+def _chain_frames(blocks, times, modulus, z, first_span, start=None,
+                  variant: ChainVariant = PAPER_CHAIN):
     """log (mu->, mu<-, s, c, ...) (K, >= 4) -> positions x_0..x_L at t = c times, (K, E, L+1).
 
     ``times`` (E,) are epochs counted from the start; ``start`` (K, L) the initial positions
-    (None: at rest).
+    (None: at rest); ``variant`` the chain (the paper's: :func:`chain_positions` itself).
     """
     p = np.exp(z)
     x = np.zeros((len(p), len(times), blocks + 1))
     if len(p):
-        x[:, :, 1:] = chain_positions(blocks, p[:, 0], p[:, 1], p[:, 2], times, p[:, 3],
-                                      start=start, modulus=modulus,
-                                      steps_per_doubling=STEPS_PER_DOUBLING,
-                                      first_span=first_span)
+        x[:, :, 1:] = variant.positions(blocks, p[:, 0], p[:, 1], p[:, 2], times, p[:, 3],
+                                        start=start, modulus=modulus,
+                                        steps_per_doubling=STEPS_PER_DOUBLING,
+                                        first_span=first_span)
     return x
 
 
@@ -158,8 +157,9 @@ class _ProjectedModel:
     only the offsets are projected out.
     """
 
-    def __init__(self, blocks, times, modulus, data, weights, first_span, first=None):
-        self.blocks, self.times, self.modulus = blocks, times, modulus
+    def __init__(self, blocks, times, modulus, data, weights, first_span, first=None,
+                 variant: ChainVariant = PAPER_CHAIN):
+        self.blocks, self.times, self.modulus, self.variant = blocks, times, modulus, variant
         self.data, self.weights = data, weights  # (R, E, L+1)
         self.first_span, self.first = first_span, first
         if first is not None:
@@ -167,11 +167,13 @@ class _ProjectedModel:
 
     def __call__(self, z, rows):
         if self.first is None:
-            x = _chain_frames(self.blocks, self.times, self.modulus, z, self.first_span)
+            x = _chain_frames(self.blocks, self.times, self.modulus, z, self.first_span,
+                              variant=self.variant)
             fitted, _ = project(self.data[rows], x, self.weights[rows])
         else:
             x0, b = _start_positions(self.first[rows], z[:, 4], self.final_drop[rows])
-            x = _chain_frames(self.blocks, self.times, self.modulus, z, self.first_span, x0)
+            x = _chain_frames(self.blocks, self.times, self.modulus, z, self.first_span, x0,
+                              self.variant)
             fitted = project_offsets(self.data[rows], -b[:, None, None] * x,
                                      self.weights[rows])
         return fitted.reshape(len(z), -1)
@@ -186,11 +188,13 @@ def _grid_points(lo, hi, sizes) -> np.ndarray:
     return np.stack(mesh, axis=1)
 
 
-@functools.lru_cache(maxsize=8)
-def _start_grid(blocks: int, epochs: tuple, modulus: float, log_lo: tuple, log_hi: tuple):
+@functools.lru_cache(maxsize=32)
+def _start_grid(blocks: int, epochs: tuple, modulus: float, log_lo: tuple, log_hi: tuple,
+                variant: ChainVariant = PAPER_CHAIN):
     """Cached coarse grid from rest: log-parameters (G, 4) and chain positions (G, E, L+1)."""
     z = _grid_points(log_lo, log_hi, START_GRID)
-    x = _chain_frames(blocks, np.array(epochs), modulus, z, np.exp(log_hi[3]) * epochs[0])
+    x = _chain_frames(blocks, np.array(epochs), modulus, z, np.exp(log_hi[3]) * epochs[0],
+                      variant=variant)
     z.setflags(write=False)
     x.setflags(write=False)
     return z, x
@@ -231,106 +235,6 @@ def _starts(data, weights, grid_z, grid_x, n_starts: int):
     return grid_z[best.ravel()], np.repeat(np.arange(len(data)), n_starts)
 
 
-@dataclass
-class TrajectoryFit:
-    """Result of :func:`fit_trajectory` for curves of leading shape (...).
-
-    estimate, low, high : (..., P) the fit and its 95 % interval for ``params``
-        (mu->, mu<-, s, c; from the network's start also b): forces in k y, c
-        in time units per epoch, b in units of the final drop. The interval
-        is NaN where the chain does not explain the cell (not ``acceptable``).
-    unbounded : (..., P) bool, the interval reaches a bound of the fit (the
-        data cannot exclude it; non-identifiable when both ends do).
-    at_bound : (..., P) bool, the estimate itself sits on a bound.
-    log_se : (..., P) standard errors of the log-parameters.
-    residual : (...) RMS misfit over all points, in units of the final drop
-        D_0 - D_L (comparable to the RMS of normalised curves).
-    frame_residual : (..., E) the same per frame.
-    chi2_per_dof : (...) weighted misfit per degree of freedom: ~1 when the
-        chain explains the curves to within the weights' (seed) noise.
-    acceptable : (...) bool, chi2_per_dof <= ``acceptable_chi2``: the chain
-        explains the cell to within its seed noise.
-    observations, fitted : (..., E, L+1) network curves and the best chain curves.
-    epochs : (E,) the epochs fitted; origin: the epoch where the chain starts;
-    start: "rest" or "network"; blocks, modulus, bounds: the settings.
-    """
-
-    estimate: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    unbounded: np.ndarray
-    at_bound: np.ndarray
-    log_se: np.ndarray
-    residual: np.ndarray
-    frame_residual: np.ndarray
-    chi2_per_dof: np.ndarray
-    observations: np.ndarray
-    fitted: np.ndarray
-    epochs: np.ndarray
-    blocks: int
-    modulus: float
-    bounds: dict = field(default_factory=dict)
-    params: tuple = PARAMS
-    start: str = "rest"
-    origin: float = 0.0
-    acceptable: np.ndarray | None = None
-    acceptable_chi2: float = ACCEPTABLE_CHI2
-
-    @property
-    def horizon(self) -> np.ndarray:
-        """T = c (e_E - origin) (...), the chain time of the last frame."""
-        return self.estimate[..., 3] * (self.epochs[-1] - self.origin)
-
-    def to_dataset(self, dims=None, coords: dict | None = None) -> xr.Dataset:
-        """Labelled result: ``<param>``, ``<param>_low/_high/_unbounded/_at_bound`` per cell."""
-        lead = self.residual.shape
-        dims = [f"dim_{i}" for i in range(len(lead))] if dims is None else list(dims)
-        require(len(dims) == len(lead), "dims", f"{len(lead)} names of the leading axes {lead}",
-                dims)
-        units = {"mu_right": "k y", "mu_left": "k y", "noise": "k y",
-                 "time_scale": "time / epoch", "total_drop": "final drop D_0 - D_L"}
-        data_vars = {}
-        for j, name in enumerate(self.params):
-            data_vars[name] = (dims, self.estimate[..., j],
-                               {"long_name": f"fitted {name}", "units": units[name]})
-            data_vars[f"{name}_low"] = (dims, self.low[..., j],
-                                        {"long_name": f"{LEVEL:.0%} interval, low end"})
-            data_vars[f"{name}_high"] = (dims, self.high[..., j],
-                                         {"long_name": f"{LEVEL:.0%} interval, high end"})
-            data_vars[f"{name}_unbounded"] = (dims, self.unbounded[..., j],
-                                              {"long_name": "interval reaches a bound"})
-            data_vars[f"{name}_at_bound"] = (dims, self.at_bound[..., j],
-                                             {"long_name": "estimate on a bound"})
-            data_vars[f"{name}_log_se"] = (dims, self.log_se[..., j],
-                                           {"long_name": f"standard error of log {name}"})
-        data_vars["horizon"] = (dims, self.horizon,
-                                {"long_name": "T = c * (last epoch - start epoch)"})
-        data_vars["acceptable"] = (dims, self.acceptable, {
-            "long_name": f"chi2/dof <= {self.acceptable_chi2:g}: the chain explains the cell "
-                         "to within its seed noise (intervals only there)"})
-        data_vars["residual"] = (dims, self.residual,
-                                 {"long_name": "RMS misfit / final drop", "units": "1"})
-        data_vars["frame_residual"] = (dims + ["epoch"], self.frame_residual,
-                                       {"long_name": "RMS misfit / final drop, per frame"})
-        data_vars["chi2_per_dof"] = (dims, self.chi2_per_dof,
-                                     {"long_name": "weighted misfit per degree of freedom"})
-        data_vars["fit_curve"] = (dims + ["epoch", "layer"], self.fitted,
-                                  {"long_name": "best chain curves a_e - b x_l(c e)"})
-        data_vars["data_curve"] = (dims + ["epoch", "layer"], self.observations,
-                                   {"long_name": "network curves fitted (seed means)"})
-        all_coords = {"epoch": self.epochs, "layer": np.arange(self.blocks + 1)}
-        all_coords.update(coords or {})
-        ds = xr.Dataset(data_vars, coords=all_coords)
-        settings = {"blocks": self.blocks, "modulus": self.modulus, "level": LEVEL,
-                    "start": self.start, "start_epoch": self.origin,
-                    "acceptable_chi2": self.acceptable_chi2,
-                    **{f"bound_{k}": list(v) for k, v in self.bounds.items()}}
-        ds.attrs.update(provenance("springblock.fit.fit_trajectory", settings))
-        ds.attrs["model"] = ("mean-field overdamped chain, Gaussian noise, observed at t = "
-                             "time_scale * epoch (springblock.fit.fit_trajectory)")
-        return ds
-
-
 def _check_bounds(bounds, last_epoch: float, start: str):
     """Bounds dict -> log lower/upper arrays (4,) over (mu->, mu<-, s, c) (and b: (5,))."""
     b = dict(DEFAULT_BOUNDS)
@@ -354,6 +258,14 @@ def _check_bounds(bounds, last_epoch: float, start: str):
     return lo, hi, b
 
 
+def _check_variant(variant) -> ChainVariant:
+    """None (the paper's chain) or a ChainVariant -> the ChainVariant."""
+    variant = PAPER_CHAIN if variant is None else variant
+    require(isinstance(variant, ChainVariant), "variant",
+            "None or a springblock.fit.variants.ChainVariant", variant)
+    return variant
+
+
 def _fittable(count, dof, need: int, frame) -> np.ndarray:
     """The cells with a degree of freedom left. One too short to fit is left NaN: say why
     rather than leave a bare NaN. count, dof: (cells,) weighted points and degrees of
@@ -371,7 +283,8 @@ def _fittable(count, dof, need: int, frame) -> np.ndarray:
 def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
                    modulus: float = 1.0, bounds=None, n_starts: int = 3, max_iter: int = 60,
                    profile_values: int = 4,
-                   acceptable_chi2: float = ACCEPTABLE_CHI2) -> TrajectoryFit:
+                   acceptable_chi2: float = ACCEPTABLE_CHI2,
+                   variant: ChainVariant | None = None) -> TrajectoryFit:
     """Fit (mu->, mu<-, s, c) of the mean-field chain to load curves over training.
 
     curves : (..., E, L+1) network load curves D_l at ``epochs`` (E,), any
@@ -392,6 +305,8 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
     acceptable_chi2 : cells with a larger chi2/dof are not explained by the
         chain: they keep their best estimate but get no interval (NaN; ``inf``
         gives every cell intervals).
+    variant : a :class:`springblock.fit.variants.ChainVariant` (None: the paper's chain,
+        the default): a time map, decaying noise or a friction profile, its parameter fixed.
 
     Returns :class:`TrajectoryFit`. Pass all cells in one call: the grid of
     starting chains from rest is shared.
@@ -427,13 +342,14 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
     fitted = np.full_like(flat, np.nan)
     rss = np.full(len(flat), np.nan)
     first_span = float(np.exp(hi[3]) * times[0])
-    model = _ProjectedModel(blocks, times, float(modulus), flat, wf, first_span, first_flat)
+    model = _ProjectedModel(blocks, times, float(modulus), flat, wf, first_span, first_flat,
+                            _check_variant(variant))
     if rows.size:
         if start == "network":
             starts, owner = _network_starts(model, rows, lo, hi, n_starts)
         else:
             grid_z, grid_x = _start_grid(blocks, tuple(times), float(modulus), tuple(lo),
-                                         tuple(hi))
+                                         tuple(hi), model.variant)
             starts, owner = _starts(flat[rows], wf[rows], grid_z, grid_x, n_starts)
         data_row = rows[owner]
         z, f, jac = levenberg_marquardt(_RowsOf(model, data_row), flat[data_row].reshape(
@@ -455,8 +371,10 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
         _profile_flat(model, flat, wf, est, se, rss, fitted, z_lo, z_hi, q[:, 0], lo, hi, dof,
                       profile_values, min(max_iter, PROFILE_ITER), acceptable)
     z_lo[~acceptable] = z_hi[~acceptable] = np.nan
-    return _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, wf, lo, hi, lead, used,
-                     blocks, modulus, b, params, start, origin, acceptable, acceptable_chi2)
+    return dataclasses.replace(
+        _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, wf, lo, hi, lead, used, blocks,
+                  modulus, b, params, start, origin, acceptable, acceptable_chi2),
+        variant=model.variant)
 
 
 def _frame_weights(weights, epochs, shape, start: str) -> np.ndarray:
