@@ -25,9 +25,9 @@ from scipy.optimize import least_squares, lsq_linear
 
 from phasecore.checks import is_finite, require
 
-__all__ = ["TIE_BREAK", "TOLERANCE", "best_least_squares", "check_matrix", "fill_untrained",
-           "fit_additive_map", "fit_saturating_map", "local_mean", "monotone", "penalised_cost",
-           "smoothness"]
+__all__ = ["TIE_BREAK", "TIE_DIGITS", "TOLERANCE", "best_least_squares", "check_matrix",
+           "fill_untrained", "fit_additive_map", "fit_saturating_map", "local_mean", "monotone",
+           "penalised_cost", "smoothness"]
 
 #: Weight of the tie-break: half TIE_BREAK times the sum of the squared second differences of
 #: each monotone sequence (rows, columns; differences of consecutive steps) is added to the cost

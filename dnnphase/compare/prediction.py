@@ -49,11 +49,8 @@ refitted): :func:`transfer_table`, :func:`fit_columns`.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import xarray as xr
-from scipy.interpolate import RectBivariateSpline
 
 from dnnphase.compare.alignment import check_network, seed_se
 from dnnphase.compare.baselines import (
@@ -69,35 +66,37 @@ from dnnphase.compare.baselines import (
     penalised_cost,
     smoothness,
 )
+from dnnphase.compare.surface import (
+    BLOCKS,
+    HORIZON,
+    RATIO,
+    TABLE_POINTS,
+    chain_curvature,
+    chain_table,
+    coordinate_bounds,
+    curvature_surface,
+    friction_coordinate,
+    friction_value,
+    noise_coordinate,
+    noise_value,
+)
 from dnnphase.defaults import MEASURE
 from dnnphase.knobs import larger_is_noisier
 from phasecore.checks import is_int, require
 from phasecore.loadcurve import (
     PHASE_TOLERANCE,
-    curvature_scaled,
     far_out_fences,
     phase_label,
     separates,
 )
 from phasecore.results import as_result, provenance
-from springblock.theory import load_curve, predict_positions
 
-__all__ = ["BLOCKS", "HORIZON", "MODELS", "RATIO", "SPLITS", "chain_curvature", "chain_table",
-           "fill_untrained", "fit_additive_map", "fit_chain_map", "fit_columns", "fit_model",
-           "fit_saturating_map", "friction_coordinate", "held_out_prediction", "noise_coordinate",
-           "predict_split", "rmse", "split_folds", "transfer_table"]
+__all__ = ["BLOCKS", "HORIZON", "MODELS", "RATIO", "SPLITS", "STARTS", "chain_curvature",
+           "chain_table", "diagram_cells", "fill_untrained", "fit_additive_map", "fit_chain_map",
+           "fit_columns", "fit_model", "fit_saturating_map", "friction_coordinate",
+           "held_out_prediction", "noise_coordinate", "predict_split", "rmse", "split_folds",
+           "transfer_table"]
 
-#: The chain every cell is compared with: blocks L, horizon T, mu<- / mu->  (k = y = 1).
-BLOCKS = 7
-HORIZON = 1000.0
-RATIO = 2.0
-#: The chain's (mu->, s) table: 0..FRICTION_MAX and 0..NOISE_MAX, TABLE_POINTS each, evenly
-#: spaced in the coordinates u = log(1 + mu/FRICTION_SCALE), v = log(1 + s/NOISE_SCALE).
-FRICTION_SCALE = 0.005
-FRICTION_MAX = 0.6
-NOISE_SCALE = 0.002
-NOISE_MAX = 3.0
-TABLE_POINTS = 49
 #: The fitted models compared, by name: the chain and the two baselines that know no mechanics.
 MODELS = ("chain", "additive", "saturating")
 #: Everything that predicts held-out cells: the fitted models and the parameter-free local
@@ -114,73 +113,6 @@ GRID_STEPS = 97
 #: seed-noise floor is >= 0.012): a fitted noise whose raising to the table's edge changes its
 #: cells by less is on the chain's plateau, a lower bound.
 PLATEAU_CHANGE = 0.01
-
-
-# --- the chain's curvature surface ------------------------------------------------------
-
-
-def friction_coordinate(mu_right) -> np.ndarray:
-    """u = log(1 + mu-> / FRICTION_SCALE), the table's friction coordinate (same shape)."""
-    return np.log1p(np.asarray(mu_right, dtype=float) / FRICTION_SCALE)
-
-
-def friction_value(u) -> np.ndarray:
-    """mu-> (units of k y) at friction coordinate ``u`` (same shape)."""
-    return FRICTION_SCALE * np.expm1(np.asarray(u, dtype=float))
-
-
-def noise_coordinate(noise) -> np.ndarray:
-    """v = log(1 + s / NOISE_SCALE), the table's noise coordinate (same shape)."""
-    return np.log1p(np.asarray(noise, dtype=float) / NOISE_SCALE)
-
-
-def noise_value(v) -> np.ndarray:
-    """s (units of k y) at noise coordinate ``v`` (same shape)."""
-    return NOISE_SCALE * np.expm1(np.asarray(v, dtype=float))
-
-
-def chain_table(points: int = TABLE_POINTS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The chain's scale-free curvature on a (mu->, s) grid, computed once per process.
-
-    Returns (u (P,), v (P,), kappa (P, P)), read-only: the coordinates of
-    :func:`friction_coordinate` and :func:`noise_coordinate` and the curvature
-    (:func:`phasecore.loadcurve.curvature_scaled`) of the mean-field chain
-    (BLOCKS, HORIZON, mu<- = RATIO mu->) at each grid point. ~4 s at P = 49.
-    """
-    require(is_int(points) and points >= 4, "points", "an integer >= 4", points)
-    return _chain_table(int(points))
-
-
-@lru_cache(maxsize=2)
-def _chain_table(points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    u = np.linspace(0.0, float(friction_coordinate(FRICTION_MAX)), points)
-    v = np.linspace(0.0, float(noise_coordinate(NOISE_MAX)), points)
-    mu, s = np.meshgrid(friction_value(u), noise_value(v), indexing="ij")
-    kappa = curvature_scaled(load_curve(predict_positions(BLOCKS, mu, RATIO * mu, s, HORIZON)))
-    for a in (u, v, kappa):
-        a.setflags(write=False)
-    return u, v, kappa
-
-
-@lru_cache(maxsize=2)
-def _surface(points: int) -> RectBivariateSpline:
-    u, v, kappa = chain_table(points)
-    return RectBivariateSpline(u, v, kappa)
-
-
-def coordinate_bounds(points: int = TABLE_POINTS) -> tuple[float, float]:
-    """(largest u, largest v) of the table: the fitted maps stay in [0, U] x [0, V]."""
-    u, v, _ = chain_table(points)
-    return float(u[-1]), float(v[-1])
-
-
-def chain_curvature(u, v, points: int = TABLE_POINTS) -> np.ndarray:
-    """The chain's curvature at coordinates (``u``, ``v``), broadcast together; a bicubic
-    spline of :func:`chain_table` (within 0.012 of the integrator between grid points, RMS 0.002),
-    coordinates clipped to the table."""
-    high_u, high_v = coordinate_bounds(points)
-    u, v = np.broadcast_arrays(np.clip(u, 0.0, high_u), np.clip(v, 0.0, high_v))
-    return _surface(points).ev(u, v)
 
 
 # --- the network diagram -------------------------------------------------------------
@@ -232,7 +164,7 @@ def _chain_unpack(p: np.ndarray, rows: int, points: int) -> tuple[np.ndarray, np
 
 
 def _descent(curv, train, v_start: float, points: int, sweeps: int = 4,
-             u=None) -> np.ndarray:
+             u=None, variant=None) -> np.ndarray:
     """A starting parameter vector (R + C,) by coordinate descent on a fine grid of the table.
 
     From every column at noise coordinate ``v_start``, each row's u and then each column's v
@@ -243,7 +175,7 @@ def _descent(curv, train, v_start: float, points: int, sweeps: int = 4,
     """
     high_u, high_v = coordinate_bounds(points)
     ug, vg = np.linspace(0.0, high_u, GRID_STEPS), np.linspace(0.0, high_v, GRID_STEPS)
-    table = _surface(points)(ug, vg)  # (G, G)
+    table = curvature_surface(points, variant)(ug, vg)  # (G, G)
     y = np.where(train, curv, 0.0)
     w = train.astype(float)
     vi = np.full(curv.shape[1], int(np.argmin(np.abs(vg - v_start))))
@@ -315,8 +247,8 @@ def _scan(p: np.ndarray, objective, rows: int, points: int, *, free_u: bool = Tr
     return _pack(u, v)
 
 
-def fit_chain_map(curv, train, *, starts: int = STARTS,
-                  points: int = TABLE_POINTS) -> dict[str, np.ndarray | float]:
+def fit_chain_map(curv, train, *, starts: int = STARTS, points: int = TABLE_POINTS,
+                  variant=None) -> dict[str, np.ndarray | float]:
     """Fit the chain map to the training cells of a diagram.
 
     ``curv`` (R, C): seed-mean curvature, rows alpha increasing, columns noisier to the right;
@@ -328,7 +260,8 @@ def fit_chain_map(curv, train, *, starts: int = STARTS,
     are allowed), refined from ``starts`` starting points (:func:`_descent` from ``starts``
     noise levels spread over the table) by :func:`best_least_squares`, then :func:`_polish`
     (a noise or friction the training cells leave free, e.g. on the chain's noise plateau, is
-    the tie-break's: where its neighbours' trend puts it).
+    the tie-break's: where its neighbours' trend puts it). ``variant``: a chain of
+    :mod:`springblock.fit.variants` in place of the paper's (:func:`chain_table`).
     """
     curv, train = check_matrix(curv, train)
     require(is_int(starts) and starts >= 1, "starts", "an integer >= 1", starts)
@@ -338,29 +271,29 @@ def fit_chain_map(curv, train, *, starts: int = STARTS,
 
     def residual(p):
         u, v = _chain_unpack(p, rows, points)
-        return chain_curvature(u[i], v[j], points) - y
+        return chain_curvature(u[i], v[j], points, variant) - y
 
     high_u, high_v = coordinate_bounds(points)
     upper = np.concatenate([np.full(rows, high_u), np.full(cols, high_v)])
     # the first friction and the first noise are values, the rest monotone steps
     smooth = smoothness(rows + cols, [(1, rows - 1), (rows + 1, cols - 1)])
-    starts_ = [_descent(curv, train, v0, points)
+    starts_ = [_descent(curv, train, v0, points, variant=variant)
                for v0 in np.linspace(0.0, high_v, starts + 2)[1:-1]]
     p, _ = best_least_squares(residual, starts_, 0.0, upper, smooth)
     p, cost = _polish(p, residual, 0.0, upper, smooth, rows, points)
     u, v = _chain_unpack(p, rows, points)
     u, v = fill_untrained(u, train.any(axis=1)), fill_untrained(v, train.any(axis=0))
     return {"friction": friction_value(u), "noise": noise_value(v), "u": u, "v": v,
-            "fitted": chain_curvature(u[:, None], v[None, :], points), "cost": cost}
+            "fitted": chain_curvature(u[:, None], v[None, :], points, variant), "cost": cost}
 
 
-def noise_plateau(fit: dict, train, points: int = TABLE_POINTS) -> np.ndarray:
+def noise_plateau(fit: dict, train, points: int = TABLE_POINTS, variant=None) -> np.ndarray:
     """(C,) bool: columns whose fitted noise s is only a lower bound — raising it (and every
     noisier column's, to keep them monotone) to the table's edge changes no training cell's
     curvature by more than PLATEAU_CHANGE (the chain's noise plateau: a relaxed chain's curve no
     longer depends on s). ``fit``: a :func:`fit_chain_map` result; ``train`` (R, C) bool."""
     high_v = coordinate_bounds(points)[1]
-    change = np.abs(chain_curvature(np.asarray(fit["u"])[:, None], high_v, points)
+    change = np.abs(chain_curvature(np.asarray(fit["u"])[:, None], high_v, points, variant)
                     - fit["fitted"])
     flat = np.all(change < PLATEAU_CHANGE, axis=0, where=np.asarray(train, bool))
     return np.logical_and.accumulate(flat[::-1])[::-1] & np.asarray(train, bool).any(axis=0)
