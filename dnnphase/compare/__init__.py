@@ -22,7 +22,9 @@ and is the only place that knows both:
 
 Modules, one idea each: ``alignment`` (checks, oriented axes, rank alignment),
 ``agreement``, ``peaks``, ``report``, ``words`` (the summary in words),
-``fitting``, ``dictionary``, ``baselines``, ``prediction``, ``presets`` and ``figures``
+``fitting``, ``dictionary``, ``baselines``, ``surface`` (the chain's curvature table),
+``prediction``, ``family`` (the family of chains, :mod:`springblock.fit.variants`, on
+trajectories and held-out cells), ``presets`` and ``figures``
 (matplotlib, so imported on its own: ``from dnnphase.compare import figures``).
 
 May import: every other folder of dnnphase and springblock (the only place that

@@ -6,7 +6,9 @@
 * :func:`fit_trajectory` — (mu->, mu<-, s) and a time scale c from load curves
   recorded over time (or T from one final curve), with 95 % intervals and
   bound flags -> :class:`TrajectoryFit`;
-* :func:`normalise`, :func:`chain_shapes` — shapes of curves and of chains.
+* :func:`normalise`, :func:`chain_shapes` — shapes of curves and of chains;
+* :class:`ChainVariant` — a chain of the family of :mod:`springblock.fit.variants` (a time
+  map, decaying noise, a friction profile) for ``fit_trajectory(variant=...)``.
 
 The curves can come from anywhere (a network, an experiment, another chain);
 fitting every cell of a network sweep lives with the comparison
@@ -26,6 +28,7 @@ from springblock.fit.shapes import (
 )
 from springblock.fit.spring import DEFAULT_BOUND, DEFAULT_GRID, TIE_TOLERANCE, fit_spring
 from springblock.fit.trajectory import TrajectoryFit, fit_trajectory
+from springblock.fit.variants import ChainVariant
 from springblock.fit.weights import seed_weights
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "DEFAULT_HORIZON",
     "DEFAULT_MU_LEFT_RATIO",
     "TIE_TOLERANCE",
+    "ChainVariant",
     "EffectiveForce",
     "FitResult",
     "TrajectoryFit",

@@ -18,14 +18,14 @@ keep their own mu->, mu<-, s and time scale c):
   than one near the output, so its nonlinearity need not act as the same friction.
 
 Not in the family: inertia (the second-order chain, Eq. 4, as the image of Adam's momentum).
-The paper's sweeps (all but the batch-size one) train full batch, 100 Adam steps, so Adam's
-first moment (1 / (1 - beta_1) = 10 steps) spans a tenth of training, m ~ 0.1 T. There the
-mean-field chain m x'' + x' = h(F) rings (blocks overshoot and come back, the drift's dead
-zone crossed again and again), and a linearly implicit scheme on the fits' time grid did not
-converge to an adaptive solver's curves (a few per cent of the drop off at ten times the
-steps); an adaptive solver per parameter set would make a diagram's fit take hours. It is left
-out rather than fitted with an integrator that does not solve it (docs/fit.md, "A family of
-chains").
+The paper's sweeps (all but the batch-size one) train full batch, 100 or 200 Adam steps, so
+Adam's first moment (1 / (1 - beta_1) = 10 steps) spans a tenth or a twentieth of training,
+m ~ 0.05-0.1 T. There the mean-field chain m x'' + x' = h(F) rings (blocks overshoot and
+come back, the drift's dead zone crossed again and again), and a linearly implicit scheme on
+the fits' time grid did not converge to an adaptive solver's curves (a few per cent of the
+drop off at ten times the steps); an adaptive solver per parameter set would make a diagram's
+fit take hours. It is left out rather than fitted with an integrator that does not solve it
+(docs/fit.md, "A family of chains").
 
 :class:`ChainVariant` (all neutral: the paper's chain, integrated by the very same kernel) and
 :data:`FAMILY` (each variant's parameter, its candidate values, fixed in advance).

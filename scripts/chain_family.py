@@ -1,0 +1,204 @@
+"""A small family of principled chains against the committed network diagrams.
+
+    python scripts/chain_family.py [figures/paper] [--workers 2]
+
+Each variant of :mod:`springblock.fit.variants` (a time map from epochs to chain time,
+noise that decays over training, a friction profile along the chain) adds one number shared
+by a whole diagram to the paper's chain. For every ``dnn_<knob>.nc`` of the folder:
+
+* trajectories (:func:`dnnphase.compare.family.trajectory_family`): every cell's training
+  trajectory fitted with each variant at each of its fixed candidate values; the value with the
+  lowest total chi2 kept; cells explained within seed noise (chi2/dof <= 2), chi2/dof quartiles,
+  parameters and AIC / BIC against the paper's chain; written as ``family_<knob>.nc``;
+* held-out cells (:func:`dnnphase.compare.family.held_out_family`): the variant's chain map on
+  the checkerboard and every-other-column splits, its number chosen on each fold's training
+  cells, against the local mean of the nearest training cells; ``family_held_out_<knob>.nc``.
+
+Prints both tables (docs/fit.md, "A family of chains"). The knobs run in parallel, one process
+per worker (each one thread): about 7 minutes of CPU in all, under 5 minutes on 2 cores.
+``--tables-only`` prints the tables from the files already written; ``--against OTHER``
+compares them with another folder's (a run under other CPU kernels: docs/fit.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
+TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",
+          "label_noise": "label + data noise"}
+
+
+def run_knob(folder: str, knob: str) -> str:
+    """Both fits of one knob, written beside its sweep; returns the knob."""
+    from dnnphase.compare.family import held_out_family, trajectory_family
+    from phasecore import results
+
+    sweep = results.load(Path(folder) / f"dnn_{knob}.nc", kind="dnnphase.sweep")
+    results.save(trajectory_family(sweep), Path(folder) / f"family_{knob}.nc", overwrite=True)
+    results.save(held_out_family(sweep), Path(folder) / f"family_held_out_{knob}.nc",
+                 overwrite=True)
+    return knob
+
+
+def trajectory_rows(knob: str, fam) -> list[str]:
+    """One table line per variant: value, explained cells, chi2/dof quartiles, k, dAIC, dBIC."""
+    lines = []
+    paper = fam.sel(variant="paper chain")
+    for name in fam["variant"].values:
+        row = fam.sel(variant=name)
+        value = "–" if name == "paper chain" else f"{float(row['best_value']):g}"
+        lines.append(
+            f"| {TITLES[knob]} | {name} | {value} | {int(row['explained'])} of "
+            f"{int(row['cells'])} | {float(row['chi2_q1']):.3g} / "
+            f"{float(row['chi2_median']):.3g} / {float(row['chi2_q3']):.3g} | "
+            f"{int(row['parameters'])} | {float(row['aic'] - paper['aic']):+.0f} | "
+            f"{float(row['bic'] - paper['bic']):+.0f} |")
+    return lines
+
+
+def total_rows(fams: dict) -> list[str]:
+    """One line per chain over all diagrams: explained cells of all, summed dAIC and dBIC."""
+    first = next(iter(fams.values()))
+    lines = []
+    for name in first["variant"].values:
+        rows = [f.sel(variant=name) for f in fams.values()]
+        papers = [f.sel(variant="paper chain") for f in fams.values()]
+        explained = sum(int(r["explained"]) for r in rows)
+        cells = sum(int(r["cells"]) for r in rows)
+        d_aic = sum(float(r["aic"] - q["aic"]) for r, q in zip(rows, papers, strict=True))
+        d_bic = sum(float(r["bic"] - q["bic"]) for r, q in zip(rows, papers, strict=True))
+        lines.append(f"| all {len(fams)} | {name} | – | {explained} of {cells} | – | – | "
+                     f"{d_aic:+.0f} | {d_bic:+.0f} |")
+    return lines
+
+
+def shared_rows(fams: dict) -> list[str]:
+    """One value of each variant for every diagram (one network family, four knobs): the value
+    with the lowest joint AIC, one parameter more than the paper's chain in all. Each diagram
+    keeps its own likelihood scale, so the joint -2 log L is sum_d n_d log(chi2_d / n_d), and
+    against the paper's chain dAIC = sum_d n_d log(chi2_d / chi2_d,paper) + 2, dBIC the same
+    + log(sum_d n_d) in place of the 2."""
+    first = next(iter(fams.values()))
+    lines = []
+    for name in first["variant"].values[1:]:
+        rows = [f.sel(variant=name) for f in fams.values()]
+        n = np.array([float(r["points"]) for r in rows])[:, None]  # (diagrams, 1)
+        chi2 = np.array([r["total_chi2"].values for r in rows])  # (diagrams, candidates)
+        paper = np.array([float(f["chi2"].sel(variant="paper chain"))
+                          for f in fams.values()])[:, None]
+        gain = (n * np.log(chi2 / paper)).sum(axis=0)  # (candidates,)
+        best = int(np.nanargmin(gain))
+        explained = sum(int(r["candidate_explained"][best]) for r in rows)
+        lines.append(f"| all {len(fams)}, one value | {name} | "
+                     f"{float(rows[0]['value'][best]):g} | {explained} of "
+                     f"{sum(int(r['cells']) for r in rows)} | – | – | {gain[best] + 2:+.0f} | "
+                     f"{gain[best] + np.log(n.sum()):+.0f} |")
+    return lines
+
+
+def compare_folders(folder: Path, other: Path, knobs) -> None:
+    """How far another run's family files (e.g. under other CPU kernels) are from these: the
+    kept values, explained cells and chosen held-out values, and how much the candidates' total
+    chi2 moved against the margin by which the kept one wins."""
+    from phasecore import results
+
+    for knob in knobs:
+        a, b = (results.load(f / f"family_{knob}.nc") for f in (folder, other))
+        same = bool(np.array_equal(a["best_value"].values, b["best_value"].values,
+                                   equal_nan=True)
+                    and np.array_equal(a["explained"].values, b["explained"].values))
+        chi2 = a["total_chi2"].values
+        moved = float(np.nanmax(np.abs(chi2 / b["total_chi2"].values - 1)))
+        ranked = np.sort(chi2[1:], axis=1)  # the variants' candidates, best first
+        margin = float(np.nanmin(ranked[:, 1] / ranked[:, 0] - 1))
+        ha, hb = (results.load(f / f"family_held_out_{knob}.nc") for f in (folder, other))
+        chosen = bool(np.array_equal(ha["chosen"].values, hb["chosen"].values, equal_nan=True))
+        rms = float(np.nanmax(np.abs(ha["rmse"].values - hb["rmse"].values)))
+        print(f"{knob}: trajectories — same kept values and explained cells: {same}; the "
+              f"candidates' total chi2 moved by <= {moved:.1e} (relative), the kept one wins by "
+              f">= {margin:.1e}; held out — same chosen values: {chosen}, RMSE moved by "
+              f"<= {rms:.1e}")
+
+
+def held_out_rows(knob: str, fam, prediction) -> list[str]:
+    """One line per split: the paper chain, each variant (its chosen values), the local mean."""
+    from dnnphase.compare.prediction import SPLITS
+
+    lines = []
+    for split in SPLITS:
+        cells = [f"{prediction.attrs[f'{split}_chain_rmse']:.3f}"]
+        for name in fam["variant"].values:
+            chosen = ", ".join(f"{v:g}" for v in np.unique(fam["chosen"].sel(
+                variant=name, split=split).values))
+            cells.append(f"{float(fam['rmse'].sel(variant=name, split=split)):.3f} ({chosen})")
+        cells.append(f"{float(fam['local_rmse'].sel(split=split)):.3f}")
+        cells.append(f"{prediction.attrs[f'{split}_floor']:.3f}")
+        lines.append(f"| {TITLES[knob]} | {split} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default="figures/paper")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                        help="processes, one knob each (default: 2 or the cores)")
+    parser.add_argument("--tables-only", action="store_true",
+                        help="print the tables from the family_*.nc files already written")
+    parser.add_argument("--against", metavar="FOLDER", type=Path,
+                        help="only compare the family_*.nc files with another folder's "
+                             "(e.g. a run under other CPU kernels)")
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be an integer >= 1 (got {args.workers})")
+    folder = Path(args.folder)
+    knobs = [k for k in KNOB_ORDER if (folder / f"dnn_{k}.nc").exists()]
+    if not knobs:
+        parser.error(f"no dnn_<knob>.nc in {folder}")
+    if args.against is not None:
+        compare_folders(folder, args.against, knobs)
+        return
+    t0 = time.time()
+    if not args.tables_only:
+        os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+        with ProcessPoolExecutor(args.workers) as pool:
+            for knob in pool.map(run_knob, [str(folder)] * len(knobs), knobs):
+                print(f"{knob}: done ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+    from phasecore import results
+
+    print("Trajectories: every cell's training fitted by each chain (cells keep their own "
+          "mu->, mu<-, s, c; the variant's number is shared by the diagram). ΔAIC, ΔBIC "
+          "against the paper's chain (negative: the variant is preferred).")
+    print()
+    print("| knob | chain | shared value | cells within seed noise (χ²/dof ≤ 2) | χ²/dof q1 / "
+          "median / q3 | parameters | ΔAIC | ΔBIC |")
+    print("|---|---|---|---|---|---|---|---|")
+    fams = {knob: results.load(folder / f"family_{knob}.nc") for knob in knobs}
+    for knob, fam in fams.items():
+        print("\n".join(trajectory_rows(knob, fam)))
+    print("\n".join(total_rows(fams)))
+    if len(fams) > 1:
+        print("\n".join(shared_rows(fams)))
+    print()
+    print("Held-out cells: RMSE of the seed-mean curvature; each variant's number chosen on "
+          "the training cells of each fold (in brackets).")
+    print()
+    print("| knob | split | paper chain | decaying noise | friction profile | local mean | "
+          "seed-noise floor |")
+    print("|---|---|---|---|---|---|---|")
+    for knob in knobs:
+        fam = results.load(folder / f"family_held_out_{knob}.nc")
+        prediction = results.load(folder / f"prediction_{knob}.nc")
+        print("\n".join(held_out_rows(knob, fam, prediction)))
+    print(f"\n({time.time() - t0:.0f} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
