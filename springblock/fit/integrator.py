@@ -28,7 +28,7 @@ import math
 import numba
 import numpy as np
 
-from phasecore.checks import require
+from phasecore.checks import is_int, require
 
 __all__ = ["STEPS_PER_DOUBLING", "chain_positions", "step_counts", "variant_positions"]
 
@@ -261,8 +261,13 @@ def variant_positions(blocks: int, mu_right, mu_left, noise, epochs, time_scale=
                                                          noise_decay))))
     profile = (np.ones(blocks) if friction_profile is None
                else np.ascontiguousarray(friction_profile, dtype=np.float64))
-    require(profile.shape == (blocks,), "friction_profile", f"{blocks} numbers, one per block",
-            np.shape(friction_profile))
+    require(is_int(blocks) and blocks >= 1, "blocks", "an integer >= 1", blocks)
+    require(profile.shape == (blocks,) and bool(np.all(np.isfinite(profile) & (profile >= 0))),
+            "friction_profile", f"{blocks} finite numbers >= 0, one per block", friction_profile)
+    require(bool(np.all(np.isfinite(decay) & (decay >= 0))), "noise_decay",
+            "finite numbers >= 0 (per unit chain time)", noise_decay)
+    require(bool(np.all(np.isfinite(c) & (c > 0))), "time_scale", "finite numbers > 0",
+            time_scale)
     if start is None:
         x0 = np.zeros((mu_r.size, blocks))
     else:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from phasecore.checks import is_finite, require
+from phasecore.checks import is_real, require
 from springblock.fit.integrator import STEPS_PER_DOUBLING, chain_positions, variant_positions
 
 __all__ = ["FAMILY", "ChainVariant", "variant_of"]
@@ -67,8 +67,9 @@ class ChainVariant:
 
     def __post_init__(self):
         for f in fields(self):
-            require(is_finite(getattr(self, f.name)), f.name, "a finite number",
-                    getattr(self, f.name))
+            value = getattr(self, f.name)
+            require(is_real(value), f.name, "a finite real number", value)
+            object.__setattr__(self, f.name, float(value))  # hashable, whatever came in
         require(0.1 <= self.time_power <= 10.0, "time_power", "a number in [0.1, 10]",
                 self.time_power)
         require(0.0 <= self.noise_decay <= 100.0, "noise_decay", "a number in [0, 100]",
@@ -100,6 +101,8 @@ class ChainVariant:
         """Mean-field positions (K, E, L) at t = c e_E (e / e_E)^p, as
         :func:`springblock.fit.integrator.chain_positions` (the same kernel when neutral)."""
         e = np.asarray(epochs, dtype=np.float64).ravel()
+        require(e.size >= 1 and bool(np.all(e > 0)) and bool(np.all(np.diff(e) > 0)), "epochs",
+                "increasing numbers > 0", epochs)  # before the time map changes them
         if self.neutral:
             return chain_positions(blocks, mu_right, mu_left, noise, e, time_scale,
                                    start=start, modulus=modulus,
@@ -122,7 +125,8 @@ class ChainVariant:
 
 def variant_of(name: str, value: float) -> ChainVariant:
     """The chain of :data:`FAMILY` variant ``name`` with its parameter at ``value``."""
-    require(name in FAMILY, "variant", f"one of {', '.join(map(repr, FAMILY))}", name)
-    return ChainVariant(**{FAMILY[name][0]: float(value)})
+    require(isinstance(name, str) and name in FAMILY, "variant",
+            f"one of {', '.join(map(repr, FAMILY))}", name)
+    return ChainVariant(**{FAMILY[name][0]: value})
 
 

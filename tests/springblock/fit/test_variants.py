@@ -232,6 +232,30 @@ def test_bad_variant_arguments_elsewhere_name_the_parameter():
     curves = np.ones((3, 8)) * np.linspace(1, 0, 8)
     with pytest.raises(ConfigError, match="variant"):
         fit.fit_trajectory(curves, [1.0, 2.0, 3.0], variant="x")
+    # the values too, not only the shapes: a growing noise, a NaN, a negative friction
+    for kwargs, name in [({"noise_decay": -1.0}, "noise_decay"), ({"noise_decay": np.nan},
+                         "noise_decay"), ({"friction_profile": -np.ones(BLOCKS)},
+                                          "friction_profile")]:
+        with pytest.raises(ConfigError, match=f"^{name} must be"):
+            variant_positions(BLOCKS, 0.01, 0.02, 0.01, EPOCHS, **kwargs)
+    with pytest.raises(ConfigError, match="^time_scale must be"):
+        variant_positions(BLOCKS, 0.01, 0.02, 0.01, EPOCHS, -1.0)
+    with pytest.raises(ConfigError, match="^blocks must be"):
+        variant_positions(0, 0.01, 0.02, 0.01, EPOCHS, friction_profile=np.ones(0))
+    # the user's epochs are named, not the time map's image of them
+    with pytest.raises(ConfigError, match=r"^epochs must be .* \(got \[0, 1, 2\]\)"):
+        ChainVariant(time_power=2.0).positions(BLOCKS, 0.01, 0.02, 0.01, [0, 1, 2])
+
+
+def test_a_variant_is_hashable_floats_whatever_came_in():
+    """numpy scalars become floats (the fits cache their starting grid by the variant);
+    booleans, 0-d arrays and text are refused."""
+    v = ChainVariant(time_power=np.float32(2.0), noise_decay=np.int64(3))
+    assert type(v.time_power) is float and type(v.noise_decay) is float
+    assert hash(v) == hash(ChainVariant(time_power=2.0, noise_decay=3.0))
+    for bad in (np.True_, np.array(2.0), "2"):
+        with pytest.raises(ConfigError, match="^time_power must be a finite real number"):
+            ChainVariant(time_power=bad)
 
 
 # --------------------------------------------------------------------------
