@@ -15,7 +15,7 @@ by a whole diagram to the paper's chain. For every ``dnn_<knob>.nc`` of the fold
   cells, against the local mean of the nearest training cells; ``family_held_out_<knob>.nc``.
 
 Prints both tables (docs/fit.md, "A family of chains"). The knobs run in parallel, one process
-per worker (each one thread): about 7 minutes of CPU in all, under 5 minutes on 2 cores.
+per worker (each one thread): about 12 minutes of CPU in all, 7 on 2 cores.
 ``--tables-only`` prints the tables from the files already written; ``--against OTHER``
 compares them with another folder's (a run under other CPU kernels: docs/fit.md).
 """
@@ -48,13 +48,26 @@ def run_knob(folder: str, knob: str) -> str:
     return knob
 
 
+def shown(name: str, value: float) -> str:
+    """A kept value; at an end of the variant's candidates (not the paper chain's) "≤ v" or
+    "≥ v": the cost may fall further beyond, so it is a bound, not an optimum."""
+    from springblock.fit.variants import FAMILY
+
+    values = FAMILY[name][1]
+    if value == values[0] and value < values[len(values) // 2]:
+        return f"≤ {value:g}"
+    if value == values[-1] and value > values[len(values) // 2]:
+        return f"≥ {value:g}"
+    return f"{value:g}"
+
+
 def trajectory_rows(knob: str, fam) -> list[str]:
     """One table line per variant: value, explained cells, chi2/dof quartiles, k, dAIC, dBIC."""
     lines = []
     paper = fam.sel(variant="paper chain")
     for name in fam["variant"].values:
         row = fam.sel(variant=name)
-        value = "–" if name == "paper chain" else f"{float(row['best_value']):g}"
+        value = "–" if name == "paper chain" else shown(name, float(row["best_value"]))
         lines.append(
             f"| {TITLES[knob]} | {name} | {value} | {int(row['explained'])} of "
             f"{int(row['cells'])} | {float(row['chi2_q1']):.3g} / "
@@ -98,7 +111,7 @@ def shared_rows(fams: dict) -> list[str]:
         best = int(np.nanargmin(gain))
         explained = sum(int(r["candidate_explained"][best]) for r in rows)
         lines.append(f"| all {len(fams)}, one value | {name} | "
-                     f"{float(rows[0]['value'][best]):g} | {explained} of "
+                     f"{shown(name, float(rows[0]['value'][best]))} | {explained} of "
                      f"{sum(int(r['cells']) for r in rows)} | – | – | {gain[best] + 2:+.0f} | "
                      f"{gain[best] + np.log(n.sum()):+.0f} |")
     return lines
@@ -122,10 +135,15 @@ def compare_folders(folder: Path, other: Path, knobs) -> None:
         ha, hb = (results.load(f / f"family_held_out_{knob}.nc") for f in (folder, other))
         chosen = bool(np.array_equal(ha["chosen"].values, hb["chosen"].values, equal_nan=True))
         rms = float(np.nanmax(np.abs(ha["rmse"].values - hb["rmse"].values)))
+        cost = np.sort(ha["search_cost"].values, axis=-1)
+        held_margin = float(np.nanmin(cost[..., 1] / cost[..., 0] - 1))
+        cost_moved = float(np.nanmax(np.abs(ha["search_cost"].values
+                                            / hb["search_cost"].values - 1)))
         print(f"{knob}: trajectories — same kept values and explained cells: {same}; the "
               f"candidates' total chi2 moved by <= {moved:.1e} (relative), the kept one wins by "
-              f">= {margin:.1e}; held out — same chosen values: {chosen}, RMSE moved by "
-              f"<= {rms:.1e}")
+              f">= {margin:.1e}; held out — same chosen values: {chosen}, the candidates' "
+              f"training cost moved by <= {cost_moved:.1e}, the chosen one wins by >= "
+              f"{held_margin:.1e}, RMSE moved by <= {rms:.1e}")
 
 
 def held_out_rows(knob: str, fam, prediction) -> list[str]:
@@ -136,7 +154,7 @@ def held_out_rows(knob: str, fam, prediction) -> list[str]:
     for split in SPLITS:
         cells = [f"{prediction.attrs[f'{split}_chain_rmse']:.3f}"]
         for name in fam["variant"].values:
-            chosen = ", ".join(f"{v:g}" for v in np.unique(fam["chosen"].sel(
+            chosen = ", ".join(shown(name, v) for v in np.unique(fam["chosen"].sel(
                 variant=name, split=split).values))
             cells.append(f"{float(fam['rmse'].sel(variant=name, split=split)):.3f} ({chosen})")
         cells.append(f"{float(fam['local_rmse'].sel(split=split)):.3f}")
@@ -150,11 +168,12 @@ def main(argv=None) -> None:
     parser.add_argument("folder", nargs="?", default="figures/paper")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         help="processes, one knob each (default: 2 or the cores)")
-    parser.add_argument("--tables-only", action="store_true",
-                        help="print the tables from the family_*.nc files already written")
-    parser.add_argument("--against", metavar="FOLDER", type=Path,
-                        help="only compare the family_*.nc files with another folder's "
-                             "(e.g. a run under other CPU kernels)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--tables-only", action="store_true",
+                      help="print the tables from the family_*.nc files already written")
+    mode.add_argument("--against", metavar="FOLDER", type=Path,
+                      help="only compare the family_*.nc files with another folder's "
+                           "(e.g. a run under other CPU kernels)")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers must be an integer >= 1 (got {args.workers})")
@@ -162,6 +181,19 @@ def main(argv=None) -> None:
     knobs = [k for k in KNOB_ORDER if (folder / f"dnn_{k}.nc").exists()]
     if not knobs:
         parser.error(f"no dnn_<knob>.nc in {folder}")
+    # every file the chosen mode reads, before any work: the tables need the prediction files
+    needed = [f"prediction_{k}.nc" for k in knobs] if args.against is None else []
+    if args.tables_only or args.against is not None:
+        needed += [f"{f}_{k}.nc" for k in knobs for f in ("family", "family_held_out")]
+    missing = [str(folder / n) for n in needed if not (folder / n).exists()]
+    if args.against is not None:
+        missing += [str(args.against / f"{f}_{k}.nc") for k in knobs
+                    for f in ("family", "family_held_out")
+                    if not (args.against / f"{f}_{k}.nc").exists()]
+    if missing:
+        parser.error(f"missing {', '.join(missing)} (prediction_<knob>.nc: python "
+                     "scripts/prediction.py FOLDER; family files: this script without "
+                     "--tables-only / --against)")
     if args.against is not None:
         compare_folders(folder, args.against, knobs)
         return

@@ -95,3 +95,14 @@ def test_committed_files_agree_with_the_prediction_files(knob):
     for name in fam["variant"].values[1:]:
         row = fam.sel(variant=name)
         assert float(row["chi2"]) <= float(paper["chi2"])  # the neutral value is a candidate
+
+
+def test_the_committed_run_under_other_kernels_made_the_same_choices():
+    """figures/paper/other_cpu/: the family rerun under other CPU kernels (docs/fit.md,
+    "Another CPU"): the same kept values, explained cells and held-out choices."""
+    out = run("figures/paper", "--against", "figures/paper/other_cpu")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 4
+    assert all("explained cells: True" in line and "same chosen values: True" in line
+               for line in lines)

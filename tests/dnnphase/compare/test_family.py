@@ -34,8 +34,20 @@ def test_best_value_is_the_lowest_cost_ties_to_the_paper_chain():
     costs = np.full(len(values), np.nan)  # a failed candidate is never chosen
     costs[2] = 3.0
     assert fa.best_value(name, costs) == values[2]
+    # a tolerance, not rounding: costs 2e-15 apart on either side of a rounding boundary tie
+    costs = np.full(len(values), 2.0)
+    costs[neutral], costs[neutral + 1] = 1.000000005000001, 1.000000004999999
+    assert fa.best_value(name, costs) == 0.0
+    costs[neutral], costs[neutral + 1] = costs[neutral + 1], costs[neutral]
+    assert fa.best_value(name, costs) == 0.0
+    costs[neutral] = 1.1  # a real difference wins
+    assert fa.best_value(name, costs) == values[neutral + 1]
     with pytest.raises(ConfigError, match="^costs must be"):
         fa.best_value(name, [1.0, 2.0])
+    with pytest.raises(ConfigError, match="^costs must be at least one finite"):
+        fa.best_value(name, np.full(len(values), np.nan))
+    with pytest.raises(ConfigError, match="^variant must be one of"):
+        fa.best_value("nope", costs)
 
 
 def test_trajectory_family_keeps_the_paper_chain_and_the_best_candidate(sweep):
@@ -106,6 +118,18 @@ def test_the_choice_does_not_move_with_the_last_bits(sweep):
 
 
 def test_bad_names_are_named(sweep):
+    for names in [("inertia",), ("time map", "time map"), "time map", (), None]:
+        with pytest.raises(ConfigError, match="^names must be"):
+            fa.trajectory_family(sweep, names=names)
+    for names in [("friction profile", "friction profile"), (), "decaying noise"]:
+        with pytest.raises(ConfigError, match="^names must be"):
+            fa.held_out_family(sweep, names=names)
+    with pytest.raises(ConfigError, match="^starts must be"):
+        fa.held_out_family(sweep, starts=0)
+    with pytest.raises(ConfigError, match="^points must be"):
+        fa.held_out_family(sweep, points=3)
+    with pytest.raises(ConfigError, match="^network must be a sweep with at least 2 seeds"):
+        fa.trajectory_family(sweep.isel(seed=[0]), names=("friction profile",))
     with pytest.raises(ConfigError, match="^names must be"):
         fa.trajectory_family(sweep, names=("inertia",))
     with pytest.raises(ConfigError, match="^names must be"):
