@@ -18,7 +18,10 @@ The grid depends on the parameters only through the output times, smoothly,
 and its number of steps depends on the epochs alone: the result is a smooth
 function of (mu->, mu<-, s, time scale, start), as the finite-difference
 Jacobians of the fits need. Accuracy against the reference (tests/springblock/fit/test_fit.py,
-docs/fit.md "Fast fits"): see :data:`STEPS_PER_DOUBLING`.
+docs/fit.md "Fast fits"): see :data:`STEPS_PER_DOUBLING`. One kernel serves the paper's
+chain (:func:`chain_positions`) and the family of :mod:`springblock.fit.variants`
+(:func:`variant_positions`: a friction per block, a noise decaying in time); for the paper's
+chain their extra factors are exact ones, so its numbers are those of a kernel without them.
 """
 
 from __future__ import annotations
@@ -61,16 +64,6 @@ def _drift(force, mu_r, mu_l, s):
 
 
 @numba.njit(cache=True)
-def _rhs(x, mu_r, mu_l, s, k, target, h, dh):
-    """Drift h (L,) and slope h' (L,) at positions x (L,), into h and dh."""
-    n = x.size
-    for i in range(n):
-        left = x[i - 1] if i > 0 else 0.0
-        right = x[i + 1] if i < n - 1 else target
-        h[i], dh[i] = _drift(k * (right - 2.0 * x[i] + left), mu_r, mu_l, s)
-
-
-@numba.njit(cache=True)
 def _solve(a, rhs, out, cp):
     """(I - a_l k Lap) out = rhs for a tridiagonal row-scaled Laplacian; a (L,) = gamma dt k h'.
 
@@ -89,75 +82,36 @@ def _solve(a, rhs, out, cp):
         out[i] -= cp[i] * out[i + 1]
 
 
-@numba.njit(cache=True)
-def _integrate(mu_r, mu_l, s, start, times, steps, k, target, out):
-    """ROS2 for every parameter set: out (K, E, L) at times (K, E) from start (K, L) at t = 0.
-
-    The stretch before output time j takes steps[j] steps geometric in 1 + t.
-    """
-    n_sets, n_out = times.shape
-    n = start.shape[1]
-    x = np.empty(n)
-    y = np.empty(n)
-    h = np.empty(n)
-    dh = np.empty(n)
-    a = np.empty(n)
-    k1 = np.empty(n)
-    k2 = np.empty(n)
-    cp = np.empty(n)
-    for p in range(n_sets):
-        x[:] = start[p]
-        t = 0.0
-        for j in range(n_out):
-            stop = times[p, j]
-            m = steps[j]
-            if stop > t and m > 0:
-                ratio = ((1.0 + stop) / (1.0 + t)) ** (1.0 / m)
-                for i in range(m):
-                    t_next = stop if i == m - 1 else (1.0 + t) * ratio - 1.0
-                    dt = t_next - t
-                    _rhs(x, mu_r[p], mu_l[p], s[p], k, target, h, dh)
-                    for q in range(n):
-                        a[q] = _GAMMA * dt * k * dh[q]
-                    _solve(a, h, k1, cp)
-                    for q in range(n):
-                        y[q] = x[q] + dt * k1[q]
-                    _rhs(y, mu_r[p], mu_l[p], s[p], k, target, h, dh)
-                    for q in range(n):
-                        h[q] -= 2.0 * k1[q]
-                    _solve(a, h, k2, cp)
-                    for q in range(n):
-                        x[q] += dt * (1.5 * k1[q] + 0.5 * k2[q])
-                    t = t_next
-            out[p, j] = x
-
-
-# --- the variants: per-block friction, decaying noise -----------------------------
-
-
-@numba.njit(cache=True)
-def _rhs_variant(x, mu_r, mu_l, profile, s, k, target, h, dh):
-    """:func:`_rhs` with block l's friction scaled by profile[l] (L,)."""
+@numba.njit(cache=True, inline="always")
+def _rhs(x, mu_r, mu_l, s, k, target, h, dh):
+    """Drift h (L,) and slope h' (L,) at positions x (L,), into h and dh; mu_r, mu_l (L,) the
+    frictions of each block."""
     n = x.size
     for i in range(n):
         left = x[i - 1] if i > 0 else 0.0
         right = x[i + 1] if i < n - 1 else target
-        h[i], dh[i] = _drift(k * (right - 2.0 * x[i] + left), mu_r * profile[i],
-                             mu_l * profile[i], s)
+        h[i], dh[i] = _drift(k * (right - 2.0 * x[i] + left), mu_r[i], mu_l[i], s)
 
 
-@numba.njit(cache=True)
-def _overdamped_step(x, t, dt, mu_r, mu_l, profile, s, decay, k, target, work):
-    """One ROS2 step of x' = h(F) (x updated in place)."""
+@numba.njit(cache=True, inline="always")
+def _noise_at(s, decay, t):
+    """s exp(-decay t); s itself without a decay (no exp in the paper chain's steps)."""
+    return s if decay == 0.0 else s * math.exp(-decay * t)
+
+
+@numba.njit(cache=True, inline="always")
+def _step(x, t, dt, mu_r, mu_l, s, decay, k, target, work):
+    """One ROS2 step of x' = h(F) (x updated in place); each stage sees the noise at its
+    own time."""
     y, h, dh, a, cp, k1, k2 = work
     n = x.size
-    _rhs_variant(x, mu_r, mu_l, profile, s * math.exp(-decay * t), k, target, h, dh)
+    _rhs(x, mu_r, mu_l, _noise_at(s, decay, t), k, target, h, dh)
     for q in range(n):
         a[q] = _GAMMA * dt * k * dh[q]
     _solve(a, h, k1, cp)
     for q in range(n):
         y[q] = x[q] + dt * k1[q]
-    _rhs_variant(y, mu_r, mu_l, profile, s * math.exp(-decay * (t + dt)), k, target, h, dh)
+    _rhs(y, mu_r, mu_l, _noise_at(s, decay, t + dt), k, target, h, dh)
     for q in range(n):
         h[q] -= 2.0 * k1[q]
     _solve(a, h, k2, cp)
@@ -166,16 +120,21 @@ def _overdamped_step(x, t, dt, mu_r, mu_l, profile, s, decay, k, target, work):
 
 
 @numba.njit(cache=True)
-def _integrate_variant(mu_r, mu_l, s, decay, profile, start, times, steps, k, target, out):
-    """:func:`_integrate` for the variants: block l's friction scaled by profile[l] and the
-    noise s_p exp(-decay_p t), each stage seeing the noise at its own time."""
+def _integrate(mu_r, mu_l, s, decay, profile, start, times, steps, k, target, out):
+    """ROS2 for every parameter set: out (K, E, L) at times (K, E) from start (K, L) at t = 0,
+    block l's friction scaled by profile[l] and the noise s_p exp(-decay_p t) (ones and
+    zeros for the paper's chain). The stretch before output time j takes steps[j] steps
+    geometric in 1 + t."""
     n_sets, n_out = times.shape
     n = start.shape[1]
-    x = np.empty(n)
+    x, fr, fl = np.empty(n), np.empty(n), np.empty(n)
     work = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
             np.empty(n))
     for p in range(n_sets):
         x[:] = start[p]
+        for q in range(n):  # each block's frictions, once per set (exact for the paper's ones)
+            fr[q] = mu_r[p] * profile[q]
+            fl[q] = mu_l[p] * profile[q]
         t = 0.0
         for j in range(n_out):
             stop = times[p, j]
@@ -184,10 +143,10 @@ def _integrate_variant(mu_r, mu_l, s, decay, profile, start, times, steps, k, ta
                 ratio = ((1.0 + stop) / (1.0 + t)) ** (1.0 / m)
                 for i in range(m):
                     t_next = stop if i == m - 1 else (1.0 + t) * ratio - 1.0
-                    _overdamped_step(x, t, t_next - t, mu_r[p], mu_l[p], profile, s[p],
-                                     decay[p], k, target, work)
+                    _step(x, t, t_next - t, fr, fl, s[p], decay[p], k, target, work)
                     t = t_next
             out[p, j] = x
+
 
 def step_counts(epochs, steps_per_doubling: int = STEPS_PER_DOUBLING,
                 first_span: float | None = None) -> np.ndarray:
@@ -216,27 +175,12 @@ def chain_positions(blocks: int, mu_right, mu_left, noise, epochs, time_scale=1.
     epoch); epochs (E,) increasing and > 0, counted from the start; start (K, L) or (L,)
     positions at t = 0 (None: at rest); ``first_span``: see :func:`step_counts` (default
     the largest c e_1 of this call — pass a fixed bound when the result must be smooth in
-    c). No checks beyond the epochs: the fits call it in their inner loop and check their
-    inputs once.
+    c). The paper's chain: :func:`variant_positions` with every block's friction the same and
+    a constant noise.
     """
-    e = np.asarray(epochs, dtype=np.float64).ravel()
-    require(e.size >= 1 and bool(np.all(e > 0)) and bool(np.all(np.diff(e) > 0)), "epochs",
-            "increasing numbers > 0", epochs)
-    mu_r, mu_l, s, c = (np.ascontiguousarray(v, dtype=np.float64).ravel() for v in
-                        np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in
-                                              (mu_right, mu_left, noise, time_scale))))
-    if start is None:
-        x0 = np.zeros((mu_r.size, blocks))
-    else:
-        x0 = np.ascontiguousarray(np.broadcast_to(np.asarray(start, dtype=np.float64),
-                                                  (mu_r.size, blocks)))
-    times = np.ascontiguousarray(c[:, None] * e[None, :])
-    out = np.empty((mu_r.size, e.size, blocks))
-    if first_span is None:
-        first_span = float(times[:, 0].max()) if mu_r.size else float(e[0])
-    _integrate(mu_r, mu_l, s, x0, times, step_counts(e, steps_per_doubling, first_span),
-               float(modulus), float(target), out)
-    return out
+    return variant_positions(blocks, mu_right, mu_left, noise, epochs, time_scale, start=start,
+                             modulus=modulus, target=target,
+                             steps_per_doubling=steps_per_doubling, first_span=first_span)
 
 
 def variant_positions(blocks: int, mu_right, mu_left, noise, epochs, time_scale=1.0, *,
@@ -259,9 +203,9 @@ def variant_positions(blocks: int, mu_right, mu_left, noise, epochs, time_scale=
         np.ascontiguousarray(v, dtype=np.float64).ravel() for v in np.broadcast_arrays(
             *(np.asarray(v, dtype=np.float64) for v in (mu_right, mu_left, noise, time_scale,
                                                          noise_decay))))
+    require(is_int(blocks) and blocks >= 1, "blocks", "an integer >= 1", blocks)
     profile = (np.ones(blocks) if friction_profile is None
                else np.ascontiguousarray(friction_profile, dtype=np.float64))
-    require(is_int(blocks) and blocks >= 1, "blocks", "an integer >= 1", blocks)
     require(profile.shape == (blocks,) and bool(np.all(np.isfinite(profile) & (profile >= 0))),
             "friction_profile", f"{blocks} finite numbers >= 0, one per block", friction_profile)
     require(bool(np.all(np.isfinite(decay) & (decay >= 0))), "noise_decay",
@@ -277,7 +221,7 @@ def variant_positions(blocks: int, mu_right, mu_left, noise, epochs, time_scale=
     out = np.empty((mu_r.size, e.size, blocks))
     if first_span is None:
         first_span = float(times[:, 0].max()) if mu_r.size else float(e[0])
-    _integrate_variant(mu_r, mu_l, s, decay, profile, x0, times,
-                       step_counts(e, steps_per_doubling, first_span), float(modulus),
-                       float(target), out)
+    _integrate(mu_r, mu_l, s, decay, profile, x0, times,
+               step_counts(e, steps_per_doubling, first_span), float(modulus), float(target),
+               out)
     return out
