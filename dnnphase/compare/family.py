@@ -81,12 +81,13 @@ def _check_names(names, allowed) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _chi2_and_dof(fit: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """Per cell: the weighted misfit chi2 and its degrees of freedom (points - 4 chain
-    parameters - one offset per frame - the scale), from a trajectory fit Dataset."""
+def _chi2_and_dof(fit: xr.Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cell: the weighted misfit chi2, its degrees of freedom (points - 4 chain
+    parameters - one offset per frame - the scale) and the points, from a trajectory fit
+    Dataset."""
     points = np.isfinite(fit["data_curve"]).sum(("epoch", "layer")).values
     dof = points - 4 - fit.sizes["epoch"] - 1
-    return fit["chi2_per_dof"].values * dof, dof
+    return fit["chi2_per_dof"].values * dof, dof, points
 
 
 def _summary(fit: xr.Dataset, shared: int) -> dict[str, float]:
@@ -98,14 +99,12 @@ def _summary(fit: xr.Dataset, shared: int) -> dict[str, float]:
     every fitted number — per cell 4 chain parameters, one offset per frame and the scale,
     plus the variant's ``shared`` ones and the likelihood's scale.
     """
-    chi2, dof = _chi2_and_dof(fit)
+    chi2, dof, points = _chi2_and_dof(fit)
     ok = np.isfinite(chi2)
-    points = np.isfinite(fit["data_curve"]).sum(("epoch", "layer")).values[ok]
-    n, total = float(points.sum()), float(chi2[ok].sum())
-    k = float((points - dof[ok]).sum()) + shared + 1
-    ratio = fit["chi2_per_dof"].values[ok]
-    q = np.percentile(ratio, [25, 50, 75])
-    return {"cells": int(ok.sum()), "explained": int((ratio <= 2.0).sum()),
+    n, total = float(points[ok].sum()), float(chi2[ok].sum())
+    k = float((points[ok] - dof[ok]).sum()) + shared + 1
+    q = np.percentile(fit["chi2_per_dof"].values[ok], [25, 50, 75])
+    return {"cells": int(ok.sum()), "explained": int(fit["acceptable"].values.sum()),
             "chi2": total, "points": n, "parameters": k, "chi2_q1": q[0],
             "chi2_median": q[1], "chi2_q3": q[2],
             "aic": n * np.log(total / n) + 2 * k, "bic": n * np.log(total / n) + k * np.log(n)}
@@ -146,7 +145,7 @@ def trajectory_family(network, *, names=tuple(FAMILY), start: str = "rest") -> x
         values.append(np.pad(np.asarray(candidates, float), (0, size - len(candidates)),
                              constant_values=np.nan))
         totals.append(np.pad(np.asarray(chi2), (0, size - len(chi2)), constant_values=np.nan))
-        explained.append(np.pad([int((f["chi2_per_dof"].values <= 2.0).sum()) for f in fits],
+        explained.append(np.pad([int(f["acceptable"].values.sum()) for f in fits],
                                 (0, size - len(fits)), constant_values=-1))
         per_cell.append(fits[best]["chi2_per_dof"])
     labels = ["paper chain", *names]

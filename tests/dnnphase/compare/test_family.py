@@ -57,7 +57,7 @@ def test_trajectory_family_keeps_the_paper_chain_and_the_best_candidate(sweep):
     out = fa.trajectory_family(sweep, names=("friction profile",))
     assert list(out["variant"].values) == ["paper chain", "friction profile"]
     paper = fit_sweep_trajectory(sweep, profile_values=0)
-    chi2, dof = fa._chi2_and_dof(paper)
+    chi2, _, _ = fa._chi2_and_dof(paper)
     assert out["chi2"].sel(variant="paper chain") == pytest.approx(float(np.nansum(chi2)))
     row = out.sel(variant="friction profile")
     values = list(row["value"].values)
