@@ -25,7 +25,7 @@ from scipy.optimize import least_squares, lsq_linear
 
 from phasecore.checks import is_finite, require
 
-__all__ = ["TIE_BREAK", "TIE_DIGITS", "TOLERANCE", "best_least_squares", "check_matrix",
+__all__ = ["TIE_BREAK", "TOLERANCE", "best_least_squares", "check_matrix",
            "fill_untrained", "fit_additive_map", "fit_saturating_map", "local_mean", "monotone",
            "penalised_cost", "smoothness"]
 
