@@ -1,0 +1,20 @@
+"""The ledger of the papers' claims: each quantitative or qualitative claim a computation can
+test, read from committed result files, with a verdict reached by a rule fixed in advance.
+
+* :class:`Claim` — one row: the paper's id, the claim in one line, the command that
+  regenerates the files it reads, the paper's number, ours (with its seed interval), the
+  verdict (:data:`VERDICTS`) and why;
+* :func:`collect` — every topic's rows from a checkout's committed files;
+* :func:`render` — the rows as ``docs/claims.md`` (``python scripts/claims.py``).
+
+A topic is a module of this folder with ``TITLE`` (its section's heading), ``ORDER`` (its
+place in the ledger) and ``claims(root) -> list[Claim]``; :func:`collect` finds it by
+itself. The shared rule for "highest accuracy where the load curve is linear" lives in
+:mod:`dnnphase.compare.claims.rules`.
+
+May import: everything :mod:`dnnphase.compare` may; nothing in the package imports it.
+"""
+
+from dnnphase.compare.claims.ledger import VERDICTS, Claim, collect, render
+
+__all__ = ["VERDICTS", "Claim", "collect", "render"]
