@@ -1,24 +1,40 @@
 """Fig. S2, the CNN with dropout introduced mid-training: run it and write its result,
 figure and numbers.
 
-    python scripts/cnn_dropout.py [figures/supplement] [--quick | --paper]
+    python scripts/cnn_dropout.py [FOLDER] [--scale reduced|paper|authors|quick] [--seeds 0,1]
+    python scripts/cnn_dropout.py FOLDER --combine RUN1.nc RUN2.nc ...
 
-Writes ``cnn_dropout.nc`` and ``cnn_dropout.png`` in the folder and prints, where the
-dropout is introduced and at the end for every p, the scale-free curvature of the
-training and test load curves, the test accuracy and the training loss (mean ± SD over
-seeds). The committed ("reduced") scale: about 10 minutes on 2 cores; ``--quick``:
-seconds; ``--paper``: the authors' scale, for a GPU or a cluster.
+Writes ``cnn_dropout.nc`` and ``cnn_dropout.png`` in FOLDER (default figures/supplement)
+and prints, where the dropout is introduced and at the end for every p, the scale-free
+curvature of the training and test load curves, the test accuracy and the training loss
+(mean ± SD over seeds). Scales (:data:`dnnphase.sweeps.experiments.CNN_DROPOUT_SCALES`):
+"reduced", the committed one (about 10 minutes on 2 cores); "paper", the run the paper's
+text describes (16 channels, 2 000 epochs, 10 seeds: a GPU, about 15 minutes on one);
+"authors", the same with the 20 channels of the authors' code; "quick", seconds.
+``--quick`` and ``--paper`` are short for ``--scale quick`` / ``--scale paper``.
+``--seeds`` trains a part of the scale's seeds (one machine's share); ``--combine`` joins
+such parts' ``cnn_dropout.nc`` files, run on disjoint seeds of one scale, into FOLDER.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 
-from dnnphase.sweeps.experiments import cnn_dropout, plot_cnn_dropout, separates
+from dnnphase.sweeps.experiments import (
+    CNN_DROPOUT,
+    CNN_DROPOUT_SCALES,
+    cnn_dropout,
+    combine_cnn_dropout,
+    plot_cnn_dropout,
+    separates,
+)
+from dnnphase.sweeps.sweep import SweepConfig, default_scheduler
 from phasecore import results
+from phasecore.checks import ConfigError
 from phasecore.panels import save_figure
 
 
@@ -26,10 +42,63 @@ def _cell(values) -> str:
     return f"{np.nanmean(values):+.2f} ± {np.nanstd(values):.2f}"
 
 
-def main(folder: str = "figures/supplement", scale: str = "reduced") -> None:
-    folder = Path(folder)
+def _seeds(text: str, scale: str) -> tuple[int, ...]:
+    """``--seeds 0,1``: a part of the scale's seeds."""
+    allowed = SweepConfig(**{**CNN_DROPOUT, **CNN_DROPOUT_SCALES[scale]}).seeds
+    try:
+        seeds = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--seeds must be integers separated by commas (got {text!r})") from None
+    if not seeds or len(set(seeds)) != len(seeds) or not set(seeds) <= set(allowed):
+        raise ConfigError(f"--seeds must be distinct seeds of the {scale} scale "
+                          f"({', '.join(map(str, allowed))}) (got {text!r})")
+    return seeds
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/cnn_dropout.py",
+        description="Fig. S2: the CNN with dropout introduced mid-training.")
+    parser.add_argument("folder", nargs="?", default="figures/supplement",
+                        help="where cnn_dropout.nc and cnn_dropout.png go")
+    parser.add_argument("--scale", choices=sorted(CNN_DROPOUT_SCALES), default="reduced",
+                        help="the preset (default: reduced, the committed one)")
+    parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
+                        help="--scale quick")
+    parser.add_argument("--paper", dest="scale", action="store_const", const="paper",
+                        help="--scale paper")
+    parser.add_argument("--seeds", default=None,
+                        help="train only these seeds of the scale, e.g. 0,1")
+    parser.add_argument("--combine", nargs="+", metavar="RUN.nc", default=None,
+                        help="join these results (disjoint seeds of one scale); trains nothing")
+    args = parser.parse_args(argv)
+    try:
+        if args.combine and args.seeds:
+            raise ConfigError("--combine trains nothing: give it without --seeds")
+        args.seeds = _seeds(args.seeds, args.scale) if args.seeds else None
+        for name in args.combine or ():
+            if not Path(name).is_file():
+                raise ConfigError(f"--combine: {name!r} is not a file")
+        folder = Path(args.folder)
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"folder {args.folder!r} is a file, not a folder")
+    except ConfigError as err:
+        parser.error(str(err))
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    folder = Path(args.folder)
+    if args.combine:
+        parts = [xr.load_dataset(name) for name in args.combine]
+        ds = combine_cnn_dropout(parts)
+    else:
+        changes = {"seeds": args.seeds} if args.seeds else {}
+        config = SweepConfig(**{**CNN_DROPOUT, **CNN_DROPOUT_SCALES[args.scale], **changes})
+        scheduler = "serial" if args.scale == "quick" else default_scheduler(config.device)
+        ds = cnn_dropout(args.scale, scheduler=scheduler, **changes)
     folder.mkdir(parents=True, exist_ok=True)
-    ds = cnn_dropout(scale, scheduler="processes") if scale != "quick" else cnn_dropout(scale)
     results.save(ds, folder / "cnn_dropout.nc", overwrite=True)
     save_figure(plot_cnn_dropout(ds), folder / "cnn_dropout.png")
     print_table(ds)
@@ -53,6 +122,4 @@ def print_table(ds) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    scale = "quick" if "--quick" in sys.argv else "paper" if "--paper" in sys.argv else "reduced"
-    main(*args[:1], scale=scale)
+    main()

@@ -27,9 +27,10 @@ import xarray as xr
 
 from phasecore.checks import require
 
-__all__ = ["CNN_DROPOUT", "CNN_DROPOUT_SCALES", "LINEAR_NETWORK", "LINEAR_SETTINGS",
-           "TRAIN_TEST", "cnn_dropout", "linear_network", "plot_cnn_dropout",
-           "plot_linear_network", "plot_train_test", "separates", "train_test"]
+__all__ = ["CNN_DROPOUT", "CNN_DROPOUT_PAPER", "CNN_DROPOUT_SCALES", "LINEAR_NETWORK",
+           "LINEAR_SETTINGS", "TRAIN_TEST", "cnn_dropout", "combine_cnn_dropout",
+           "linear_network", "plot_cnn_dropout", "plot_linear_network", "plot_train_test",
+           "separates", "train_test"]
 
 #: Fig. 5(a)'s network, data and training (fields of :class:`dnnphase.sweeps.sweep.SweepConfig`).
 LINEAR_NETWORK = dict(
@@ -168,16 +169,21 @@ CNN_DROPOUT = dict(
     loss_threshold=0.0, rel_tol=0.0,  # the whole run: the change after epoch 100 is the point
     measures=("trace_ratio",),
 )
-#: Changes to :data:`CNN_DROPOUT` per scale. "paper": the authors' run (2 560 training
-#: images of 10 x 10, 20 channels, Adam at lr 1e-4 full batch, 2 000 epochs, dropout 0 ...
-#: 0.64, 10 seeds; about 75 TFLOP per model: a GPU or a cluster), dropout introduced
-#: half-way; "quick": the 8 x 8 digits, a small CNN in mini-batches, 15 + 15 epochs,
-#: seconds (tests, a first look).
+#: Changes to :data:`CNN_DROPOUT` per scale. "paper": the run the paper's text describes
+#: (SM S3: 7 conv layers of 16 channels; 2 560 training images of 10 x 10, Adam at lr 1e-4
+#: full batch, 2 000 epochs, dropout 0 ... 0.64 introduced half-way, 10 seeds; about
+#: 48 TFLOP per model: a GPU or a cluster); "authors": the same with the 20 channels of the
+#: authors' published code (about 75 TFLOP per model), the one difference between the two;
+#: "quick": the 8 x 8 digits, a small CNN in mini-batches, 15 + 15 epochs, seconds (tests,
+#: a first look).
+CNN_DROPOUT_PAPER = dict(n_train=2560, channels=16, lr=1e-4, epochs=2000,
+                         values=(0.0, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64),
+                         seeds=tuple(range(10)),
+                         schedule=((1, "dropout", 0.0), (1001, "dropout", None)))
 CNN_DROPOUT_SCALES = {
     "reduced": {},
-    "paper": dict(n_train=2560, channels=20, lr=1e-4, epochs=2000,
-                  values=(0.0, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64), seeds=tuple(range(10)),
-                  schedule=((1, "dropout", 0.0), (1001, "dropout", None))),
+    "paper": CNN_DROPOUT_PAPER,
+    "authors": {**CNN_DROPOUT_PAPER, "channels": 20},
     "quick": dict(dataset="digits", n_train=600, depth=4, channels=8, batch_size=100,
                   lr=3e-3, epochs=30, values=(0.0, 0.2, 0.5),
                   schedule=((1, "dropout", 0.0), (16, "dropout", None))),
@@ -228,6 +234,40 @@ def cnn_dropout(scale: str = "reduced", **changes) -> xr.Dataset:
                      dropout_from_epoch=switch, chance_accuracy=1.0 / n_classes,
                      config=last.attrs["config"], config_before=first.attrs["config"],
                      versions=last.attrs["versions"])
+    return out
+
+
+def combine_cnn_dropout(parts: list[xr.Dataset]) -> xr.Dataset:
+    """One Fig. S2 result from runs of the same preset on disjoint seeds (several machines,
+    or one machine at several times), as if one run had trained every seed.
+
+    Each part's configuration must equal the others' but for ``seeds`` (and
+    ``models_per_chunk`` and ``device``, which do not change a model's numbers); the
+    seeds must not overlap. Returns the parts concatenated along ``seed`` in increasing
+    order, with the combined seeds in ``attrs["config"]`` and ``attrs["config_before"]``.
+    """
+    import json
+
+    require(len(parts) >= 1, "parts", "at least one cnn_dropout result", len(parts))
+    free = {"seeds", "models_per_chunk", "device"}
+    configs = []
+    for i, part in enumerate(parts):
+        require(part.attrs.get("kind") == "dnnphase.experiments.cnn_dropout", f"parts[{i}]",
+                "a result of cnn_dropout", part.attrs.get("kind"))
+        configs.append({k: json.loads(part.attrs[k]) for k in ("config", "config_before")})
+    for i, config in enumerate(configs[1:], 1):
+        for key in ("config", "config_before"):
+            a, b = ({k: v for k, v in c[key].items() if k not in free}
+                    for c in (configs[0], config))
+            differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+            require(not differ, f"parts[{i}]", "the same preset as parts[0] but for seeds "
+                    f"(differs in {', '.join(differ)})", key)
+    seeds = [int(s) for part in parts for s in part["seed"].values]
+    require(len(seeds) == len(set(seeds)), "parts", "runs on disjoint seeds", sorted(seeds))
+    out = xr.concat(parts, dim="seed", combine_attrs="override").sortby("seed")
+    for key in ("config", "config_before"):
+        config = {**configs[0][key], "seeds": sorted(seeds)}
+        out.attrs[key] = json.dumps(config, sort_keys=True)
     return out
 
 

@@ -1,9 +1,12 @@
-"""On a CUDA device: captured training steps (CUDA graphs) against eager steps.
+"""Captured training steps (CUDA graphs) against eager steps, on every device there is.
 
-Skipped without CUDA (CI has none); run on a GPU with ``python -m pytest tests/cross/test_cuda.py``.
-A replayed graph runs the same kernels on the same inputs as the eager step, so every
-comparison here is bit for bit, through everything that changes a stack between
-captures: retired models, learning-rate runs, schedules, label noise and SGD.
+On a CUDA device (``python -m pytest tests/cross/test_cuda.py`` on a GPU) a replayed graph
+runs the same kernels on the same inputs as the eager step, so every comparison here is
+bit for bit, through everything that changes a stack between captures: retired models,
+learning-rate runs, schedules, label noise and SGD. Without CUDA (CI) every case still
+builds its arguments and configuration and trains eagerly on the CPU, so that a changed
+signature fails CI rather than a GPU run months later; only the graph comparisons and the
+CPU-against-CUDA check need the device.
 """
 
 from __future__ import annotations
@@ -16,19 +19,26 @@ from dnnphase.networks.architecture import Architecture
 from dnnphase.training import loop
 from dnnphase.training.train import TrainConfig, train_ensemble
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs CUDA")
+#: Every device here: the CPU always (the eager path), CUDA where there is one.
+DEVICES = ["cpu", *(["cuda"] if CUDA else [])]
 
 N, D, C = 120, 12, 3
 NET = Architecture(depth=3, width=16)
 
 
-@pytest.fixture(scope="module")
-def data():
+@pytest.fixture(scope="module", params=DEVICES)
+def data(request):
     g = torch.Generator().manual_seed(3)
     centres = 2.0 * torch.randn(C, D, generator=g)
     y = torch.randint(0, C, (N,), generator=g)
     x = centres[y] + 2.0 * torch.randn(N, D, generator=g)
-    return x.cuda(), y.cuda()
+    return x.to(request.param), y.to(request.param)
+
+
+def on_cuda(data) -> bool:
+    return data[0].is_cuda
 
 
 @pytest.fixture
@@ -49,10 +59,21 @@ def captures(monkeypatch):
 def train(data, graphs: bool, monkeypatch, **kw):
     monkeypatch.setattr(loop, "CUDA_GRAPHS", graphs)
     x, y = data
-    cfg = dict(epochs=6, loss_threshold=0.0, rel_tol=0.0, device="cuda", record_every=2)
+    cfg = dict(epochs=6, loss_threshold=0.0, rel_tol=0.0, device=x.device.type, record_every=2)
     cfg.update(kw.pop("config", {}))
-    return train_ensemble(x, y, config=TrainConfig(**cfg), network=NET,
+    return train_ensemble(x, y, config=TrainConfig(**cfg), network=kw.pop("network", NET),
                           batch_size=kw.pop("batch_size", 10), **kw)
+
+
+def assert_trained(result, seeds):
+    """An eager run on the CPU: one row per model, epochs recorded, every model stopped for
+    a reason the trainer gives."""
+    assert result.loss_history.shape[0] == len(seeds)
+    epochs = [epoch for epoch, _ in result.snapshots]
+    assert epochs[0] == 0 and epochs == sorted(epochs) and all(e % 2 == 0 for e in epochs)
+    assert set(result.stop_reason) <= {"max_epochs", "loss_threshold", "plateau", "diverged"}
+    finite = ~result.diverged
+    assert torch.isfinite(result.train_loss[finite]).all()
 
 
 def assert_same(a, b):
@@ -86,6 +107,9 @@ def assert_same(a, b):
 def test_graph_steps_equal_eager_steps(data, monkeypatch, captures, kw):
     eager = train(data, False, monkeypatch, **dict(kw))
     assert not captures
+    if not on_cuda(data):
+        assert_trained(eager, kw["seeds"])
+        return
     graph = train(data, True, monkeypatch, **dict(kw))
     assert captures  # graphs were replayed, not only eager steps
     assert_same(eager, graph)
@@ -96,12 +120,18 @@ def test_foreach_adam_steps_are_not_captured(data, monkeypatch, captures):
     correction at the captured step: such stacks train eagerly."""
     kw = dict(seeds=[0, 1], dropout=0.1, config=dict(fused=False))
     eager = train(data, False, monkeypatch, **dict(kw))
+    if not on_cuda(data):
+        assert_trained(eager, kw["seeds"])
+        return
     graph = train(data, True, monkeypatch, **dict(kw))
     assert not captures
     assert_same(eager, graph)
 
 
+@needs_cuda
 def test_a_step_that_cannot_be_captured_trains_eagerly(data, monkeypatch, captures):
+    if not on_cuda(data):
+        pytest.skip("graph capture is CUDA's")
     """A host synchronisation inside the step fails its capture: one warning, the current
     stream restored, the rest of the run eager, and the same results."""
     kw = dict(seeds=[0, 1], dropout=0.1)
@@ -127,14 +157,22 @@ def test_a_step_that_cannot_be_captured_trains_eagerly(data, monkeypatch, captur
 def test_cnn_graph_steps_equal_eager_steps(data, monkeypatch, captures):
     x, y = data
     images = (torch.cat([x, x[:, :4]], dim=1), y)  # (N, 16): 1 x 4 x 4 images
-    kw = dict(seeds=[0, 1], arch="cnn", image_shape=(1, 4, 4), channels=4, dropout=0.1)
-    assert_same(train(images, False, monkeypatch, **kw), train(images, True, monkeypatch, **kw))
+    kw = dict(seeds=[0, 1], network=Architecture("cnn", depth=3, channels=4),
+              image_shape=(1, 4, 4), dropout=0.1)
+    eager = train(images, False, monkeypatch, **dict(kw))
+    if not on_cuda(data):
+        assert_trained(eager, kw["seeds"])
+        return
+    assert_same(eager, train(images, True, monkeypatch, **dict(kw)))
     assert captures
 
 
+@needs_cuda
 def test_float64_cuda_matches_cpu(data, monkeypatch):
     """The same integers drive masks and noise on both devices: load curves and
     parameters agree to rounding."""
+    if not on_cuda(data):
+        pytest.skip("compares the CPU with CUDA: runs once, with the CUDA data")
     x, y = data
     monkeypatch.setattr(loop, "CUDA_GRAPHS", True)
     runs = []
