@@ -75,3 +75,12 @@ def test_the_rule_on_hand_made_rows():
     np.testing.assert_array_equal(out["per_row"], [1.0, 0.0])
     assert out["chance"] == pytest.approx(0.5)  # one best cell of four per row
     assert out["verdict"] == "partly"
+
+
+def test_paired_interval_is_the_mean_difference_and_brackets_it():
+    from dnnphase.compare.claims.supplement import paired_interval
+
+    a, b = np.array([0.9, 0.8, 0.7, 0.95]), np.array([0.85, 0.8, 0.6, 0.9])
+    mean, low, high = paired_interval(a, b)
+    assert mean == pytest.approx(np.mean(a - b))
+    assert np.min(a - b) <= low <= mean <= high <= np.max(a - b)
