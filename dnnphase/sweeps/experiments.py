@@ -265,6 +265,7 @@ def combine_cnn_dropout(parts: list[xr.Dataset]) -> xr.Dataset:
     seeds = [int(s) for part in parts for s in part["seed"].values]
     require(len(seeds) == len(set(seeds)), "parts", "runs on disjoint seeds", sorted(seeds))
     out = xr.concat(parts, dim="seed", combine_attrs="override").sortby("seed")
+    out.attrs = dict(out.attrs)  # its own, not parts[0]'s
     for key in ("config", "config_before"):
         config = {**configs[0][key], "seeds": sorted(seeds)}
         out.attrs[key] = json.dumps(config, sort_keys=True)

@@ -1,0 +1,68 @@
+"""scripts/cnn_dropout.py's options and dnnphase.sweeps.experiments.combine_cnn_dropout:
+shares of one preset on disjoint seeds join into the result one run would hold."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import xarray as xr
+
+from dnnphase.sweeps.experiments import CNN_DROPOUT_SCALES, combine_cnn_dropout
+from phasecore.checks import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "cnn_dropout.py"
+REDUCED = ROOT / "figures" / "supplement" / "cnn_dropout.nc"
+
+
+def share(ds: xr.Dataset, seeds: list[int]) -> xr.Dataset:
+    """The part of ``ds`` a run on ``seeds`` alone would have written."""
+    part = ds.sel(seed=seeds)
+    part.attrs = dict(ds.attrs)  # its own: a selection may share the attrs dict with ds
+    for key in ("config", "config_before"):
+        config = json.loads(ds.attrs[key])
+        part.attrs[key] = json.dumps({**config, "seeds": seeds}, sort_keys=True)
+    return part
+
+
+def test_shares_join_into_the_whole():
+    whole = xr.load_dataset(REDUCED)
+    joined = combine_cnn_dropout([share(whole, [2]), share(whole, [0, 1])])
+    xr.testing.assert_identical(joined.drop_attrs(), whole.drop_attrs())
+    for key in ("config", "config_before"):
+        assert json.loads(joined.attrs[key]) == json.loads(whole.attrs[key])
+
+
+def test_overlapping_seeds_and_other_presets_are_refused():
+    whole = xr.load_dataset(REDUCED)
+    with pytest.raises(ConfigError, match="disjoint seeds"):
+        combine_cnn_dropout([share(whole, [0, 1]), share(whole, [1, 2])])
+    other = share(whole, [2])
+    config = json.loads(other.attrs["config"])
+    other.attrs["config"] = json.dumps({**config, "lr": 1e-4})
+    with pytest.raises(ConfigError, match="differs in lr"):
+        combine_cnn_dropout([share(whole, [0, 1]), other])
+    with pytest.raises(ConfigError, match="a result of cnn_dropout"):
+        combine_cnn_dropout([whole.assign_attrs(kind="dnnphase.sweep")])
+
+
+def test_the_paper_preset_is_the_text_and_the_authors_differ_in_channels_only():
+    paper, authors = CNN_DROPOUT_SCALES["paper"], CNN_DROPOUT_SCALES["authors"]
+    assert paper["channels"] == 16 and authors["channels"] == 20
+    assert {k: v for k, v in authors.items() if k != "channels"} == \
+        {k: v for k, v in paper.items() if k != "channels"}
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--banana"], "unrecognized arguments"),
+    (["--seeds", "0,11"], "--seeds must be distinct seeds"),
+    (["--combine", "missing.nc"], "is not a file"),
+])
+def test_bad_options_are_one_line_before_any_work(tmp_path, args, words):
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), *args],
+                         capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert out.returncode == 2, out.stderr
+    assert words in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "out").exists()
