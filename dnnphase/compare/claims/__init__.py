@@ -10,7 +10,8 @@ test, read from committed result files, with a verdict reached by a rule fixed i
 A topic is a module of this folder with ``TITLE`` (its section's heading), ``ORDER`` (its
 place in the ledger) and ``claims(root) -> list[Claim]``; :func:`collect` finds it by
 itself. The shared rule for "highest accuracy where the load curve is linear" lives in
-:mod:`dnnphase.compare.claims.rules`.
+:mod:`dnnphase.compare.claims.rules`; :mod:`dnnphase.compare.claims.equiseparation` puts other
+readings of a row's chosen cell (He & Su's Pearson r) through the same rule.
 
 May import: everything :mod:`dnnphase.compare` may; nothing in the package imports it.
 """
