@@ -1,0 +1,122 @@
+"""Sphinx roles in docstrings as cross-references of the API reference (a griffe extension).
+
+The docstrings name each other the Sphinx way (``:func:`simulate```,
+``:class:`~springblock.config.ChainConfig```, ``:mod:`phasecore.sweeps```). mkdocs.yml
+loads this extension (``extensions: [tools/griffe_sphinx_roles.py]``), which rewrites each
+role, before the docstring is parsed, into an *optional* cross-reference of mkdocs-autorefs:
+a link where the reference shows the target (under its public name or the module path it
+is defined at), plain code where it does not (an implementation module, a private
+constant). No role reaches the page as text.
+
+A role's target is resolved the way Sphinx does: a dotted name starting with one of the
+packages is absolute, anything else is looked up in the docstring's own scope (the
+object, its class, its module and what the module imports). ``~`` shows the last
+component only; ``title <target>`` shows the title.
+
+It also escapes what Markdown would swallow in plain prose: a placeholder such as
+``<knob>`` outside code would otherwise be read as an HTML tag and vanish.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import griffe
+
+#: Top-level packages whose dotted names are taken as absolute paths.
+PACKAGES = ("springblock", "dnnphase", "phasecore")
+
+#: ``:role:`target``` (Sphinx; ``py:`` domain prefix allowed).
+ROLE = re.compile(r":(?:py:)?(?P<role>func|class|mod|data|meth|attr|exc|obj|const):"
+                  r"`(?P<text>[^`]+)`")
+
+#: Inline code spans (kept as they are) between the prose pieces.
+CODE_SPAN = re.compile(r"(`+)(?:.+?)\1", flags=re.S)
+
+#: ``<name>`` placeholders in prose; real inline HTML tags are left alone.
+PLACEHOLDER = re.compile(r"<(/?)([A-Za-z_][\w.-]*)>")
+HTML_TAGS = frozenset({"a", "b", "br", "code", "em", "i", "kbd", "p", "pre", "span", "strong",
+                       "sub", "sup", "autoref"})
+
+
+def resolve(obj: griffe.Object, target: str) -> str:
+    """The identifier (a dotted path) that ``target``, written in ``obj``'s docstring, names."""
+    target = target.lstrip(".")
+    head, _, rest = target.partition(".")
+    if head in PACKAGES:
+        return target
+    scope = obj
+    while scope is not None:
+        try:
+            found = scope.resolve(head)
+        except (griffe.NameResolutionError, griffe.AliasResolutionError):
+            scope = scope.parent
+            continue
+        return f"{found}.{rest}" if rest else found
+    return target
+
+
+def _reference(obj: griffe.Object, match: re.Match) -> str:
+    text = match["text"].strip()
+    titled = re.fullmatch(r"(?P<title>.+?)\s*<(?P<target>[^<>]+)>", text)
+    if titled:
+        title, target = titled["title"], titled["target"]
+    else:
+        target = text.lstrip("~")
+        title = target.rsplit(".", 1)[-1] if text.startswith("~") else target
+    identifier = resolve(obj, target.lstrip("~"))
+    return (f'<autoref identifier="{html.escape(identifier)}" optional>'
+            f"<code>{html.escape(title)}</code></autoref>")
+
+
+def _escape_placeholders(text: str) -> str:
+    return PLACEHOLDER.sub(lambda m: m[0] if m[2].lower() in HTML_TAGS
+                           else f"&lt;{m[1]}{m[2]}&gt;", text)
+
+
+def _prose(text: str) -> str:
+    """Placeholders escaped outside inline code spans."""
+    pieces, last = [], 0
+    for code in CODE_SPAN.finditer(text):
+        pieces += [_escape_placeholders(text[last:code.start()]), code[0]]
+        last = code.end()
+    return "".join([*pieces, _escape_placeholders(text[last:])])
+
+
+def rewrite(obj: griffe.Object, text: str) -> str:
+    """``text`` with every role as a cross-reference and placeholders escaped, code left as
+    it is: inline code spans and fenced blocks."""
+    out, fenced = [], False
+    for block in re.split(r"(^[ \t]*```[^\n]*$)", text, flags=re.M):
+        if re.match(r"[ \t]*```", block):
+            fenced = not fenced
+            out.append(block)
+        elif fenced:
+            out.append(block)
+        else:
+            references: list[str] = []
+
+            def keep(match: re.Match, references=references) -> str:
+                references.append(_reference(obj, match))
+                return f"\x00{len(references) - 1}\x00"
+
+            block = _prose(ROLE.sub(keep, block))
+            out.append(re.sub("\x00(\\d+)\x00", lambda m, r=references: r[int(m[1])], block))
+    return "".join(out)
+
+
+def _objects(obj: griffe.Object):
+    yield obj
+    for member in obj.members.values():
+        if not member.is_alias:
+            yield from _objects(member)
+
+
+class SphinxRoles(griffe.Extension):
+    """Rewrites the roles of every docstring of a package once it is loaded."""
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
+        for obj in _objects(pkg):
+            if obj.docstring is not None:
+                obj.docstring.value = rewrite(obj, obj.docstring.value)
