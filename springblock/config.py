@@ -72,8 +72,11 @@ UNITS = {
 class ChainConfig:
     """Everything that defines a chain ensemble except the seeds.
 
-    Parameters (units in brackets; the paper's symbols in parentheses):
+    Units in brackets; the paper's symbols in parentheses. Every field is checked
+    when the configuration is made (a :class:`ConfigError` naming it).
 
+    Parameters
+    ----------
     blocks : int, >= 2
         Number of blocks L (hidden layers). Load curves have L + 1 points, at
         least 3 for their curvature (the theory's functions take L = 1 too).
