@@ -31,8 +31,8 @@ PACKAGES = ("springblock", "dnnphase", "phasecore")
 ROLE = re.compile(r":(?:py:)?(?P<role>func|class|mod|data|meth|attr|exc|obj|const):"
                   r"`(?P<text>[^`]+)`")
 
-#: Inline code spans (kept as they are) between the prose pieces.
-CODE_SPAN = re.compile(r"(`+)(?:.+?)\1", flags=re.S)
+#: A role, or an inline code span (kept as it is, roles inside it too).
+TOKEN = re.compile(rf"{ROLE.pattern}|(?P<ticks>`+)(?s:.+?)(?P=ticks)")
 
 #: ``<name>`` placeholders in prose; real inline HTML tags are left alone.
 PLACEHOLDER = re.compile(r"<(/?)([A-Za-z_][\w.-]*)>")
@@ -46,15 +46,11 @@ def resolve(obj: griffe.Object, target: str) -> str:
     head, _, rest = target.partition(".")
     if head in PACKAGES:
         return target
-    scope = obj
-    while scope is not None:
-        try:
-            found = scope.resolve(head)
-        except (griffe.NameResolutionError, griffe.AliasResolutionError):
-            scope = scope.parent
-            continue
-        return f"{found}.{rest}" if rest else found
-    return target
+    try:
+        found = obj.resolve(head)  # the object's members, then its parents' (imports too)
+    except (griffe.NameResolutionError, griffe.AliasResolutionError):
+        return target
+    return f"{found}.{rest}" if rest else found
 
 
 def _reference(obj: griffe.Object, match: re.Match) -> str:
@@ -75,13 +71,14 @@ def _escape_placeholders(text: str) -> str:
                            else f"&lt;{m[1]}{m[2]}&gt;", text)
 
 
-def _prose(text: str) -> str:
-    """Placeholders escaped outside inline code spans."""
-    pieces, last = [], 0
-    for code in CODE_SPAN.finditer(text):
-        pieces += [_escape_placeholders(text[last:code.start()]), code[0]]
-        last = code.end()
-    return "".join([*pieces, _escape_placeholders(text[last:])])
+def _inline(obj: griffe.Object, text: str) -> str:
+    """Roles as references, placeholders escaped, inline code spans left as they are."""
+    out, last = [], 0
+    for token in TOKEN.finditer(text):
+        out.append(_escape_placeholders(text[last:token.start()]))
+        out.append(token[0] if token["ticks"] else _reference(obj, token))
+        last = token.end()
+    return "".join([*out, _escape_placeholders(text[last:])])
 
 
 def rewrite(obj: griffe.Object, text: str) -> str:
@@ -92,17 +89,8 @@ def rewrite(obj: griffe.Object, text: str) -> str:
         if re.match(r"[ \t]*```", block):
             fenced = not fenced
             out.append(block)
-        elif fenced:
-            out.append(block)
         else:
-            references: list[str] = []
-
-            def keep(match: re.Match, references=references) -> str:
-                references.append(_reference(obj, match))
-                return f"\x00{len(references) - 1}\x00"
-
-            block = _prose(ROLE.sub(keep, block))
-            out.append(re.sub("\x00(\\d+)\x00", lambda m, r=references: r[int(m[1])], block))
+            out.append(block if fenced else _inline(obj, block))
     return "".join(out)
 
 
