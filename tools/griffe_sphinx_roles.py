@@ -14,7 +14,8 @@ object, its class, its module and what the module imports). ``~`` shows the last
 component only; ``title <target>`` shows the title.
 
 It also escapes what Markdown would swallow in plain prose: a placeholder such as
-``<knob>`` outside code would otherwise be read as an HTML tag and vanish.
+``<knob>`` outside code would otherwise be read as an HTML tag and vanish, and two
+asterisks of notation (``F*``, ``2**63``) would set the text between them in italics.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ TOKEN = re.compile(rf"{ROLE.pattern}|(?P<ticks>`+)(?s:.+?)(?P=ticks)")
 
 #: ``<name>`` placeholders in prose; real inline HTML tags are left alone.
 PLACEHOLDER = re.compile(r"<(/?)([A-Za-z_][\w.-]*)>")
+#: ``*emphasis*`` / ``**strong**`` as written on purpose: opened before a word, closed after.
+EMPHASIS = re.compile(r"(?<![\w*\\])(\*{1,2})(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])", flags=re.S)
+#: Asterisks right after a word or bracket: notation (F*, 2**63), never emphasis.
+STAR = re.compile(r"(?<=[\w)\]])\*+")
 HTML_TAGS = frozenset({"a", "b", "br", "code", "em", "i", "kbd", "p", "pre", "span", "strong",
                        "sub", "sup", "autoref"})
 
@@ -66,9 +71,20 @@ def _reference(obj: griffe.Object, match: re.Match) -> str:
             f"<code>{html.escape(title)}</code></autoref>")
 
 
+def _escape_stars(text: str) -> str:
+    """Asterisks attached to the end of a word (``F*``, ``2**63``) escaped, so that two of
+    them do not turn the text between into emphasis; ``*emphasis*`` and bullets stay."""
+    out, last = [], 0
+    for match in EMPHASIS.finditer(text):
+        out += [STAR.sub(lambda m: "\\*" * len(m[0]), text[last:match.start()]), match[0]]
+        last = match.end()
+    return "".join([*out, STAR.sub(lambda m: "\\*" * len(m[0]), text[last:])])
+
+
 def _escape_placeholders(text: str) -> str:
-    return PLACEHOLDER.sub(lambda m: m[0] if m[2].lower() in HTML_TAGS
+    text = PLACEHOLDER.sub(lambda m: m[0] if m[2].lower() in HTML_TAGS
                            else f"&lt;{m[1]}{m[2]}&gt;", text)
+    return _escape_stars(text)
 
 
 def _inline(obj: griffe.Object, text: str) -> str:

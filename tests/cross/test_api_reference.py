@@ -121,6 +121,9 @@ def test_prose_survives_markdown(site):
     # a placeholder outside code would be read as an HTML tag and vanish
     assert "(alpha, <code>&lt;knob&gt;</code>, seed" in site["sweep"]
     assert "&lt;row&gt;, &lt;col&gt;" in site["phase_diagram"]
+    # two asterisks of notation would set the text between them in italics
+    assert re.search(r"h\(F\*\) = 0 \(Eq\. 8\)\. For unbounded \(Gaussian\) noise\s+F\* =",
+                     site["theory"])
     for page, text in site.items():  # no RST literal-block marker, no stray bold
         assert not re.search(r"::\s*</p>", text), page
         assert not re.search(r"<strong>\d", text), page
@@ -151,10 +154,11 @@ def test_roles_become_optional_references_and_code_is_left_alone():
     module.set_member("ChainConfig", griffe.Alias("ChainConfig", "springblock.config.ChainConfig"))
     text = rewrite(module, ":func:`simulate` and :class:`ChainConfig`, :mod:`~phasecore.sweeps`,"
                            " :func:`the chain <springblock.simulate>`; ``:func:`x` <out>``,"
-                           " dims (<row>, seed)\n```\n:func:`y` <knob>\n```")
+                           " dims (<row>, seed), *set* F* h(F*) 2**63\n```\n:func:`y` <knob>\n```")
     assert ('<autoref identifier="simulate" optional><code>simulate</code></autoref>' in text)
     assert 'identifier="springblock.config.ChainConfig" optional><code>ChainConfig<' in text
     assert 'identifier="phasecore.sweeps" optional><code>sweeps</code>' in text
     assert 'identifier="springblock.simulate" optional><code>the chain</code>' in text
     assert "``:func:`x` <out>``" in text and "(&lt;row&gt;, seed)" in text
+    assert r"*set* F\* h(F\*) 2\*\*63" in text
     assert text.endswith("```\n:func:`y` <knob>\n```")
