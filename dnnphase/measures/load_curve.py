@@ -381,9 +381,9 @@ class LoadCurveRecorder:
     ----------
     model : torch.nn.Module
         The network being trained.
-    train, test : data as :func:`measure_model` takes them
-        The training data and (optional) a test set, each measured at every
-        recorded epoch (a ``split`` dimension).
+    train, test : tuple, Dataset, DataLoader or iterable
+        The training data and (optional) a test set, as :func:`measure_model` takes
+        them, each measured at every recorded epoch (a ``split`` dimension).
     every : int, default 1
         Measure at the epochs that are multiples of ``every``.
     layers, batch_size, rcond
