@@ -2,7 +2,7 @@
 
 The docstrings name each other the Sphinx way (``:func:`simulate```,
 ``:class:`~springblock.config.ChainConfig```, ``:mod:`phasecore.sweeps```). mkdocs.yml
-loads this extension (``extensions: [tools/griffe_sphinx_roles.py]``), which rewrites each
+loads this extension (``tools/griffe_sphinx_roles.py:SphinxRoles``), which rewrites each
 role, before the docstring is parsed, into an *optional* cross-reference of mkdocs-autorefs:
 a link where the reference shows the target (under its public name or the module path it
 is defined at), plain code where it does not (an implementation module, a private
@@ -16,6 +16,8 @@ component only; ``title <target>`` shows the title.
 It also escapes what Markdown would swallow in plain prose: a placeholder such as
 ``<knob>`` outside code would otherwise be read as an HTML tag and vanish, and two
 asterisks of notation (``F*``, ``2**63``) would set the text between them in italics.
+And it gives each name of a grouped numpy parameter (``mu_right, mu_left : float``) an
+entry of its own, so that each shows its own default and annotation.
 """
 
 from __future__ import annotations
@@ -110,6 +112,37 @@ def rewrite(obj: griffe.Object, text: str) -> str:
     return "".join(out)
 
 
+def split_groups(text: str) -> str:
+    """Each name of a grouped numpy parameter (``a, b : type``) as an entry of its own.
+
+    griffe gives every name of a group the annotation and default of the first one found
+    in the signature; apart, each name shows its own (the type written, if any, stays
+    shared, and so does the description).
+    """
+    lines, out, i, section = text.split("\n"), [], 0, None
+    while i < len(lines):
+        line = lines[i]
+        if i + 1 < len(lines) and re.fullmatch(r"-{3,}", lines[i + 1].strip()):
+            section = line.strip()
+        group = re.fullmatch(r"((?:\*{0,2}\w+, )+\*{0,2}\w+)( : .*)?", line)
+        if section in ("Parameters", "Other Parameters") and group:
+            body = []
+            while i + 1 < len(lines) and (not lines[i + 1].strip()
+                                          or lines[i + 1].startswith((" ", "\t"))):
+                i += 1
+                body.append(lines[i])
+            trailing = []  # blank lines stay after the last name
+            while body and not body[-1].strip():
+                trailing.append(body.pop())
+            for name in group[1].split(", "):
+                out += [name + (group[2] or ""), *body]
+            out += trailing
+        else:
+            out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
 def _objects(obj: griffe.Object):
     yield obj
     for member in obj.members.values():
@@ -123,4 +156,4 @@ class SphinxRoles(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
         for obj in _objects(pkg):
             if obj.docstring is not None:
-                obj.docstring.value = rewrite(obj, obj.docstring.value)
+                obj.docstring.value = split_groups(rewrite(obj, obj.docstring.value))

@@ -58,7 +58,7 @@ class SweepConfig(TrainingSettings):
 
     Parameters
     ----------
-    knob, values : str, float or sequence of float
+    knob, values
         The noise knob (:mod:`dnnphase.knobs`) and its values (None: the knob's
         ``default_values``, four points over the paper's range).
     alphas : float or sequence of float
@@ -318,10 +318,10 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ----------
     config : SweepConfig, optional
         The sweep, or its fields as ``**params``: ``sweep(knob="dropout", values=[0, 0.3])``.
-    output, overwrite : str or Path, bool
+    output, overwrite
         A NetCDF path for the result: the sweep is then resumable (:mod:`phasecore.sweeps`);
         an existing output is refused unless ``overwrite``.
-    scheduler, workers : str, int
+    scheduler, workers
         "serial" (default: here, one thread), "processes" (``workers``, default one per
         core; from a script, under ``if __name__ == "__main__":``) or a Dask address.
     quiet : bool, default True

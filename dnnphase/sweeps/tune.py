@@ -272,7 +272,7 @@ def tune(config: SweepConfig | None = None, *, knob: str | None = None,
         alphas and seeds give the defaults of ``knob``, ``low`` / ``high``, ``alpha``
         and ``seeds``); and/or SweepConfig fields as ``**sweep_fields``
         (``dataset="digits", depth=4, ...``).
-    knob, low, high : str, float, float
+    knob, low, high
         The knob and the range searched (default: the knob's default grid's ends),
         inside the knob's allowed range, low < high.
     alpha : float, optional
@@ -280,7 +280,7 @@ def tune(config: SweepConfig | None = None, *, knob: str | None = None,
         else 0, ReLU).
     seeds : int or list of int, default 4
         Every value trains these seeds (a count or a list).
-    values_per_round, rounds, tolerance, within_se, max_models : int, int, float, float, int
+    values_per_round, rounds, tolerance, within_se, max_models
         The search and its budget (defaults 3 values per round, 4 rounds, a bracket
         of 2 % of the range or both ends within 2 standard errors of 0), see
         :func:`search` (``max_models`` counts the final models too).

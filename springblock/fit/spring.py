@@ -131,7 +131,7 @@ def fit_spring(load_curves, *, modulus: float = 1.0, horizon: float = DEFAULT_HO
         "theory" (mean-drift model) or "simulation" (also correct the mean-field
         bias by simulating ``sim_seeds`` seeds, ``sim_iterations`` times, with time
         step ``step`` for curves whose residual exceeds ``refine_threshold``).
-    refine_threshold, sim_seeds, sim_iterations, step : float, int, int, float
+    refine_threshold, sim_seeds, sim_iterations, step
         The simulation refinement's settings.
     max_iter : int, default 40
         Levenberg-Marquardt iterations.

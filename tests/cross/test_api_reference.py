@@ -164,3 +164,11 @@ def test_roles_become_optional_references_and_code_is_left_alone():
     assert "``:func:`x` <out>``" in text and "(&lt;row&gt;, seed)" in text
     assert r"*set* F\* h(F\*) 2\*\*63" in text
     assert text.endswith("```\n:func:`y` <knob>\n```")
+
+
+def test_grouped_parameters_are_shown_one_by_one(site):
+    """griffe gives a group (``a, b : type``) the first name's annotation and default."""
+    text = site["simulate"]
+    mu_left = text[text.index("<code>mu_left</code>"):][:1500]
+    default = re.search(r"<td>\s*<code>([^<]*)</code>\s*</td>\s*</tr>", mu_left)
+    assert default and default[1] == "None", mu_left  # mu_right's is 0.0
