@@ -143,6 +143,30 @@ def split_groups(text: str) -> str:
     return "\n".join(out)
 
 
+FIELD = re.compile(r"(?P<names>\*{0,2}\w+(?:, \*{0,2}\w+)*) : (?P<text>\S.*)")
+
+
+def list_fields(text: str) -> str:
+    """Prose fields written ``name : description`` (continued on indented lines) before any
+    numpy section, as a list of ``name`` — description: Markdown would run them together
+    into one paragraph."""
+    lines, out, in_list, fenced = text.split("\n"), [], False, False
+    for i, line in enumerate(lines):
+        if i + 1 < len(lines) and re.fullmatch(r"-{3,}", lines[i + 1].strip()):
+            return "\n".join(out + lines[i:])  # the sections are griffe's
+        fenced ^= line.lstrip().startswith("```")
+        field = not fenced and FIELD.fullmatch(line)
+        if field:
+            if not in_list and out and out[-1].strip():
+                out.append("")  # a list needs a blank line after a paragraph
+            out.append(f"* ``{field['names']}`` — {field['text']}")
+            in_list = True
+        else:
+            in_list = in_list and line.startswith((" ", "\t"))
+            out.append(line)
+    return "\n".join(out)
+
+
 def _objects(obj: griffe.Object):
     yield obj
     for member in obj.members.values():
@@ -156,4 +180,4 @@ class SphinxRoles(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
         for obj in _objects(pkg):
             if obj.docstring is not None:
-                obj.docstring.value = split_groups(rewrite(obj, obj.docstring.value))
+                obj.docstring.value = split_groups(list_fields(rewrite(obj, obj.docstring.value)))

@@ -149,7 +149,7 @@ def test_roles_become_optional_references_and_code_is_left_alone():
 
     sys.path.insert(0, str(ROOT / "tools"))
     try:
-        from griffe_sphinx_roles import rewrite
+        from griffe_sphinx_roles import list_fields, rewrite
     finally:
         sys.path.remove(str(ROOT / "tools"))
     module = griffe.Module("springblock.phase")
@@ -164,6 +164,16 @@ def test_roles_become_optional_references_and_code_is_left_alone():
     assert "``:func:`x` <out>``" in text and "(&lt;row&gt;, seed)" in text
     assert r"*set* F\* h(F\*) 2\*\*63" in text
     assert text.endswith("```\n:func:`y` <knob>\n```")
+    fields = list_fields("Intro.\nx, y : the first\n    two.\nz : one.\n```\nq : int = 1\n```\n\n"
+                         "Parameters\n----------\na : int\n")
+    assert fields.startswith("Intro.\n\n* ``x, y`` — the first\n    two.\n* ``z`` — one.\n"
+                             "```\nq : int")
+    assert fields.endswith("Parameters\n----------\na : int\n")
+
+
+def test_prose_fields_are_a_list_not_one_paragraph(site):
+    # FitResult's fields, written "name : description" without a numpy section
+    assert "<li><code>mu_right_se, noise_se</code> —" in site["fit"]
 
 
 def test_grouped_parameters_are_shown_one_by_one(site):
