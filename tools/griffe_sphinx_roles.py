@@ -16,8 +16,10 @@ component only; ``title <target>`` shows the title.
 It also escapes what Markdown would swallow in plain prose: a placeholder such as
 ``<knob>`` outside code would otherwise be read as an HTML tag and vanish, and two
 asterisks of notation (``F*``, ``2**63``) would set the text between them in italics.
-And it gives each name of a grouped numpy parameter (``mu_right, mu_left : float``) an
-entry of its own, so that each shows its own default and annotation.
+It shows fields written ``name : description`` in prose (before any numpy section) as a
+list, where Markdown would run them into one paragraph. And it gives each name of a
+grouped numpy parameter (``mu_right, mu_left : float``) an entry of its own, so that each
+shows its own default and annotation.
 """
 
 from __future__ import annotations
