@@ -182,3 +182,17 @@ def test_grouped_parameters_are_shown_one_by_one(site):
     mu_left = text[text.index("<code>mu_left</code>"):][:1500]
     default = re.search(r"<td>\s*<code>([^<]*)</code>\s*</td>\s*</tr>", mu_left)
     assert default and default[1] == "None", mu_left  # mu_right's is 0.0
+
+
+def test_the_docstrings_examples_run():
+    """The ``>>>`` examples of the entry points' docstrings give what they show."""
+    import doctest
+
+    for names in ENTRY_POINTS.values():
+        for name in names:
+            obj = public(name)
+            finder = doctest.DocTestFinder(recurse=False)
+            for test in finder.find(obj, name, globs={**vars(importlib.import_module(
+                    obj.__module__)), "np": importlib.import_module("numpy")}):
+                result = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS).run(test)
+                assert result.failed == 0, name
