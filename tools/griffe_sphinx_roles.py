@@ -49,6 +49,11 @@ HTML_TAGS = frozenset({"a", "b", "br", "code", "em", "i", "kbd", "p", "pre", "sp
                        "sub", "sup", "autoref"})
 
 
+#: Public names defined once in the loaded packages -> their path (for a bare name that
+#: the docstring's module does not import, e.g. ``:class:`ConfigError```).
+UNIQUE: dict[str, str] = {}
+
+
 def resolve(obj: griffe.Object, target: str) -> str:
     """The identifier (a dotted path) that ``target``, written in ``obj``'s docstring, names."""
     target = target.lstrip(".")
@@ -58,8 +63,21 @@ def resolve(obj: griffe.Object, target: str) -> str:
     try:
         found = obj.resolve(head)  # the object's members, then its parents' (imports too)
     except (griffe.NameResolutionError, griffe.AliasResolutionError):
+        found = UNIQUE.get(head)
+    if found is None:
         return target
     return f"{found}.{rest}" if rest else found
+
+
+def unique_names(collection) -> dict[str, str]:
+    """Each public name (no leading ``_``) defined at exactly one path in the packages."""
+    paths: dict[str, set[str]] = {}
+    for package in PACKAGES:
+        if package in collection.members:
+            for obj in _objects(collection.members[package]):
+                if not obj.is_module and not obj.name.startswith("_"):
+                    paths.setdefault(obj.name, set()).add(obj.path)
+    return {name: found.pop() for name, found in paths.items() if len(found) == 1}
 
 
 def _reference(obj: griffe.Object, match: re.Match) -> str:
@@ -180,6 +198,8 @@ class SphinxRoles(griffe.Extension):
     """Rewrites the roles of every docstring of a package once it is loaded."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
+        UNIQUE.clear()
+        UNIQUE.update(unique_names(pkg.modules_collection))
         for obj in _objects(pkg):
             if obj.docstring is not None:
                 obj.docstring.value = split_groups(list_fields(rewrite(obj, obj.docstring.value)))
