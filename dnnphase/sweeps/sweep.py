@@ -59,33 +59,28 @@ class SweepConfig(TrainingSettings):
     Parameters
     ----------
     knob, values
-        The noise knob (:mod:`dnnphase.knobs`) and its values (None: the knob's
-        ``default_values``, four points over the paper's range).
+        The noise knob (:mod:`dnnphase.knobs`) and its values (None: its ``default_values``).
     alphas : float or sequence of float
-        LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear). ``values`` and
-        ``alphas`` are numbers, not text (:func:`phasecore.checks.parse_values` reads it).
+        LeakyReLU negative slopes in [0, 1] (0 = ReLU); as ``values``, numbers, not text.
     seeds : int or sequence of int
         The model seeds (all of a model's randomness): n (0..n-1) or distinct integers >= 0.
     dataset, data_seed, n_train, root
         The data, see :func:`dnnphase.data.load_dataset`.
     arch, depth, width, channels, kernel_size, norm, bias, weight_init
-        The network, :class:`dnnphase.networks.architecture.Architecture` (their meaning
-        and checks): "mlp" (L hidden layers of width n), "cnn" (L conv layers of
-        ``channels`` channels, on an image data set) or "linear" (the MLP with the
-        identity: alphas must be (1,)); ``norm`` one of :data:`dnnphase.networks.mlp.NORMS`,
-        ``weight_init`` one of :data:`dnnphase.networks.mlp.WEIGHT_INITS`.
+        The network, :class:`dnnphase.networks.architecture.Architecture` (meaning, checks;
+        ``norm`` in :data:`dnnphase.networks.mlp.NORMS`, ``weight_init`` in
+        :data:`dnnphase.networks.mlp.WEIGHT_INITS`): "mlp" (L hidden layers of width n),
+        "cnn" (L conv layers, on image data) or "linear" (the identity: alphas (1,)).
     epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype, device
         The training settings, :class:`dnnphase.training.train.TrainingSettings` (defaults
         and checks); ``batch_size=None``: full batch; ``device="auto"``: CUDA if present.
     schedule : tuple of (int, str, float or None)
         Dropout / lr changes during training, ``(epoch, knob, value)`` entries
-        (:mod:`dnnphase.training.schedule`); a value None is each model's own (the swept
-        value, else ``dropout`` / ``lr``): ``((1, "dropout", 0.0), (51, "dropout",
-        None))`` trains without dropout for 50 epochs, then with each model's p (Fig. S2);
-        one that never lets the swept knob's values act is refused.
+        (:mod:`dnnphase.training.schedule`; None: each model's own value):
+        ``((1, "dropout", 0.0), (51, "dropout", None))`` trains without dropout for 50
+        epochs, then with each model's p (Fig. S2); one the swept values never act in is refused.
     dropout, label_noise : float
-        The other per-model knobs. The swept knob's own field (of these, ``lr`` or
-        ``batch_size``) must stay at its default: its values are ``values``.
+        The other per-model knobs; the swept knob's field stays at its default (``values`` sets it).
     measures : sequence of str
         Measures of every layer (:data:`dnnphase.measures.separation_numpy.MEASURE_NAMES`).
     record_every : int
