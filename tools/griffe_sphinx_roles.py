@@ -137,7 +137,8 @@ def split_groups(text: str) -> str:
 
     griffe gives every name of a group the annotation and default of the first one found
     in the signature; apart, each name shows its own (the type written, if any, stays
-    shared, and so does the description).
+    shared, and so does a one-line description; a longer one is the first name's, the
+    others point to it).
     """
     lines, out, i, section = text.split("\n"), [], 0, None
     while i < len(lines):
@@ -154,8 +155,12 @@ def split_groups(text: str) -> str:
             trailing = []  # blank lines stay after the last name
             while body and not body[-1].strip():
                 trailing.append(body.pop())
-            for name in group[1].split(", "):
-                out += [name + (group[2] or ""), *body]
+            first, *others = group[1].split(", ")
+            out += [first + (group[2] or ""), *body]
+            indent = re.match(r"\s*", body[0])[0] if body else "    "
+            for name in others:  # a long description once, then a pointer to it
+                out += [name + (group[2] or ""),
+                        *(body if len(body) <= 1 else [f"{indent}See ``{first}``."])]
             out += trailing
         else:
             out.append(line)

@@ -149,7 +149,7 @@ def test_roles_become_optional_references_and_code_is_left_alone():
 
     sys.path.insert(0, str(ROOT / "tools"))
     try:
-        from griffe_sphinx_roles import list_fields, rewrite
+        from griffe_sphinx_roles import list_fields, rewrite, split_groups
     finally:
         sys.path.remove(str(ROOT / "tools"))
     module = griffe.Module("springblock.phase")
@@ -169,6 +169,9 @@ def test_roles_become_optional_references_and_code_is_left_alone():
     assert fields.startswith("Intro.\n\n* ``x, y`` — the first\n    two.\n* ``z`` — one.\n"
                              "```\nq : int")
     assert fields.endswith("Parameters\n----------\na : int\n")
+    groups = split_groups("Parameters\n----------\na, b : int\n    one\n    two.\nc, d\n    x.\n")
+    assert groups.endswith("a : int\n    one\n    two.\nb : int\n    See ``a``.\n"
+                           "c\n    x.\nd\n    x.\n")
 
 
 def test_prose_fields_are_a_list_not_one_paragraph(site):
