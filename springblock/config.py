@@ -72,8 +72,11 @@ UNITS = {
 class ChainConfig:
     """Everything that defines a chain ensemble except the seeds.
 
-    Parameters (units in brackets; the paper's symbols in parentheses):
+    Units in brackets; the paper's symbols in parentheses. Every field is checked
+    when the configuration is made (a :class:`ConfigError` naming it).
 
+    Parameters
+    ----------
     blocks : int, >= 2
         Number of blocks L (hidden layers). Load curves have L + 1 points, at
         least 3 for their curvature (the theory's functions take L = 1 too).
@@ -109,7 +112,7 @@ class ChainConfig:
         (:func:`springblock.theory.max_stable_step`) and be at least
         1e-10 / modulus (:data:`springblock.checks.MIN_STEP_MODULUS`: shorter
         steps move a block by less than the rounding of its position).
-    steps : int >= 1, or ``math.inf``
+    steps : int >= 1, or math.inf
         Number of time steps; the horizon is T = steps * step. Any size
         (1e10 and beyond; a whole float such as 1e10 is taken as an int).
         ``inf`` asks for the stationary state (overdamped, events or auto):

@@ -205,21 +205,41 @@ def run_ensemble(
     checkpoint: runner.Checkpoint | None = None,
     progress: str | None = None,
 ) -> EnsembleResult:
-    """Advance one chain per (config, seed) pair.
+    """Advance one chain per (config, seed) pair: the engine under :func:`simulate` and
+    :func:`springblock.phase_diagram`, for ensembles of chains that differ.
 
-    ``configs`` and ``seeds`` have length M; chains may differ in every
-    parameter of :data:`springblock.config.CHAIN_PARAMS` (and in
-    ``algorithm``) but share ``blocks``, ``dynamics``, ``noise_sharing``,
-    ``steps``, ``record_every``, the stopping rule and ``rng``. ``groups``
-    (M,) labels the chains whose seed-mean load curve the stopping rule
-    watches (default: all chains one group). A chain's result depends only on
-    its own config and seed (and the algorithm that ran it).
+    A chain's result depends only on its own config and seed (and the algorithm
+    that ran it). The kernels run in slices of ~0.1 s (:mod:`springblock.runner`):
+    Ctrl-C or SIGTERM stops the run within about that (KeyboardInterrupt).
 
-    The kernels run in slices of ~0.1 s (:mod:`springblock.runner`): Ctrl-C
-    or SIGTERM stops the run within about that (KeyboardInterrupt). With a
-    ``checkpoint`` the state is saved there periodically and when
-    interrupted, and a run with the same chains resumes from it bit for bit.
-    ``progress``: a label; a long run then reports its progress on stderr.
+    Parameters
+    ----------
+    configs : sequence of ChainConfig, length M
+        Chains may differ in every parameter of :data:`springblock.config.CHAIN_PARAMS`
+        (and in ``algorithm``) but share ``blocks``, ``dynamics``, ``noise_sharing``,
+        ``steps``, ``record_every``, the stopping rule and ``rng``.
+    seeds : numpy.ndarray, (M,) int
+        Each chain's seed.
+    groups : numpy.ndarray, (M,) int, optional
+        Labels of the chains whose seed-mean load curve the stopping rule watches
+        (default: all chains one group).
+    checkpoint : runner.Checkpoint, optional
+        The state is saved there periodically and when interrupted, and a run with
+        the same chains resumes from it bit for bit.
+    progress : str, optional
+        A label; a long run then reports its progress on stderr.
+
+    Returns
+    -------
+    EnsembleResult
+        ``positions`` (M, L), ``steps_run`` (M,), ``trajectory`` (M, times, L) or
+        None, ``algorithm``, ``events`` and ``frozen`` (M,); a diverged chain's
+        positions are NaN.
+
+    Raises
+    ------
+    ConfigError
+        Chains that differ in a field they must share.
     """
     plan = _plan(configs, seeds, groups)
     state = checkpoint.load(plan) if checkpoint is not None else None
@@ -280,34 +300,62 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
              **params) -> xr.Dataset:
     """Simulate an ensemble of identical chains, one per seed.
 
-    ``config`` is a :class:`ChainConfig`, or pass its fields as keywords
-    (``simulate(blocks=7, mu_right=0.1, mu_left=0.2, noise=0.1, seeds=64)``).
-    ``seeds``: a count n (seeds 0..n-1), a ``range`` or a list of integers, each at most
-    2**63 - 1 (2**32 - 1 with ``rng='legacy'``).
-
     Before any work the memory the run needs is estimated and refused beyond
-    what the machine has available (:mod:`springblock.memory`). ``output``:
-    a NetCDF path the result is saved to; while the run goes on its state is
-    kept in ``<output>.parts/`` (every minute, and when Ctrl-C or SIGTERM
-    stops it), so the same call again resumes it, to the identical result.
-    An existing output, or the state of a different run there, is refused
-    unless ``overwrite``. ``quiet=False`` prints the expected run time of a
-    long run (compilation included) and its progress, on stderr.
+    what the machine has available (:mod:`springblock.memory`).
 
-    Returns an ``xarray.Dataset`` with
+    Parameters
+    ----------
+    config : ChainConfig, optional
+        The chain (:class:`ChainConfig`); or pass its fields as keywords
+        (``simulate(blocks=7, mu_right=0.1, mu_left=0.2, noise=0.1, seeds=64)``).
+    seeds : int, range or list of int, default 1
+        A count n (seeds 0..n-1), a ``range`` or a list of integers, each at most
+        ``2**63 - 1`` (``2**32 - 1`` with ``rng='legacy'``).
+    theory_prediction : bool, default True
+        Add ``theory_load_curve``, the mean-drift prediction at the horizon
+        (overdamped dynamics).
+    output : str or Path, optional
+        A NetCDF path the result is saved to; while the run goes on its state is
+        kept in ``<output>.parts/`` (every minute, and when Ctrl-C or SIGTERM
+        stops it), so the same call again resumes it, to the identical result.
+    overwrite : bool, default False
+        Replace an existing output, or the state of a different run there (both
+        are refused otherwise).
+    quiet : bool, default True
+        False prints the expected run time of a long run (compilation included)
+        and its progress, on stderr.
+    **params
+        :class:`ChainConfig` fields, when ``config`` is not given.
 
-    * ``load_curve (seed, layer)``: d_l = y - x_l, layer 0 (the wall) .. L;
-    * ``curvature``, ``curvature_scaled (seed)`` (:mod:`phasecore.loadcurve`);
-    * ``steps_run``, ``horizon (seed)`` (T = steps_run * step);
-    * ``trajectory (seed, time, layer)`` if ``record_every`` > 0;
-    * ``algorithm (seed)`` ("steps" or "events"), ``events (seed)`` (moves,
-      event-driven chains) and ``frozen (seed)`` (exact stationary state);
-    * ``diverged (seed)`` (positions overflowed) and ``out_of_scale (seed)``
-      (noise or friction above 1e6 k|y|), each with a warning;
-    * ``theory_load_curve (layer)``: the mean-drift prediction at the horizon
-      (overdamped dynamics), and ``stationary_load_curve (layer)``: the
-      infinite-time state of Eq. 8;
-    * attrs: configuration, package versions, horizon, the finite-horizon note.
+    Returns
+    -------
+    xarray.Dataset
+        * ``load_curve (seed, layer)``: d_l = y - x_l, layer 0 (the wall) .. L;
+        * ``curvature``, ``curvature_scaled (seed)`` (:mod:`phasecore.loadcurve`);
+        * ``steps_run``, ``horizon (seed)`` (T = steps_run * step);
+        * ``trajectory (seed, time, layer)`` if ``record_every`` > 0;
+        * ``algorithm (seed)`` ("steps" or "events"), ``events (seed)`` (moves,
+          event-driven chains) and ``frozen (seed)`` (exact stationary state);
+        * ``diverged (seed)`` (positions overflowed) and ``out_of_scale (seed)``
+          (noise or friction above 1e6 k|y|), each with a warning;
+        * ``theory_load_curve (layer)``: the mean-drift prediction at the horizon
+          (overdamped dynamics), and ``stationary_load_curve (layer)``: the
+          infinite-time state of Eq. 8;
+        * attrs: configuration, package versions, horizon, the finite-horizon note.
+
+    Raises
+    ------
+    ConfigError
+        A bad configuration or argument, or a run that needs more memory than the
+        machine has.
+    OutputExistsError
+        ``output`` exists (or holds the state of another run) and not ``overwrite``.
+
+    Examples
+    --------
+    >>> ds = simulate(blocks=7, mu_right=0.1, mu_left=0.2, noise=0.1, steps=2000, seeds=8)
+    >>> ds["load_curve"].dims
+    ('seed', 'layer')
     """
     config = as_config(config, ChainConfig, params)
     records = config.steps // config.record_every + 1 if config.record_every else 1

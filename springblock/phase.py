@@ -112,34 +112,66 @@ def phase_diagram(
 ) -> xr.Dataset:
     """Sweep two chain parameters; every cell runs every seed.
 
-    rows, cols : (name, values) or a spec string ``"name=start:stop:count"``;
-        names from :data:`springblock.config.CHAIN_PARAMS`.
-    seeds : count n (seeds 0..n-1), range or list of integers (each at most 2**63 - 1,
-        2**32 - 1 with ``rng='legacy'``). Cells with the same seed share their noise
-        stream (common random numbers), which makes differences between cells less noisy.
-    mu_left_ratio : if given, mu_left = ratio * mu_right in every cell.
-    config / **params : the base configuration (defaults as in :mod:`springblock.defaults`:
-        L=7, k=1, step 0.01; steps default to 100 000, i.e. T = 1000).
-        ``algorithm="events"`` or ``"auto"`` runs the overdamped chain
+    The memory the diagram needs is checked before any work
+    (:mod:`springblock.memory`).
+
+    Parameters
+    ----------
+    rows, cols : (str, sequence of float) or str
+        ``(name, values)`` or a spec string ``"name=start:stop:count"``; names from
+        :data:`springblock.config.CHAIN_PARAMS`.
+    seeds : int, range or list of int, default 10
+        A count n (seeds 0..n-1), a range or a list of integers (each at most
+        ``2**63 - 1``, ``2**32 - 1`` with ``rng='legacy'``). Cells with the same seed
+        share their noise stream (common random numbers), which makes differences
+        between cells less noisy.
+    mu_left_ratio : float, optional
+        If given, mu_left = ratio * mu_right in every cell.
+    config : ChainConfig, optional
+        The base configuration, or its fields as ``**params`` (defaults as in
+        :mod:`springblock.defaults`: L=7, k=1, step 0.01; steps default to 100 000,
+        i.e. T = 1000). ``algorithm="events"`` or ``"auto"`` runs the overdamped chain
         event-driven (:mod:`springblock.events`), which reaches any horizon,
         ``steps=math.inf`` (the stationary state) included.
-    output : NetCDF path; chunks are stored beside it while the sweep runs, so
-        an interrupted call resumes when repeated. Existing output is refused
-        unless ``overwrite``.
-    scheduler, workers : see :mod:`phasecore.sweeps`. Ctrl-C or SIGTERM stops
-        the sweep within about a second whatever the scheduler (the chain
-        kernels run in short slices, :mod:`springblock.runner`).
-    quiet : False prints the expected run time of a long sweep (compilation of
-        the kernels on first use included) and its progress. The memory the
-        diagram needs is checked before any work (:mod:`springblock.memory`).
+    output : str or Path, optional
+        NetCDF path; chunks are stored beside it while the sweep runs, so an
+        interrupted call resumes when repeated. Existing output is refused unless
+        ``overwrite``.
+    overwrite : bool, default False
+        Replace an existing output.
+    scheduler : str, default "serial"
+        Where the chunks run: "serial", "processes" or a Dask address (see
+        :mod:`phasecore.sweeps`). Ctrl-C or SIGTERM stops the sweep within about a
+        second whatever the scheduler (the chain kernels run in short slices,
+        :mod:`springblock.runner`).
+    workers : int, optional
+        Processes of the pool (default: one per core).
+    quiet : bool, default True
+        False prints the expected run time of a long sweep (compilation of the
+        kernels on first use included) and its progress.
+    chains_per_chunk : int
+        Chains computed together and stored as one resumable chunk.
+    theory_prediction : bool, default True
+        Add the mean-drift prediction of each cell.
+    **params
+        :class:`ChainConfig` fields of the base configuration.
 
-    Returns a Dataset with dims (<row>, <col>, seed, layer): ``load_curve``,
-    ``curvature``, ``curvature_scaled``, ``steps_run``, ``horizon``,
-    ``algorithm``, ``events``, ``frozen``, ``diverged``, ``out_of_scale`` (see
-    :func:`springblock.simulate`); the theory
-    beside it: ``theory_load_curve`` / ``theory_curvature`` /
-    ``theory_curvature_scaled`` (mean-drift prediction at each cell's mean
-    horizon, overdamped only), ``stationary_force`` F*, ``relaxation_time``.
+    Returns
+    -------
+    xarray.Dataset
+        Dims (<row>, <col>, seed, layer): ``load_curve``, ``curvature``,
+        ``curvature_scaled``, ``steps_run``, ``horizon``, ``algorithm``, ``events``,
+        ``frozen``, ``diverged``, ``out_of_scale`` (see :func:`springblock.simulate`);
+        the theory beside it: ``theory_load_curve`` / ``theory_curvature`` /
+        ``theory_curvature_scaled`` (mean-drift prediction at each cell's mean
+        horizon, overdamped only), ``stationary_force`` F*, ``relaxation_time``.
+
+    Raises
+    ------
+    ConfigError
+        A bad axis, configuration or argument (every cell's configuration is
+        built, and so checked, before any work), or a diagram that needs more
+        memory than the machine has.
     """
     (row_name, row_values), (col_name, col_values) = _axes(rows, cols)
     if config is not None:

@@ -151,6 +151,20 @@ def stationary_force(mu_right, mu_left, noise=0.0, truncation=math.inf):
     * noise bounded by |s xi| <= b = truncation * s: blocks arriving from the
       left stop once no noise draw can push them, at
       F_T = max(mu-> - b, (mu-> - mu<-)/2).
+
+    Parameters
+    ----------
+    mu_right, mu_left : float or array_like, >= 0  [force]
+        Friction for rightward (mu->) and leftward (mu<-) motion.
+    noise : float or array_like, >= 0
+        The force-noise level s.
+    truncation : float, default inf  [standard deviations]
+        The bound c of truncated noise (inf: Gaussian).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        F* [force], the arguments' broadcast shape (a float for scalars).
     """
     mu_right, mu_left, noise = (check_nonnegative_array(name, v) for name, v in
                                 (("mu_right", mu_right), ("mu_left", mu_left), ("noise", noise)))
@@ -308,13 +322,6 @@ def predict_positions(
     The one mean-field integrator of the project: the chain's
     ``theory_load_curve`` and the fit (:mod:`springblock.fit`) both use it.
 
-    ``mu_right``, ``mu_left``, ``noise`` and ``time_scale`` broadcast to a
-    common shape (...) of parameter sets, integrated together. The state is
-    returned at time ``horizon`` — shape (..., L) — or, if ``times`` (n,) is
-    given, at each of them — shape (..., n, L). With ``time_scale`` c the
-    times are multiplied by c per set (t = c * epoch, used to fit a time
-    scale); ``horizon`` is then the last time before scaling.
-
     Classical RK4 with steps growing from 0.01 to 2.5 / (c_max k lambda_max).
     Stable at any noise: the Jacobian of the right-hand side is D k Lap with
     D = diag(h'(F_l)) and 0 <= h' <= 1, so its eigenvalues lie in
@@ -322,6 +329,33 @@ def predict_positions(
     Agrees with an adaptive LSODA solution (rtol 1e-8) to ~3e-8, s = 0
     included. Cost ~ c_max T: at T = 1000, k = 1, L = 7 about 0.15 s per call
     plus ~3 ms per parameter set.
+
+    Parameters
+    ----------
+    blocks : int
+        L (>= 1).
+    mu_right, mu_left, noise : float or array_like  [force]
+        mu->, mu<- and s; with ``time_scale`` they broadcast to a common shape (...)
+        of parameter sets, integrated together.
+    horizon : float  [time]
+        T (> 0): the state is returned at this time.
+    truncation : float, default inf  [standard deviations]
+        The bound c of truncated noise (inf: Gaussian).
+    noise_decay : float, default 0.0  [1/time]
+        lambda: the noise level at time t is s exp(-lambda t).
+    modulus, target : float, default 1.0
+        k [force/length] and y [length].
+    times : array_like, (n,), optional
+        Increasing times >= 0 to return the state at, instead of ``horizon`` alone.
+    time_scale : float or array_like, default 1.0
+        c (> 0) per set: the times are multiplied by c (t = c * epoch, used to fit a
+        time scale); ``horizon`` is then the last time before scaling.
+
+    Returns
+    -------
+    numpy.ndarray
+        Positions x_1..x_L [length]: shape (..., L) at ``horizon``, or (..., n, L)
+        at each of ``times``.
     """
     check_blocks(blocks)
     require(is_finite(horizon) and horizon > 0, "horizon", "a finite number > 0", horizon)

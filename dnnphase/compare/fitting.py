@@ -85,15 +85,36 @@ def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
               source: str | None = None, **fit_options) -> xr.Dataset:
     """The chain fitted to every cell of a network sweep, labelled, with provenance.
 
-    ``network``: the sweep's Dataset, or the path (str or Path) of a file written by
-    ``dnnphase sweep`` (opened; its name is the default ``source``).
+    Parameters
+    ----------
+    network : xarray.Dataset, str or Path
+        The sweep's Dataset, or the path of a file written by ``dnnphase sweep``
+        (opened; its name is the default ``source``).
+    measure : str, default "trace_ratio"
+        The load curve fitted.
+    trajectory : bool, default False
+        False: :func:`fit_sweep_final` on each cell's seed-mean final load curve of
+        ``measure`` (fast; mu<- / mu-> and the horizon fixed). True:
+        :func:`fit_sweep_trajectory` on the load curves recorded during training
+        (mu->, mu<-, s and a time scale, with 95 % intervals; needs
+        ``record_every`` and the first measure).
+    source : str, optional
+        A file name kept in the provenance.
+    **fit_options
+        Go to the fit (:func:`springblock.fit.fit_spring` or
+        :func:`springblock.fit.fit_trajectory`).
 
-    ``trajectory=False``: :func:`fit_sweep_final` on each cell's seed-mean
-    final load curve of ``measure`` (fast; mu<- / mu-> and the horizon fixed).
-    ``trajectory=True``: :func:`fit_sweep_trajectory` on the load curves
-    recorded during training (mu->, mu<-, s and a time scale, with 95 %
-    intervals; needs ``record_every`` and the first measure). ``fit_options``
-    go to the fit; ``source`` (a file name) is kept in the provenance.
+    Returns
+    -------
+    xarray.Dataset
+        The fitted chain parameters over the sweep's grid (alpha, knob), their
+        errors and residuals; ``attrs``: kind "dnnphase.fit", config, knob.
+
+    Raises
+    ------
+    ConfigError
+        A fit option of the other fit, a trajectory fit of a sweep that recorded no
+        curves during training or of another measure.
     """
     if source is None and isinstance(network, (str, os.PathLike)):
         source = str(network)

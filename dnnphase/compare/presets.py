@@ -232,14 +232,42 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
               quiet: bool = False) -> dict[str, xr.Dataset]:
     """Run the whole pipeline of a preset; returns the report Dataset of each knob.
 
-    ``knobs``: only these of the preset's knobs (default: all), e.g. one knob
-    per machine into one shared folder.
+    Progress is one bar over all stages (the chain, then per knob its sweep and its
+    analysis). Every configuration, the data, the device and the memory are checked
+    before the chain starts.
 
-    ``scheduler`` runs the network sweeps (default: a process pool; serial for
-    the ``test`` preset, whose chunks are too small to pay for workers, and on CUDA,
-    where one GPU is one worker).
-    Progress is one bar over all stages (the chain, then per knob its sweep
-    and its analysis).
+    Parameters
+    ----------
+    preset : str, default "quick"
+        A key of :data:`PRESETS` ("test" takes about a minute, "quick" tens of
+        minutes).
+    output : str or Path, default "results"
+        The folder every result and figure is written to; a rerun in it resumes.
+    knobs : str or sequence of str, optional
+        Only these of the preset's knobs (default: all), e.g. one knob per machine
+        into one shared folder.
+    overwrite : bool, default False
+        Recompute the results already in ``output`` (without it a result there with
+        the same configuration is reused, one with another configuration refused).
+    scheduler : str, optional
+        Runs the network sweeps (default: a process pool; serial for the ``test``
+        preset, whose chunks are too small to pay for workers, and on CUDA, where
+        one GPU is one worker).
+    workers : int, optional
+        Processes of the pool (default: one per core).
+    quiet : bool, default False
+        True prints nothing.
+
+    Returns
+    -------
+    dict of str to xarray.Dataset
+        The report of :func:`compare` for each knob.
+
+    Raises
+    ------
+    ConfigError
+        An unknown preset or knob, a bad scheduler or worker count, data or a device
+        that is not there.
     """
     from dnnphase.sweeps.sweep import SweepConfig, default_scheduler, runs_on_cuda, sweep
 

@@ -53,14 +53,38 @@ def compare(spring, network, *, measure: str = MEASURE,
             tolerance: float = PHASE_TOLERANCE) -> xr.Dataset:
     """Compare a chain phase diagram with a network sweep; returns a report Dataset.
 
-    ``spring``, ``network``: the Datasets, or the paths (str or Path) of the files written
-    by ``springblock phase`` and ``dnnphase sweep`` (opened).
+    Cells whose seed mean is NaN (all seeds diverged) are masked with a warning.
 
-    ``tolerance``: half-width of the band of scale-free curvature called
-    linear (the same for both diagrams). Cells whose seed mean is NaN (all
-    seeds diverged) are masked with a warning. The signs of curvature's change per row
-    and column, and where the two diagrams' signs are opposite, are :func:`disagreement`'s
-    variables and attributes, merged in.
+    Parameters
+    ----------
+    spring, network : xarray.Dataset, str or Path
+        The Datasets, or the paths of the files written by ``springblock phase``
+        (:func:`springblock.phase_diagram`) and ``dnnphase sweep``
+        (:func:`dnnphase.sweep`), opened.
+    measure : str, default "trace_ratio"
+        The network's separation measure compared.
+    tolerance : float
+        Half-width of the band of scale-free curvature called linear (the same for
+        both diagrams).
+
+    Returns
+    -------
+    xarray.Dataset
+        Per network cell (alpha, knob): both phase labels, the chain's matching
+        cell, their agreement, rank correlations and accuracy peaks; the summary
+        numbers (``label_agreement``, ``label_kappa``, ...) in ``attrs``. The signs
+        of curvature's change per row and column, and where the two diagrams' signs
+        are opposite, are :func:`disagreement`'s variables and attributes, merged in.
+        :func:`summary` prints it in words.
+
+    Raises
+    ------
+    ConfigError
+        A bad argument (a ``ValueError``): an unknown measure, a tolerance out of range,
+        a path that is not a result file.
+    ValueError
+        A Dataset that is not the result it should be, or a diagram with no finite
+        cell.
     """
     spring = as_result(spring, "spring", "springblock.phase_diagram")
     network = as_result(network, "network", "dnnphase.sweep")

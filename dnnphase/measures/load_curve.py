@@ -277,40 +277,47 @@ def measure_model(
 
     Parameters
     ----------
-    model:
+    model : torch.nn.Module
         Any ``torch.nn.Module``; measured in eval mode, without gradients, on the
         device of its parameters (inputs are moved there and cast to its float
         dtype). Its training flag is restored afterwards.
-    data:
+    data : tuple, Dataset, DataLoader, iterable or mapping
         ``(x, y)`` arrays or tensors (x: samples first, y: (N,) integer labels),
         a ``torch.utils.data.Dataset`` or ``DataLoader`` yielding ``(x, y)``, or
         any re-iterable of ``(x, y)`` batches. Read twice, so it must give the
         same samples both times (no random augmentation). A mapping
         ``{"train": ..., "test": ...}`` measures each and adds a ``split`` dimension.
-    layers:
+    layers : sequence of str, optional
         Module names (``model.named_modules()``) whose outputs are measured, and
         ``"input"`` for the input; default :func:`default_layers`. Layers are
         ordered as they run in the forward pass; a module called k times gives
         k layers ``name``, ``name#2``, ..., ``name#k``. An output is flattened per
         sample (the first tensor of a tuple output).
-    measures:
+    measures : sequence of str
         Names in :data:`dnnphase.measures.separation_numpy.MEASURE_NAMES` (default the sweep's).
-    split:
+    split : str, default "train"
         The name of a single data set's split (a coordinate of the result).
-    batch_size:
+    batch_size : int
         Samples per forward pass for arrays and Datasets (a DataLoader keeps its own).
-    rcond:
+    rcond : float
         The fuzziness's relative rank cut-off (docs/measures.md).
 
     Returns
     -------
-    xarray.Dataset with ``load_curve`` (measure, layer) — (split, measure, layer)
-    for a mapping — float64, ``curvature`` and ``curvature_scaled`` per measure (NaN
-    with fewer than three layers),
-    ``n_samples`` per split; coordinates ``layer`` (the names), ``depth``
-    (0 .. L along layer), ``measure``, ``split``. Equal to a sweep's measurement
-    of the same features (:func:`dnnphase.measures.separation_torch.measure_layers`) to
-    rounding, whatever the batch size.
+    xarray.Dataset
+        ``load_curve`` (measure, layer) — (split, measure, layer) for a mapping —
+        float64, ``curvature`` and ``curvature_scaled`` per measure (NaN with fewer
+        than three layers), ``n_samples`` per split; coordinates ``layer`` (the
+        names), ``depth`` (0 .. L along layer), ``measure``, ``split``. Equal to a
+        sweep's measurement of the same features
+        (:func:`dnnphase.measures.separation_torch.measure_layers`) to rounding,
+        whatever the batch size.
+
+    Raises
+    ------
+    ConfigError
+        A model that is not a module, data of the wrong form, unknown measures or
+        layers that do not run in the forward pass (the message names which).
     """
     require(isinstance(model, nn.Module), "model", "a torch.nn.Module", type(model).__name__)
     measures = _check_options(measures, rcond, batch_size)
@@ -368,18 +375,32 @@ def _dataset(curves: dict[str, np.ndarray], sizes: dict[str, int], names: list[s
 class LoadCurveRecorder:
     """The load curve over training, for a training loop of one's own.
 
-    ::
+    Everything is checked here, before training.
 
-        recorder = LoadCurveRecorder(model, (x_train, y_train), (x_test, y_test), every=5)
-        for epoch in range(epochs + 1):
-            recorder(epoch)          # measures at epochs 0, 5, 10, ...
-            if epoch < epochs:
-                train_one_epoch(model)
-        curves = recorder.result()   # load_curve (epoch, split, measure, layer)
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network being trained.
+    train, test : tuple, Dataset, DataLoader or iterable
+        The training data and (optional) a test set, as :func:`measure_model` takes
+        them, each measured at every recorded epoch (a ``split`` dimension).
+    every : int, default 1
+        Measure at the epochs that are multiples of ``every``.
+    layers, batch_size, rcond
+        As :func:`measure_model`'s.
+    measures : sequence of str, default ("trace_ratio",)
+        As :func:`measure_model`'s; the paper's trace ratio alone is cheap.
 
-    ``train`` and ``test`` (optional): data as :func:`measure_model` takes them;
-    ``layers``, ``measures`` (default the paper's trace ratio alone: cheap),
-    ``batch_size``, ``rcond``: as there. Everything is checked here, before training.
+    Examples
+    --------
+    ```python
+    recorder = LoadCurveRecorder(model, (x_train, y_train), (x_test, y_test), every=5)
+    for epoch in range(epochs + 1):
+        recorder(epoch)          # measures at epochs 0, 5, 10, ...
+        if epoch < epochs:
+            train_one_epoch(model)
+    curves = recorder.result()   # load_curve (epoch, split, measure, layer)
+    ```
     """
 
     def __init__(self, model: nn.Module, train, test=None, *, every: int = 1,

@@ -53,47 +53,42 @@ __all__ = ["SweepConfig", "chunk_plan", "default_scheduler", "fused_cpu_layers",
 
 @dataclass(frozen=True)
 class SweepConfig(TrainingSettings):
-    """A network phase-diagram sweep (the paper's defaults: :mod:`dnnphase.defaults`).
+    """A network phase-diagram sweep (the paper's defaults: :mod:`dnnphase.defaults`), each
+    field checked when it is made (a :class:`ConfigError` naming it).
 
-    knob, values : the noise knob (:mod:`dnnphase.knobs`) and its values
-        (None: the knob's ``default_values``, four points over the paper's range).
-    alphas : LeakyReLU negative slopes in [0, 1] (0 = ReLU, most nonlinear). ``values``
-        and ``alphas`` are numbers (one, or a list); text such as "0.1,0.2" is the
-        command line's and is refused here (:func:`phasecore.checks.parse_values` reads it).
-    seeds : the model seeds (initialisation and all of a model's randomness): a count n
-        (seeds 0..n-1, as ``--seeds n`` and springblock's ``seeds``) or a list of
-        distinct integers >= 0.
-    dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
-    arch, depth, width, channels, kernel_size, norm, bias, weight_init : the network,
-        :class:`dnnphase.networks.architecture.Architecture` (their meaning and checks): "mlp"
-        (L hidden layers of width n), "cnn" (L conv layers of ``channels`` channels, on
-        an image data set) or "linear" (the MLP with the identity: alphas must be (1,));
-        ``norm`` one of :data:`dnnphase.networks.mlp.NORMS`, ``weight_init`` one of
-        :data:`dnnphase.networks.mlp.WEIGHT_INITS`.
-    epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype,
-        device : the training settings, :class:`dnnphase.training.train.TrainingSettings`
-        (their defaults and checks); ``batch_size=None``: full batch; ``device``
-        "auto" picks CUDA if present.
-    schedule : dropout / lr changes during training, ``(epoch, knob, value)`` entries
-        (:mod:`dnnphase.training.schedule`, a training setting too); a value None is each model's
-        own: the swept value for the swept knob, ``dropout`` / ``lr`` otherwise. E.g.
-        ``knob="dropout", schedule=((1, "dropout", 0.0), (51, "dropout", None))``: no
-        dropout in epochs 1..50, each model's p from epoch 51 (Fig. S2). A schedule that
-        never lets the swept knob's values act is refused.
-    dropout, label_noise : the other per-model knobs. The swept knob's own field
-        (of these, ``lr`` or ``batch_size``) must stay at its default: its values
-        are ``values``.
-    measures : separation measures computed for every layer
-        (:data:`dnnphase.measures.separation_numpy.MEASURE_NAMES`).
-    record_every : also record the first measure's load curve (training and test
-        set) every k epochs.
-    models_per_chunk : models trained by one batched call and stored as one
-        resumable chunk (float64 results do not depend on it; float32 results
-        only at the rounding level, so it is part of the configuration). None:
-        on the CPU at most ``defaults.MODELS_PER_CHUNK`` and at least
-        ``defaults.MIN_CHUNKS`` chunks, so that a pool's workers all get work and
-        progress shows early; on CUDA (``device`` cuda, or auto with CUDA present)
-        at most ``defaults.MODELS_PER_CHUNK_CUDA``, a stack that fills the GPU.
+    Parameters
+    ----------
+    knob, values
+        The noise knob (:mod:`dnnphase.knobs`) and its values (None: its ``default_values``).
+    alphas : float or sequence of float
+        LeakyReLU negative slopes in [0, 1] (0 = ReLU); as ``values``, numbers, not text.
+    seeds : int or sequence of int
+        The model seeds (all of a model's randomness): n (0..n-1) or distinct integers >= 0.
+    dataset, data_seed, n_train, root
+        The data, see :func:`dnnphase.data.load_dataset`.
+    arch, depth, width, channels, kernel_size, norm, bias, weight_init
+        The network, :class:`dnnphase.networks.architecture.Architecture` (meaning, checks;
+        ``norm`` in :data:`dnnphase.networks.mlp.NORMS`, ``weight_init`` in
+        :data:`dnnphase.networks.mlp.WEIGHT_INITS`): "mlp" (L hidden layers of width n),
+        "cnn" (L conv layers, on image data) or "linear" (the identity: alphas (1,)).
+    epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype, device
+        The training settings, :class:`dnnphase.training.train.TrainingSettings` (defaults
+        and checks); ``batch_size=None``: full batch; ``device="auto"``: CUDA if present.
+    schedule : tuple of (int, str, float or None)
+        Dropout / lr changes during training, ``(epoch, knob, value)`` entries
+        (:mod:`dnnphase.training.schedule`; None: each model's own value):
+        ``((1, "dropout", 0.0), (51, "dropout", None))`` trains without dropout for 50
+        epochs, then with each model's p (Fig. S2); one the swept values never act in is refused.
+    dropout, label_noise : float
+        The other per-model knobs; the swept knob's field stays at its default (``values`` sets it).
+    measures : sequence of str
+        Measures of every layer (:data:`dnnphase.measures.separation_numpy.MEASURE_NAMES`).
+    record_every : int
+        Also record the first measure's load curve (training and test set) every k epochs.
+    models_per_chunk : int, optional
+        Models trained as one stack, stored as one resumable chunk (float32 results depend
+        on it at the rounding level). None: on the CPU at most ``defaults.MODELS_PER_CHUNK``
+        in at least ``defaults.MIN_CHUNKS`` chunks; on CUDA a stack that fills the GPU.
     """
 
     knob: str = "dropout"
@@ -314,19 +309,32 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
           **params) -> xr.Dataset:
     """Train every (alpha, knob value, seed) model and measure its layers.
 
-    ``config`` or its fields as keywords, e.g.
-    ``sweep(knob="dropout", values=[0, 0.3], alphas=[0], seeds=[0, 1, 2])``.
-    With ``output`` (NetCDF path) the sweep is resumable (see
-    :mod:`phasecore.sweeps`); ``scheduler``: "serial" (default: this
-    process, one thread), "processes" (one worker per core; from a script, call
-    it under ``if __name__ == "__main__":``) or a Dask address.
+    Parameters
+    ----------
+    config : SweepConfig, optional
+        The sweep, or its fields as ``**params``: ``sweep(knob="dropout", values=[0, 0.3])``.
+    output, overwrite
+        A NetCDF path for the result: the sweep is then resumable (:mod:`phasecore.sweeps`);
+        an existing output is refused unless ``overwrite``.
+    scheduler, workers
+        "serial" (default: here, one thread), "processes" (``workers``, default one per
+        core; from a script, under ``if __name__ == "__main__":``) or a Dask address.
+    quiet : bool, default True
+        False prints the expected run time and the progress on stderr.
 
-    Returns a Dataset with dims (alpha, <knob>, seed, measure, layer[, epoch]):
-    ``load_curve``, ``curvature``, ``curvature_scaled`` (per measure),
-    ``test_accuracy``, ``train_accuracy``, ``train_loss``, ``epochs_run``,
-    ``steps_run``, ``diverged``, ``diverged_reason``; ``load_curve_epochs`` if
-    ``record_every``. The test set's: ``load_curve_test``, ``curvature_test``,
-    ``curvature_scaled_test`` and ``load_curve_epochs_test`` (NaN without a test set).
+    Returns
+    -------
+    xarray.Dataset
+        Dims (alpha, ``<knob>``, seed, measure, layer[, epoch]): ``load_curve``, ``curvature``,
+        ``curvature_scaled`` (per measure), ``test_accuracy``, ``train_accuracy``,
+        ``train_loss``, ``epochs_run``, ``steps_run``, ``diverged``, ``diverged_reason``;
+        ``load_curve_epochs`` if ``record_every``; the test set's ``load_curve_test``,
+        ``curvature_test``, ``curvature_scaled_test``, ``load_curve_epochs_test`` (or NaN).
+
+    Raises
+    ------
+    ConfigError
+        A bad configuration, data, device or memory need, all before any training.
     """
     # a config is already checked by its construction; a change makes (and checks) a new one
     cfg = as_config(config, SweepConfig, params)

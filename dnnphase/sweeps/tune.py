@@ -261,35 +261,58 @@ def tune(config: SweepConfig | None = None, *, knob: str | None = None,
          workers: int | None = None, quiet: bool = True, **sweep_fields) -> xr.Dataset:
     """The knob value at which the network's training load curve is linear.
 
-    The network and its training: ``config`` (a :class:`SweepConfig`; its knob, values,
-    alphas and seeds give the defaults of ``knob``, ``low`` / ``high``, ``alpha`` and
-    ``seeds``) and/or SweepConfig fields as keywords (``dataset="digits", depth=4, ...``).
     Only ``measure`` is computed unless ``measures`` is given; a round trains as one
-    stack unless ``models_per_chunk`` is given.
+    stack unless ``models_per_chunk`` is given. Everything is checked before any
+    training.
 
-    knob, low, high : the knob and the range searched (default: the knob's default grid's
-        ends), inside the knob's allowed range, low < high.
-    alpha : the LeakyReLU slope, one number in [0, 1] (default: the config's one alpha,
+    Parameters
+    ----------
+    config : SweepConfig, optional
+        The network and its training (a :class:`SweepConfig`; its knob, values,
+        alphas and seeds give the defaults of ``knob``, ``low`` / ``high``, ``alpha``
+        and ``seeds``); and/or SweepConfig fields as ``**sweep_fields``
+        (``dataset="digits", depth=4, ...``).
+    knob, low, high
+        The knob and the range searched (default: the knob's default grid's ends),
+        inside the knob's allowed range, low < high.
+    alpha : float, optional
+        The LeakyReLU slope, one number in [0, 1] (default: the config's one alpha,
         else 0, ReLU).
-    seeds : a count or a list (default 4): every value trains these seeds.
-    values_per_round, rounds, tolerance, within_se, max_models : the search and its
-        budget, see :func:`search` (``max_models`` counts the final models too).
-    measure : the load curve whose scale-free curvature is zeroed (default trace_ratio).
-    output : a NetCDF path: the result is saved there, and each round's sweep is kept in
-        ``<output>.parts/`` until then, so a rerun of an interrupted tune retrains none
-        of its finished rounds. ``overwrite``, ``scheduler``, ``workers``, ``quiet``: as
-        :func:`dnnphase.sweeps.sweep.sweep`'s (not quiet: one line per round).
+    seeds : int or list of int, default 4
+        Every value trains these seeds (a count or a list).
+    values_per_round, rounds, tolerance, within_se, max_models
+        The search and its budget (defaults 3 values per round, 4 rounds, a bracket
+        of 2 % of the range or both ends within 2 standard errors of 0), see
+        :func:`search` (``max_models`` counts the final models too).
+    measure : str, default "trace_ratio"
+        The load curve whose scale-free curvature is zeroed.
+    output : str or Path, optional
+        A NetCDF path: the result is saved there, and each round's sweep is kept in
+        ``<output>.parts/`` until then, so a rerun of an interrupted tune retrains
+        none of its finished rounds.
+    overwrite, scheduler, workers, quiet
+        As :func:`dnnphase.sweeps.sweep.sweep`'s (not quiet: one line per round).
+    **sweep_fields
+        :class:`SweepConfig` fields.
 
-    Everything is checked before any training (a :class:`ConfigError` naming the
-    parameter). Returns a Dataset: ``value`` (the chosen knob value), ``curvature`` and
-    ``curvature_se`` (seed mean and SE at it, from the final models), ``test_accuracy``
-    (their seed mean; recorded, never used for choosing), ``final_curvature``,
-    ``final_test_accuracy``, ``final_train_accuracy`` (seed), ``bracketed``,
-    ``stop_reason``, ``sign_changes``, ``models_trained``, ``rounds_run``, the path
-    ``path_value``, ``path_curvature``, ``path_curvature_se``, ``path_test_accuracy``,
-    ``path_diverged`` (round, slot) and ``bracket_low``, ``bracket_high``, ``estimate``
-    (round); ``attrs``: kind "dnnphase.tune", config, versions, knob, data, note, caveat
-    (:data:`CAVEAT`: where the rule was found to hold).
+    Returns
+    -------
+    xarray.Dataset
+        ``value`` (the chosen knob value), ``curvature`` and ``curvature_se`` (seed
+        mean and SE at it, from the final models), ``test_accuracy`` (their seed
+        mean; recorded, never used for choosing), ``final_curvature``,
+        ``final_test_accuracy``, ``final_train_accuracy`` (seed), ``bracketed``,
+        ``stop_reason``, ``sign_changes``, ``models_trained``, ``rounds_run``, the
+        path ``path_value``, ``path_curvature``, ``path_curvature_se``,
+        ``path_test_accuracy``, ``path_diverged`` (round, slot) and ``bracket_low``,
+        ``bracket_high``, ``estimate`` (round); ``attrs``: kind "dnnphase.tune",
+        config, versions, knob, data, note, caveat (:data:`CAVEAT`: where the rule
+        was found to hold).
+
+    Raises
+    ------
+    ConfigError
+        A bad argument or configuration (naming the parameter), before any training.
     """
     if config is not None:  # a dict or a path is named before its fields are read
         as_config(config, SweepConfig, {})

@@ -108,25 +108,54 @@ def fit_spring(load_curves, *, modulus: float = 1.0, horizon: float = DEFAULT_HO
                step: float = 0.01, max_iter: int = 40) -> FitResult:
     """Fit (mu->, s) of a spring-block chain to each load curve's shape.
 
-    load_curves : (..., L+1) D_0..D_L per curve, any scale (normalised here);
-        the chain gets L blocks. NaN curves give NaN results.
-    modulus : k (> 0); forces are reported in units of k y with y = 1.
-    horizon : T (> 0), the time at which the chain is observed (fixed).
-    mu_left_ratio : mu<- / mu-> (>= 0), fixed.
-    mu_right : None to fit mu->, or a fixed value (then s alone is fitted).
-    bounds : ((mu_min, mu_max), (s_min, s_max)), default ((0, 0.1 k), (0, 0.1 k)).
-    grid : (n_mu, n_s) points of the cached starting grid, each >= 2.
-    refine : "theory" (mean-drift model) or "simulation" (also correct the
-        mean-field bias by simulating ``sim_seeds`` seeds with time step
-        ``step`` for curves whose residual exceeds ``refine_threshold``).
-    max_iter : Levenberg-Marquardt iterations.
+    Pass all curves in one call: the integrations are batched.
 
-    Returns a :class:`FitResult` with arrays of the leading shape (...). Pass
-    all curves in one call: the integrations are batched. Example::
+    Parameters
+    ----------
+    load_curves : array_like, (..., L+1)
+        D_0..D_L per curve, any scale (normalised here); the chain gets L blocks.
+        NaN curves give NaN results.
+    modulus : float, default 1.0
+        k (> 0); forces are reported in units of k y with y = 1.
+    horizon : float
+        T (> 0), the time at which the chain is observed (fixed).
+    mu_left_ratio : float
+        mu<- / mu-> (>= 0), fixed.
+    mu_right : float, optional
+        None to fit mu->, or a fixed value (then s alone is fitted).
+    bounds : ((float, float), (float, float)), optional
+        ((mu_min, mu_max), (s_min, s_max)), default ((0, 0.1 k), (0, 0.1 k)).
+    grid : (int, int), default (24, 24)
+        (n_mu, n_s) points of the cached starting grid, each >= 2.
+    refine : {"theory", "simulation"}
+        "theory" (mean-drift model) or "simulation" (also correct the mean-field
+        bias by simulating ``sim_seeds`` seeds, ``sim_iterations`` times, with time
+        step ``step`` for curves whose residual exceeds ``refine_threshold``).
+    refine_threshold, sim_seeds, sim_iterations, step
+        The simulation refinement's settings.
+    max_iter : int, default 40
+        Levenberg-Marquardt iterations.
 
-        res = fit_spring(ds["load_curve"].mean("seed").values)  # (alpha, dropout, layer)
-        out = res.to_dataset(dims=["alpha", "dropout"],
-                             coords={d: ds[d].values for d in ("alpha", "dropout")})
+    Returns
+    -------
+    FitResult
+        Arrays of the leading shape (...): the fitted parameters, their standard
+        errors, residuals and bound flags.
+
+    Raises
+    ------
+    ConfigError
+        A setting out of its range (naming it).
+
+    Examples
+    --------
+    Every cell of a sweep, as a Dataset over its grid:
+
+    ```python
+    res = fit_spring(ds["load_curve"].mean("seed").values)  # (alpha, dropout, layer)
+    out = res.to_dataset(dims=["alpha", "dropout"],
+                         coords={d: ds[d].values for d in ("alpha", "dropout")})
+    ```
     """
     _check_arguments(modulus, horizon, mu_left_ratio, mu_right, grid, refine, refine_threshold,
                      sim_seeds, sim_iterations, step, max_iter)

@@ -287,29 +287,55 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
                    variant: ChainVariant | None = None) -> TrajectoryFit:
     """Fit (mu->, mu<-, s, c) of the mean-field chain to load curves over training.
 
-    curves : (..., E, L+1) network load curves D_l at ``epochs`` (E,), any
-        units; the chain gets L blocks. For one final curve pass
-        ``curves[..., None, :]`` and ``epochs=[1]``: then c is the horizon T.
-    start : "rest" (the chain starts at rest at epoch 0; an epoch-0 frame is
-        left out) or "network" (the chain starts from each cell's first
-        curve, and the network's total drop b is fitted too).
-    weights : None (equal) or (..., E, L+1) inverse variances of the points
-        (e.g. :func:`springblock.fit.weights.seed_weights`; 0 leaves a point out); their overall
-        scale is re-estimated from the misfit.
-    bounds : dict overriding :data:`DEFAULT_BOUNDS` (keys mu_right, mu_left,
-        noise, horizon — T = c (last epoch - start epoch) — and total_drop).
-    n_starts : grid starts per curve for the local fit.
-    profile_values : points at which a parameter the local fit cannot see
-        (infinite standard error, or on a bound) is pinned to profile it out
-        of the others' intervals (0: Wald intervals only).
-    acceptable_chi2 : cells with a larger chi2/dof are not explained by the
-        chain: they keep their best estimate but get no interval (NaN; ``inf``
-        gives every cell intervals).
-    variant : a :class:`springblock.fit.variants.ChainVariant` (None: the paper's chain,
-        the default): a time map, decaying noise or a friction profile, its parameter fixed.
+    Pass all cells in one call: the grid of starting chains from rest is shared.
 
-    Returns :class:`TrajectoryFit`. Pass all cells in one call: the grid of
-    starting chains from rest is shared.
+    Parameters
+    ----------
+    curves : array_like, (..., E, L+1)
+        Network load curves D_l at ``epochs``, any units; the chain gets L blocks.
+        For one final curve pass ``curves[..., None, :]`` and ``epochs=[1]``: then
+        c is the horizon T.
+    epochs : array_like, (E,)
+        The epochs of the curves, increasing.
+    weights : array_like, (..., E, L+1), optional
+        None (equal) or inverse variances of the points (e.g.
+        :func:`springblock.fit.weights.seed_weights`; 0 leaves a point out); their
+        overall scale is re-estimated from the misfit.
+    start : {"rest", "network"}
+        "rest" (the chain starts at rest at epoch 0; an epoch-0 frame is left out)
+        or "network" (the chain starts from each cell's first curve, and the
+        network's total drop b is fitted too).
+    modulus : float, default 1.0
+        k (> 0).
+    bounds : dict, optional
+        Overrides of :data:`DEFAULT_BOUNDS` (keys mu_right, mu_left, noise,
+        horizon — T = c (last epoch - start epoch) — and total_drop).
+    n_starts : int, default 3
+        Grid starts per curve for the local fit.
+    max_iter : int, default 60
+        Iterations of the local fit.
+    profile_values : int, default 4
+        Points at which a parameter the local fit cannot see (infinite standard
+        error, or on a bound) is pinned to profile it out of the others' intervals
+        (0: Wald intervals only).
+    acceptable_chi2 : float
+        Cells with a larger chi2/dof are not explained by the chain: they keep their
+        best estimate but get no interval (NaN; ``inf`` gives every cell intervals).
+    variant : ChainVariant, optional
+        A :class:`springblock.fit.variants.ChainVariant` (None: the paper's chain,
+        the default): a time map, decaying noise or a friction profile, its
+        parameter fixed.
+
+    Returns
+    -------
+    TrajectoryFit
+        The estimates with their 95 % intervals, bound flags and residuals, arrays
+        of the leading shape (...).
+
+    Raises
+    ------
+    ConfigError
+        A setting out of its range (naming it).
     """
     require(start in STARTS, "start", f"one of {', '.join(STARTS)}", start)
     data, used, first = _used_frames(curves, epochs, start)
