@@ -80,9 +80,17 @@ class SweepConfig(TrainingSettings):
         ``knob="dropout", schedule=((1, "dropout", 0.0), (51, "dropout", None))``: no
         dropout in epochs 1..50, each model's p from epoch 51 (Fig. S2). A schedule that
         never lets the swept knob's values act is refused.
-    dropout, label_noise : the other per-model knobs. The swept knob's own field
-        (of these, ``lr`` or ``batch_size``) must stay at its default: its values
-        are ``values``.
+    dropout, label_noise, random_labels : the other per-model knobs. The swept knob's own
+        field (of these, ``lr`` or ``batch_size``) must stay at its default: its values
+        are ``values``. ``random_labels``: the fraction of the training labels reassigned
+        once, before training, from each model's seed (Galanti et al.'s random labels;
+        ``label_noise`` redraws labels every step); each model trains on, and its training
+        set is measured with, its own labels (not yet with ``record_every``).
+    momentum, weight_decay, lr_drops : SGD's momentum, the L2 weight decay and the
+        learning-rate drops (lr / 10) at fractions of the run
+        (:class:`dnnphase.training.settings.TrainingSettings`); the papers' training is
+        ``optimizer="sgd", momentum=0.9, weight_decay=5e-4, lr_drops=(1/3, 2/3),
+        batch_size=128``.
     measures : separation measures computed for every layer
         (:data:`dnnphase.measures.separation_numpy.MEASURE_NAMES`).
     record_every : also record the first measure's load curve (training and test
@@ -114,6 +122,7 @@ class SweepConfig(TrainingSettings):
     weight_init: str = "default"
     dropout: float = 0.0
     label_noise: float = 0.0
+    random_labels: float = 0.0
     measures: tuple = defaults.SWEEP_MEASURES
     record_every: int = 0
     models_per_chunk: int | None = None
@@ -159,7 +168,7 @@ class SweepConfig(TrainingSettings):
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)
         super().validate()  # epochs, batch_size, optimizer, lr, ..., dtype, device
-        for name in ("dropout", "label_noise"):  # lr, batch_size: training settings, above
+        for name in ("dropout", "label_noise", "random_labels"):  # lr, batch_size: above
             knobs.check(name, getattr(self, name))
         knobs.check(self.knob, self.values, label=f"values of {self.knob}")
         fixed, default = getattr(self, self.knob), _FIELD_DEFAULTS[self.knob]
@@ -173,6 +182,11 @@ class SweepConfig(TrainingSettings):
                 "own)", self.schedule)
         require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
                 "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
+        relabelled = self.random_labels > 0 or (self.knob == "random_labels"
+                                                and max(self.values) > 0)
+        require(not (relabelled and self.record_every), "record_every",
+                "0 with fixed random labels (curves during training would be measured with "
+                "the clean labels)", self.record_every)
         check_measures(self.measures, "measures")
         check_distinct("measures", self.measures)
         # Before any plan is made: 10^9 networks would fill the memory with their chunk
@@ -262,7 +276,8 @@ class SweepConfig(TrainingSettings):
 _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 #: Fields added after results were stored (figures/): left out of a stored configuration
 #: while at their default, so such results resume and are reused as before.
-_LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule")
+_LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule", "momentum", "weight_decay",
+                 "lr_drops", "random_labels")
 
 
 def default_scheduler(device: str, workers: int | None = None) -> str:
@@ -441,9 +456,10 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     healthy = np.flatnonzero(~diverged)
     if healthy.size:
         features = result.features(indices=healthy.tolist(), on_device=True)  # L+1 (m, N, d)
-        curves[healthy] = separation.measure_layers(
-            features, y_train, cfg.measures).cpu().numpy()  # (m, measures, L+1)
-        centres = laws.class_centres(features, y_train)  # Galanti's NCC: training centres
+        labels = y_train if result.train_labels is None \
+            else result.train_labels[torch.as_tensor(healthy)]  # each model's own
+        curves[healthy] = _measure_train(features, labels, cfg.measures)  # (m, measures, L+1)
+        centres = laws.class_centres(features, labels)  # Galanti's NCC: training centres
         del features
     curves_test = np.full_like(curves, np.nan)
     ncc_test = np.full((len(seeds), cfg.depth + 1), np.nan)
@@ -482,3 +498,16 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
         out["load_curve_epochs_test"] = (("model", "epoch", "layer"), snaps_test)
         out = out.assign_coords(epoch=epochs)
     return out
+
+
+def _measure_train(features, labels, measures) -> np.ndarray:
+    """The training set's load curves (m, measures, L+1) with ``labels`` shared (N,) or
+    each model's own (m, N) (fixed random labels: one model at a time, which gives the
+    same values: a model's curve depends on its own features only)."""
+    from dnnphase import separation
+
+    if labels.dim() == 1:
+        return separation.measure_layers(features, labels, measures).cpu().numpy()
+    return np.concatenate([separation.measure_layers([f[j:j + 1] for f in features],
+                                                     labels[j], measures).cpu().numpy()
+                           for j in range(labels.shape[0])])
