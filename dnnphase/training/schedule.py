@@ -30,6 +30,14 @@ on; on the command line ``dnnphase sweep --knob dropout --values 0.1,0.2,0.3 --e
 100 --schedule dropout@1=0,dropout@51``. A learning-rate drop to a tenth at epoch 31
 for lr = 1e-3: ``((31, "lr", 1e-4),)``, ``--schedule lr@31=1e-4``.
 
+Learning-rate drops relative to the run's length (``lr_drops`` of the training settings,
+He & Su's "annealed by a factor of 10 at 1/3 and 2/3 of the 600 epochs"): fractions f of
+the run, increasing in (0, 1); at the start of epoch ⌊f·epochs + ½⌋ + 1 every model's
+current learning rate is divided by :data:`LR_DROP_DIVISOR` (10), whatever its own value
+(a swept lr keeps its ratios). A schedule that sets lr cannot be combined with them
+(:func:`check_lr_drops`); the stopping rules wait for the last drop as for the last
+scheduled epoch (:func:`rules_start`).
+
 Early stopping: the stopping rules (loss threshold and plateau,
 :class:`~dnnphase.training.train.TrainConfig`) are suspended until the schedule's last epoch E
 (:func:`last_epoch`); from E on they look only at the epoch losses since E, so the
