@@ -36,7 +36,8 @@ means instead: another, optimistic quantity, kept under its own name.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -153,7 +154,7 @@ def class_centres(features: Sequence[torch.Tensor], labels) -> Centres:
     onehot = torch.zeros((*y.shape[:-1], len(classes), n), dtype=_F64, device=h0.device)
     onehot.scatter_(-2, index.unsqueeze(-2), 1.0)  # (K, N) or (M, K, N)
     counts = onehot.sum(-1, keepdim=True)  # (..., K, 1)
-    with torch.no_grad():
+    with torch.no_grad(), _one_cpu_thread(h0.device):
         means = [torch.matmul(onehot, h.to(_F64)) / counts.clamp(min=1) for h in features]
     present = (counts[..., 0] > 0).expand(m, len(classes))
     return Centres(means, classes, present)
@@ -184,7 +185,7 @@ def ncc_to_centres(features: Sequence[torch.Tensor], labels, centres: Centres) -
     present = centres.present.to(features[0].device)  # (M, K)
     k = present.sum(-1, keepdim=True).clamp(min=1).to(_F64)  # (M, 1)
     out = []
-    with torch.no_grad():
+    with torch.no_grad(), _one_cpu_thread(features[0].device):
         for h, c in zip(features, centres.means, strict=True):
             x = h.to(_F64)
             mc = torch.where(present[..., None], c, 0.0)
@@ -197,3 +198,18 @@ def ncc_to_centres(features: Sequence[torch.Tensor], labels, centres: Centres) -
             ok = torch.isfinite(x).flatten(1).all(1) & torch.isfinite(mc).flatten(1).all(1)
             out.append(torch.where(ok, hit, torch.nan))
     return torch.stack(out, dim=1)
+
+
+@contextmanager
+def _one_cpu_thread(device: torch.device) -> Iterator[None]:
+    """One torch thread on the CPU (restored afterwards), as the measures: a result then
+    does not depend on the thread count (a threaded matmul may sum in another order)."""
+    old = torch.get_num_threads()
+    pin = device.type == "cpu" and old != 1
+    if pin:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if pin:
+            torch.set_num_threads(old)

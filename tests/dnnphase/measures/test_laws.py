@@ -171,3 +171,34 @@ def test_measure_model_carries_the_statistics_and_the_training_centres_ncc():
     one = measure_model(model, (x, y), measures=["trace_ratio"])
     assert "ncc_train_centres" not in one  # one split: nothing to classify with its centres
     assert np.isnan(one["pearson_r"]) and np.isnan(one["effective_depth"])
+
+
+def test_measure_model_without_the_input_lets_the_first_layer_be_the_effective_depth():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(),
+                          nn.Linear(8, 2)).double()
+    y = torch.arange(40) % 2
+    x = torch.randn(40, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    x[:, 0] += 50.0 * y  # separable at once
+    ds = measure_model(model, (x, y), layers=["1", "3"], measures=["ncc"])
+    ncc = ds["load_curve"].sel(measure="ncc").values
+    hit = [k for k in (0, 1) if ncc[k] >= 0.99]
+    np.testing.assert_array_equal(ds["effective_depth"], hit[0] if hit else np.nan)
+    assert np.isnan(ds["pearson_r"])  # two layers: no correlation to speak of
+
+
+def test_the_ncc_does_not_depend_on_the_thread_count():
+    rng = np.random.default_rng(4)
+    y = np.arange(300) % 4
+    train = _layers(rng, 3, 300, y)
+    results = []
+    for threads in (1, 2):
+        old = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            centres = laws.class_centres(train, torch.tensor(y))
+            results.append((laws.ncc_to_centres(train, torch.tensor(y), centres),
+                            [c.clone() for c in centres.means]))
+        finally:
+            torch.set_num_threads(old)
+    assert torch.equal(results[0][0], results[1][0])
+    assert all(torch.equal(a, b) for a, b in zip(results[0][1], results[1][1], strict=True))

@@ -81,3 +81,13 @@ def test_bad_training_options_exit_2_with_one_line_and_write_nothing(args, messa
     err = capsys.readouterr().err.strip()
     assert err.startswith("dnnphase: error:") and "\n" not in err and message in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_random_labels_do_not_depend_on_the_chunking():
+    """A model's labels come from its seed alone: one chunk of four models or four chunks
+    of one give the same float64 results, bit for bit."""
+    kw = dict(SMALL, knob="random_labels", values=[0.25, 0.75], alphas=[0.0], seeds=[0, 1],
+              epochs=2, lr_drops=(0.5,))
+    one, four = (phase.sweep(**kw, models_per_chunk=n) for n in (4, 1))
+    for name in ("load_curve", "train_accuracy", "ncc_train_centres_test", "pearson_r"):
+        assert one[name].values.tobytes() == four[name].values.tobytes(), name
