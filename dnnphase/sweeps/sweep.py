@@ -85,7 +85,7 @@ class SweepConfig(TrainingSettings):
         are ``values``. ``random_labels``: the fraction of the training labels reassigned
         once, before training, from each model's seed (Galanti et al.'s random labels;
         ``label_noise`` redraws labels every step); each model trains on, and its training
-        set is measured with, its own labels (not yet with ``record_every``).
+        set is measured with, its own labels (``train_accuracy`` and ``train_loss`` too).
     momentum, weight_decay, lr_drops : SGD's momentum, the L2 weight decay and the
         learning-rate drops (lr / 10) at fractions of the run
         (:class:`dnnphase.training.settings.TrainingSettings`); the papers' training is
@@ -182,11 +182,6 @@ class SweepConfig(TrainingSettings):
                 "own)", self.schedule)
         require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
                 "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
-        relabelled = self.random_labels > 0 or (self.knob == "random_labels"
-                                                and max(self.values) > 0)
-        require(not (relabelled and self.record_every), "record_every",
-                "0 with fixed random labels (curves during training would be measured with "
-                "the clean labels)", self.record_every)
         check_measures(self.measures, "measures")
         check_distinct("measures", self.measures)
         # Before any plan is made: 10^9 networks would fill the memory with their chunk
@@ -438,7 +433,9 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     x_test, y_test = torch.as_tensor(data.x_test), torch.as_tensor(data.y_test)
     measure_test = test_set and np.unique(data.y_test).size >= 2  # measure_layers needs two
 
-    def record(features):  # on the training device, all models at once
+    def record(features, labels=None):  # on the training device, all models at once
+        if labels is not None:  # each model's own fixed random labels, (m, N)
+            return torch.from_numpy(_measure_train(features, labels, (primary,))[:, 0])
         return separation.measure_layers(features, y_train, (primary,))[:, 0]  # (m, L+1)
 
     def record_test(features):

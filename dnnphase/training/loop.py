@@ -379,7 +379,7 @@ class TrainingStack:
         if not positions:
             return
         gone = self.model.select(positions)
-        rec = self._features_record(gone) if self.data.record_epochs else None
+        rec = self._features_record(gone, positions) if self.data.record_epochs else None
         # Split into single models on the CPU: on a GPU one model's select is ~150 tiny
         # kernels and copies, and a 320-model stack's end then cost more than 3 epochs.
         gone = gone.to("cpu")
@@ -408,18 +408,27 @@ class TrainingStack:
 
     # ------------------------------------------------------------ records
 
-    def _features_record(self, model: EnsembleMLP) -> dict[str, Any]:
-        """``{"train": record}`` of ``model``'s eval-mode features, and ``"test"`` when
-        the test set is recorded; on the CPU."""
+    def _features_record(self, model: EnsembleMLP,
+                         positions: list[int] | None = None) -> dict[str, Any]:
+        """``{"train": record}`` of ``model``'s eval-mode features (the models at stack
+        ``positions``, None: all), and ``"test"`` when the test set is recorded; on the CPU.
+        With each model's own labels (fixed random labels) the training record function is
+        called as ``record_fn(features, labels)``, labels ``(m, N)``."""
         data = self.data
-        out = {"train": self._record_of(model, data.x, data.record_fn)}
+        labels = self.labels
+        if labels is not None and positions is not None:
+            labels = labels[torch.tensor(positions, device=labels.device)]
+        out = {"train": self._record_of(model, data.x, data.record_fn, labels)}
         if data.x_test is not None:
             out["test"] = self._record_of(model, data.x_test, data.test_record_fn)
         return out
 
-    def _record_of(self, model: EnsembleMLP, x: torch.Tensor, fn: Callable | None) -> Any:
+    def _record_of(self, model: EnsembleMLP, x: torch.Tensor, fn: Callable | None,
+                   labels: torch.Tensor | None = None) -> Any:
         feats = model.features(x, stack_size=self.data.eval_stack)
-        return _to_cpu(fn(feats) if fn is not None else feats)  # off the GPU
+        if fn is not None:
+            feats = fn(feats) if labels is None else fn(feats, labels)
+        return _to_cpu(feats)  # off the GPU
 
     def _record(self, epoch: int) -> None:
         """Records of the models still training at a record epoch."""

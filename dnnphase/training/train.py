@@ -369,7 +369,8 @@ def train_ensemble(
     labels reassigned once, before training, from the model's seed —
     :func:`dnnphase.networks.randomness.fixed_random_labels`; unlike ``label_noise`` they
     stay fixed; the model trains on, and ``train_loss`` / ``train_accuracy`` are measured
-    against, its own labels, kept in ``train_labels``; a ``record_fn`` sees features only).
+    against, its own labels, kept in ``train_labels``; ``record_fn`` is then called as
+    ``record_fn(features, labels)`` with the recorded models' labels ``(m, N)``).
     At fixed epochs the batch size also sets the number of optimizer steps
     (``steps_run``). ``config.schedule`` may change dropout and lr during training; its
     value None is the model's own ``dropout`` / ``lr`` given here

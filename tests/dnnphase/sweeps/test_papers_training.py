@@ -72,7 +72,6 @@ def test_the_cli_trains_the_papers_way_and_writes_the_statistics(tmp_path):
     (["--lr-drops", "0,0.5"], "lr_drops must be fractions"),
     (["--lr-drops", "1/0"], "--lr-drops must be fractions"),
     (["--epochs", "2", "--lr-drops", "1/3,2/3"], "distinct epochs 2..epochs (2)"),
-    (["--random-labels", "0.5", "--record-every", "2"], "record_every must be 0 with fixed"),
 ])
 def test_bad_training_options_exit_2_with_one_line_and_write_nothing(args, message, tmp_path,
                                                                      capsys):
@@ -91,3 +90,20 @@ def test_random_labels_do_not_depend_on_the_chunking():
     one, four = (phase.sweep(**kw, models_per_chunk=n) for n in (4, 1))
     for name in ("load_curve", "train_accuracy", "ncc_train_centres_test", "pearson_r"):
         assert one[name].values.tobytes() == four[name].values.tobytes(), name
+
+
+def test_curves_recorded_during_training_use_each_models_own_labels():
+    """The last recorded curve of a model that trained to the end is its final curve of the
+    first measure, measured with its own labels (and the test set's with the clean ones)."""
+    kw = dict(SMALL, knob="random_labels", values=[0.0, 0.5], alphas=[0.0], seeds=[0, 1],
+              record_every=3, models_per_chunk=4)
+    ds = phase.sweep(**kw)
+    assert (ds["epochs_run"] == kw["epochs"]).all()
+    np.testing.assert_allclose(ds["load_curve_epochs"].isel(epoch=-1),
+                               ds["load_curve"].sel(measure="trace_ratio"), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ds["load_curve_epochs_test"].isel(epoch=-1),
+                               ds["load_curve_test"].sel(measure="trace_ratio"), rtol=0,
+                               atol=1e-12)
+    clean = phase.sweep(**dict(kw, knob="dropout", values=[0.0]))  # the same models, 0 %
+    np.testing.assert_array_equal(ds["load_curve_epochs"].sel(random_labels=0.0),
+                                  clean["load_curve_epochs"].sel(dropout=0.0))

@@ -162,7 +162,6 @@ def test_bad_training_settings_are_one_line_from_the_trainer_and_the_sweep(bad, 
     (dict(random_labels=1.5), "random_labels must be in [0, 1]"),
     (dict(random_labels=-0.1), "random_labels must be in [0, 1]"),
     (dict(knob="random_labels", values=[0.0, 1.2]), "values of random_labels must be in"),
-    (dict(random_labels=0.5, record_every=5), "record_every must be 0 with fixed random"),
 ])
 def test_bad_random_labels_are_refused_before_any_work(bad, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -185,3 +184,19 @@ def test_new_settings_at_their_defaults_keep_the_stored_configuration():
     assert used["lr_drops"] == (1 / 3, 2 / 3) and used["random_labels"] == 0.25
     assert SweepConfig(**used) == SweepConfig(**used).replace()
     assert np.isclose(SweepConfig(**used).train_config().momentum, 0.9)
+
+
+def test_a_record_function_gets_each_models_own_labels(data):
+    x, y = data
+    seen = []
+
+    def record(features, labels=None):
+        seen.append(labels)
+        return labels[:, :5].double()
+
+    res = train_ensemble(x, y, seeds=[1, 2, 3], lr=0.05, random_labels=[0.5, 0.0, 1.0],
+                         batch_size=BATCH, network=Architecture(depth=DEPTH, width=WIDTH),
+                         config=config(record_every=2), record_fn=record)
+    assert all(labels is not None for labels in seen)
+    for epoch, rec in res.snapshots:
+        assert torch.equal(rec, res.train_labels[:, :5].double()), epoch
