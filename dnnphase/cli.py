@@ -31,6 +31,7 @@ _PARSED = {
     "alphas": lambda text: _floats(text, "alpha"),
     "measures": lambda text: [m.strip() for m in str(text).split(",") if m.strip()],
     "schedule": lambda text: _schedule(text),
+    "lr_drops": lambda text: _fractions(text),
 }
 
 
@@ -38,6 +39,12 @@ def _schedule(text: str) -> tuple:
     from dnnphase.training.schedule import parse_schedule
 
     return parse_schedule(text, name="--schedule")
+
+
+def _fractions(text: str) -> tuple:
+    from dnnphase.training.schedule import parse_fractions
+
+    return parse_fractions(text, name="--lr-drops")
 
 
 def _check_seed_count(n: int, first: int) -> None:
@@ -83,7 +90,7 @@ def _sweep_options():
     from dnnphase.networks.architecture import ARCHS
     from dnnphase.networks.mlp import NORMS, WEIGHT_INITS
     from dnnphase.training.optim import OPTIMIZERS
-    from dnnphase.training.schedule import SCHEDULED
+    from dnnphase.training.schedule import LR_DROP_DIVISOR, SCHEDULED
     from dnnphase.training.train import DTYPES
 
     def knob(name: str, default: str = "") -> str:  # a knob held fixed in this sweep
@@ -118,11 +125,22 @@ def _sweep_options():
          f"initialisation of the linear maps, one of {', '.join(WEIGHT_INITS)} (orthogonal: "
          "random orthogonal weights, zero biases)"),
         ("--optimizer", "optimizer", str, " or ".join(OPTIMIZERS)),
+        ("--momentum", "momentum", float,
+         "SGD's momentum, in [0, 1), with --optimizer sgd only (He & Su, Galanti et al.: 0.9)"),
+        ("--weight-decay", "weight_decay", float,
+         "L2 weight decay added to the gradient, in [0, 1) (the papers: 5e-4)"),
         ("--lr", "lr", float, knob("lr")),
+        ("--lr-drops", "lr_drops", str,
+         f"fractions of the run after which every learning rate is divided by "
+         f"{LR_DROP_DIVISOR}, increasing in (0, 1), relative to --epochs: 1/3,2/3 is He & "
+         "Su's schedule (default: none)"),
         ("--epochs", "epochs", int, "training epochs (at most)"),
         ("--batch-size", "batch_size", int, knob("batch_size", "default: full batch; ")),
         ("--dropout", "dropout", float, knob("dropout")),
         ("--label-noise", "label_noise", float, knob("label_noise")),
+        ("--random-labels", "random_labels", float,
+         knob("random_labels") + "; reassigned once, before training, from each model's "
+         "seed (--label-noise redraws every step)"),
         ("--measures", "measures", str,
          f"comma-separated, from {', '.join(MEASURE_NAMES)}; the first is recorded "
          "during training"),

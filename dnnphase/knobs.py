@@ -1,6 +1,6 @@
 """The axes of a network phase diagram: every fact about them, as data.
 
-The nonlinearity ``alpha`` and the four noise knobs are per-model parameters.
+The nonlinearity ``alpha`` and the noise knobs are per-model parameters.
 Each has one entry here — its allowed range, and for a knob its units, axis
 title, default grid, scale and which way is noisier — and everything else
 reads it: :func:`check` (the only place their values are validated, so the
@@ -17,6 +17,10 @@ knob               what it sets                 noisier when
 ``batch_size``     mini-batch size              smaller (also: more optimizer
                                                 steps per epoch — see steps_run)
 ``label_noise``    label + data noise level q   larger (q in [0, 1])
+``random_labels``  fixed random labels: the     larger (in [0, 1])
+                   fraction of training labels
+                   reassigned once, before
+                   training (Galanti et al.)
 =================  ===========================  ================================
 
 The comparison with the chain orients every knob so that "more noise" runs
@@ -99,6 +103,8 @@ KNOBS = {
                        (20, 80, 320, 1280), "log"),
     "label_noise": Knob(Range(0.0, 1.0), "larger", "fraction of labels / data std",
                         "label + data noise q", (0.0, 0.2, 0.4, 0.8)),
+    "random_labels": Knob(Range(0.0, 1.0), "larger", "fraction of training labels",
+                          "fixed random labels (fraction)", (0.0, 0.25, 0.5, 0.75)),
 }
 
 #: Every per-model parameter's allowed values: what :func:`check` reads.

@@ -26,16 +26,19 @@ from torch import nn
 
 from dnnphase.data import MIN_PER_CLASS
 from dnnphase.defaults import MEASURE, SWEEP_MEASURES
+from dnnphase.measures import laws
 from dnnphase.measures.separation_numpy import FUZZINESS_RCOND, check_measures
 from dnnphase.measures.separation_torch import LayerAccumulator
 from phasecore import loadcurve
 from phasecore.checks import is_int, require
 from phasecore.results import provenance
 
-__all__ = ["INPUT", "LoadCurveRecorder", "default_layers", "measure_model"]
+__all__ = ["INPUT", "TRAIN", "LoadCurveRecorder", "default_layers", "measure_model"]
 
 #: The name of the model's input as a layer (D_0 of the load curve).
 INPUT = "input"
+#: The split whose class means classify every split in ``ncc_train_centres``.
+TRAIN = "train"
 #: Samples per forward pass unless told otherwise.
 BATCH_SIZE = 1024
 
@@ -217,8 +220,9 @@ def _to_model(x, device: torch.device, dtype: torch.dtype | None):
 
 
 def _measure_split(features: _Features, source: Iterable, measures, rcond, device,
-                   dtype) -> tuple[np.ndarray, int]:
-    """Both passes over one split: (n_measures, n_layers) float64 and N."""
+                   dtype) -> tuple[np.ndarray, int, laws.Centres]:
+    """Both passes over one split: (n_measures, n_layers) float64, N and the split's class
+    means (the NCC classifier of every layer)."""
     acc: list[LayerAccumulator] | None = None
     n_total, n_bad, counts = 0, 0, {}
     for pass_ in (1, 2):
@@ -249,9 +253,32 @@ def _measure_split(features: _Features, source: Iterable, measures, rcond, devic
             require(not short, "labels", f"at least {MIN_PER_CLASS} samples of every class (a "
                     "class's spread needs two)",
                     ", ".join(f"class {k} has {v}" for k, v in sorted(short.items())))
-            for a in acc:
-                a.end_means()
-    return torch.stack([a.values()[0] for a in acc], dim=1).cpu().numpy(), n_total
+            centres = _centres([a.end_means() for a in acc], sorted(counts))
+    return (torch.stack([a.values()[0] for a in acc], dim=1).cpu().numpy(), n_total,
+            centres)
+
+
+def _centres(means: list, labels: list[int]) -> laws.Centres:
+    """One model's class means of every layer as an NCC classifier (NaN where its features
+    were not finite)."""
+    kept = [torch.where(cm.finite[:, None, None], cm.means, torch.nan) for cm in means]
+    classes = torch.tensor(labels, device=kept[0].device)
+    return laws.Centres(kept, classes, torch.ones(1, len(labels), dtype=torch.bool))
+
+
+def _ncc_to_centres(features: _Features, source: Iterable, centres: laws.Centres, device,
+                    dtype) -> np.ndarray:
+    """One more pass over a split: each layer's NCC accuracy with ``centres`` (n_layers,)."""
+    hits, total = None, 0
+    for batch in source:
+        x, y = _batch(batch)
+        n = y.shape[0]
+        feats = features(_to_model(x, device, dtype), n)
+        acc = laws.ncc_to_centres([h[None] for h in feats], y, centres)[0]  # (n_layers,)
+        part = torch.round(acc * n)  # the batch's hits (NaN stays NaN)
+        hits = part if hits is None else hits + part
+        total += n
+    return (hits / total).cpu().numpy()
 
 
 def _check_options(measures, rcond, batch_size) -> tuple[str, ...]:
@@ -307,10 +334,17 @@ def measure_model(
     xarray.Dataset
         ``load_curve`` (measure, layer) — (split, measure, layer) for a mapping —
         float64, ``curvature`` and ``curvature_scaled`` per measure (NaN with fewer
-        than three layers), ``n_samples`` per split; coordinates ``layer`` (the
-        names), ``depth`` (0 .. L along layer), ``measure``, ``split``. Equal to a
-        sweep's measurement of the same features
-        (:func:`dnnphase.measures.separation_torch.measure_layers`) to rounding,
+        than three layers), ``n_samples`` per split; the papers' statistics per split
+        (:mod:`dnnphase.measures.laws`): He & Su's ``pearson_r``, ``decay_ratio`` and
+        ``half_life`` of the fuzziness curve over every measured layer (NaN without the
+        fuzziness measure or with fewer than three layers), Galanti et al.'s
+        ``effective_depth`` (depth index of the first layer after the input whose NCC
+        accuracy reaches 0.99; NaN where none does or without the ncc measure) and, for a
+        mapping with a ``"train"`` split, ``ncc_train_centres`` (split, layer): every split
+        classified by the nearest training class mean (Galanti et al.'s test NCC; one more
+        pass over each split); coordinates ``layer`` (the names), ``depth`` (0 .. L along
+        layer), ``measure``, ``split``. Equal to a sweep's measurement of the same
+        features (:func:`dnnphase.measures.separation_torch.measure_layers`) to rounding,
         whatever the batch size.
 
     Raises
@@ -328,17 +362,20 @@ def measure_model(
     device, dtype = _device_and_dtype(model)
     features = _Features(model, layers)
     was_training = model.training
-    curves, sizes = {}, {}
+    curves, sizes, centres, ncc = {}, {}, {}, {}
     try:
         model.eval()
         with torch.no_grad():
             for name, source in sources.items():
-                curves[name], sizes[name] = _measure_split(features, source, measures, rcond,
-                                                           device, dtype)
+                curves[name], sizes[name], centres[name] = _measure_split(
+                    features, source, measures, rcond, device, dtype)
+            if TRAIN in sources and len(sources) > 1:  # Galanti's NCC: training centres
+                ncc = {name: _ncc_to_centres(features, source, centres[TRAIN], device, dtype)
+                       for name, source in sources.items()}
     finally:
         features.remove()
         model.train(was_training)
-    ds = _dataset(curves, sizes, features.names, measures)
+    ds = _dataset(curves, sizes, features.names, measures, ncc)
     config = {"model": type(model).__name__, "layers": layers, "measures": list(measures),
               "rcond": rcond, "batch_size": batch_size, "splits": list(sources),
               "parameters": sum(p.numel() for p in model.parameters())}
@@ -349,14 +386,14 @@ def measure_model(
 
 
 def _dataset(curves: dict[str, np.ndarray], sizes: dict[str, int], names: list[str],
-             measures: tuple[str, ...]) -> xr.Dataset:
+             measures: tuple[str, ...], ncc: dict[str, np.ndarray]) -> xr.Dataset:
     values = np.stack(list(curves.values()))  # (split, measure, layer)
     if len(names) >= 3:
         curvature = loadcurve.curvature(values)
         scaled = loadcurve.curvature_scaled(values)
     else:  # a curvature needs three points
         curvature = scaled = np.full(values.shape[:2], np.nan)
-    return xr.Dataset(
+    ds = xr.Dataset(
         {
             "load_curve": (("split", "measure", "layer"), values,
                            {"long_name": "separation D per layer (see measure)"}),
@@ -370,6 +407,34 @@ def _dataset(curves: dict[str, np.ndarray], sizes: dict[str, int], names: list[s
                 "layer": ("layer", names, {"long_name": "module whose output is measured"}),
                 "depth": ("layer", np.arange(len(names)), {"long_name": "layer (0 = first)"})},
     )
+    return ds.assign(_statistics(values, names, measures, list(curves), ncc))
+
+
+def _statistics(values: np.ndarray, names: list[str], measures: tuple[str, ...],
+                splits: list[str], ncc: dict[str, np.ndarray]) -> dict:
+    """The papers' statistics of each split (:mod:`dnnphase.measures.laws`): He & Su's from
+    the fuzziness curve, every measured layer (the input included when measured), Galanti
+    et al.'s effective depth from the NCC curve (hidden layers: the input, when measured,
+    is not a candidate) and, with a "train" split beside others, every split's NCC with
+    the training class means. NaN where the measure is not among ``measures``."""
+    def curve(name: str) -> np.ndarray:  # (split, layer)
+        if name not in measures:
+            return np.full((len(splits), len(names)), np.nan)
+        return values[:, measures.index(name)]
+
+    first = 1 if names and names[0] == INPUT else 0
+    out = {name: ("split", v, {"long_name": f"He & Su's {name} of the fuzziness load curve "
+                                           "(every layer measured)"})
+           for name, v in laws.equi_separation(curve("fuzziness")).items()}
+    out["effective_depth"] = ("split", laws.effective_depth(curve("ncc"), first=first), {
+        "long_name": "Galanti et al.'s effective depth: first layer after the input whose NCC "
+                     f"accuracy (this split's class means) reaches "
+                     f"{laws.EFFECTIVE_DEPTH_THRESHOLD}; NaN: none", "units": "depth index"})
+    if ncc:
+        out["ncc_train_centres"] = (("split", "layer"), np.stack([ncc[s] for s in splits]), {
+            "long_name": "NCC accuracy with the training split's class means (Galanti et "
+                         "al.'s test NCC)", "units": "1"})
+    return out
 
 
 class LoadCurveRecorder:

@@ -17,14 +17,14 @@ from functools import lru_cache
 import torch
 
 __all__ = ["DropoutMasks", "LEVELS", "ModelStreams", "corrupt_batch", "dropout_levels",
-           "dropout_span", "hash_bits", "mix32", "mix32_int", "normal_from_bits", "tables_read",
-           "uniform_from_bits", "uniforms"]
+           "dropout_span", "fixed_random_labels", "hash_bits", "mix32", "mix32_int",
+           "normal_from_bits", "tables_read", "uniform_from_bits", "uniforms"]
 
 MASK32 = 0xFFFFFFFF
 GOLDEN = 0x9E3779B9  # 2³² / golden ratio: offsets the counter so word 0 is not hashed to 0
 LEVELS = 1 << 16  # dropout resolution: one 16-bit integer per unit
 # Streams of a model (the first counter word). Numbers of different streams never meet.
-ORDER, STEP = 1, 2
+ORDER, STEP, LABELS = 1, 2, 3
 
 
 def mix32(x: torch.Tensor) -> torch.Tensor:
@@ -262,3 +262,25 @@ def corrupt_batch(
     y = torch.where(u < q.to(torch.float64)[:, None], cls, y)
     x = x + (xi.to(x.dtype) * sigma[:, None, :]).transpose(0, 1)  # (B, M, d)
     return x, y
+
+
+def fixed_random_labels(y: torch.Tensor, fraction: Sequence[float], seeds: Sequence[int],
+                        n_classes: int) -> torch.Tensor:
+    """Each model's training labels with a fixed ``fraction`` of them reassigned once,
+    before training (Galanti et al.'s random labels, after Zhang et al.): ``(M, N)`` int64.
+
+    ``y`` ``(N,)`` the clean labels; ``fraction`` and ``seeds`` one per model. Model j's
+    ⌊f_j·N + ½⌋ samples of lowest hash (its own ``LABELS`` stream) get a class drawn
+    uniformly from all ``n_classes`` (it may draw the true one, as ``label_noise`` does), so
+    about f_j·(1 − 1/C) of its labels end up wrong. The same for a seed and fraction on any
+    device, stack or chunk; a fraction of 0 leaves ``y`` exactly. Unlike ``label_noise``,
+    which redraws labels every step, the labels stay fixed for the whole run.
+    """
+    n = y.shape[0]
+    key = absorb(seed_keys(seeds, y.device), LABELS)  # (M,)
+    order = (hash_bits(key, 0, n) * (1 << 31) + torch.arange(n, device=y.device)).argsort(dim=1)
+    count = torch.tensor([int(f * n + 0.5) for f in fraction], device=y.device)  # (M,)
+    chosen = torch.zeros(len(seeds), n, dtype=torch.bool, device=y.device)
+    chosen.scatter_(1, order, torch.arange(n, device=y.device)[None, :] < count[:, None])
+    cls = (hash_bits(key, n, n) * n_classes) >> 32  # (M, N) in [0, C)
+    return torch.where(chosen, cls, y.to(torch.long)[None, :])

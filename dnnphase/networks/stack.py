@@ -281,9 +281,10 @@ class StackedModels(nn.Module):
     ) -> dict[str, Any]:
         """Eval-mode pass on shared inputs ``x`` ``(N, d)``, ``stack_size`` models at a time.
 
-        Returns ``loss`` ``(M,)`` and ``accuracy`` ``(M,)`` (when ``y`` is given; mean
-        cross-entropy and fraction correct) and ``features`` ``[h_0..h_L]``, each
-        ``(M, N, F)`` (when ``return_features``). The training flag is restored.
+        Returns ``loss`` ``(M,)`` and ``accuracy`` ``(M,)`` (when ``y`` is given, ``(N,)``
+        or one row per model ``(M, N)``; mean cross-entropy and fraction correct) and
+        ``features`` ``[h_0..h_L]``, each ``(M, N, F)`` (when ``return_features``). The
+        training flag is restored.
         """
         was_training = self.training
         step = stack_size or self.n_models
@@ -296,10 +297,12 @@ class StackedModels(nn.Module):
                 logits, feats = part(x, return_features=True)  # (m, N, C)
                 if y is not None:
                     mm, n, c = logits.shape
-                    loss = F.cross_entropy(logits.reshape(mm * n, c), y.repeat(mm),
+                    ya = y if y.dim() == 1 else y[a:a + mm]  # shared, or the models' own
+                    target = ya.repeat(mm) if ya.dim() == 1 else ya.reshape(mm * n)
+                    loss = F.cross_entropy(logits.reshape(mm * n, c), target,
                                            reduction="none").view(mm, n)
                     out["loss"].append(row_mean(loss))
-                    out["accuracy"].append(row_mean((logits.argmax(-1) == y).to(logits.dtype)))
+                    out["accuracy"].append(row_mean((logits.argmax(-1) == ya).to(logits.dtype)))
                 if return_features:
                     out["features"].append([f.transpose(0, 1).contiguous() for f in feats])
         finally:

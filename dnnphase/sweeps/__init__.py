@@ -2,6 +2,7 @@
 
 * ``sweep`` — :func:`sweep` and :class:`SweepConfig` (nonlinearity alpha x a noise
   knob x seeds -> ``xarray.Dataset``; resumable and distributable);
+* ``assemble`` — a sweep's chunks as one labelled Dataset, with the papers' statistics;
 * ``memory`` — what a sweep's chunk needs in memory, checked before training;
 * ``tune``, ``tune_search`` — the knob value where the load curve turns linear;
 * ``experiments`` — the supplement's single-figure experiments;

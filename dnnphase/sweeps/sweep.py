@@ -19,7 +19,6 @@ import dataclasses
 import functools
 import json
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,12 +26,13 @@ import xarray as xr
 
 from dnnphase import defaults, knobs
 from dnnphase.data import check_class_sizes, dataset_key
+from dnnphase.measures import laws
 from dnnphase.measures.separation_numpy import check_measures
 from dnnphase.networks.architecture import Architecture
+from dnnphase.sweeps.assemble import assemble as _assemble
 from dnnphase.sweeps.memory import check_sweep_memory
 from dnnphase.training.schedule import own_value_used
 from dnnphase.training.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
-from phasecore import loadcurve
 from phasecore.checks import (
     as_config,
     check_distinct,
@@ -72,15 +72,23 @@ class SweepConfig(TrainingSettings):
         :data:`dnnphase.networks.mlp.WEIGHT_INITS`): "mlp" (L hidden layers of width n),
         "cnn" (L conv layers, on image data) or "linear" (the identity: alphas (1,)).
     epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype, device
-        The training settings, :class:`dnnphase.training.train.TrainingSettings` (defaults
+        The training settings, :class:`dnnphase.training.settings.TrainingSettings` (defaults
         and checks); ``batch_size=None``: full batch; ``device="auto"``: CUDA if present.
     schedule : tuple of (int, str, float or None)
         Dropout / lr changes during training, ``(epoch, knob, value)`` entries
         (:mod:`dnnphase.training.schedule`; None: each model's own value):
         ``((1, "dropout", 0.0), (51, "dropout", None))`` trains without dropout for 50
         epochs, then with each model's p (Fig. S2); one the swept values never act in is refused.
-    dropout, label_noise : float
-        The other per-model knobs; the swept knob's field stays at its default (``values`` sets it).
+    dropout, label_noise, random_labels : float
+        The other per-model knobs; the swept knob's field stays at its default (``values``
+        sets it). ``random_labels``: the fraction of the training labels reassigned once,
+        before training, from each model's seed (Galanti et al.; ``label_noise`` redraws
+        every step); each model trains on, and is measured with, its own labels.
+    momentum, weight_decay, lr_drops
+        SGD's momentum, the L2 weight decay and the learning-rate drops (lr / 10) at
+        fractions of the run (:class:`dnnphase.training.settings.TrainingSettings`); the
+        papers' training: ``optimizer="sgd", momentum=0.9, weight_decay=5e-4,
+        lr_drops=(1/3, 2/3), batch_size=128``.
     measures : sequence of str
         Measures of every layer (:data:`dnnphase.measures.separation_numpy.MEASURE_NAMES`).
     record_every : int
@@ -109,6 +117,7 @@ class SweepConfig(TrainingSettings):
     weight_init: str = "default"
     dropout: float = 0.0
     label_noise: float = 0.0
+    random_labels: float = 0.0
     measures: tuple = defaults.SWEEP_MEASURES
     record_every: int = 0
     models_per_chunk: int | None = None
@@ -154,7 +163,7 @@ class SweepConfig(TrainingSettings):
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)
         super().validate()  # epochs, batch_size, optimizer, lr, ..., dtype, device
-        for name in ("dropout", "label_noise"):  # lr, batch_size: training settings, above
+        for name in ("dropout", "label_noise", "random_labels"):  # lr, batch_size: above
             knobs.check(name, getattr(self, name))
         knobs.check(self.knob, self.values, label=f"values of {self.knob}")
         fixed, default = getattr(self, self.knob), _FIELD_DEFAULTS[self.knob]
@@ -257,7 +266,8 @@ class SweepConfig(TrainingSettings):
 _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 #: Fields added after results were stored (figures/): left out of a stored configuration
 #: while at their default, so such results resume and are reused as before.
-_LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule")
+_LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule", "momentum", "weight_decay",
+                 "lr_drops", "random_labels")
 
 
 def default_scheduler(device: str, workers: int | None = None) -> str:
@@ -330,6 +340,12 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
         ``train_loss``, ``epochs_run``, ``steps_run``, ``diverged``, ``diverged_reason``;
         ``load_curve_epochs`` if ``record_every``; the test set's ``load_curve_test``,
         ``curvature_test``, ``curvature_scaled_test``, ``load_curve_epochs_test`` (or NaN).
+        The papers' statistics per model (:mod:`dnnphase.measures.laws`): He & Su's
+        ``pearson_r``, ``decay_ratio``, ``half_life`` of the fuzziness curve over layers
+        0..L (``*_test``: the test set's), Galanti et al.'s ``effective_depth`` (first
+        hidden layer whose training NCC reaches 0.99, else NaN) and
+        ``ncc_train_centres_test`` (alpha, knob, seed, layer): test NCC with the training
+        class means.
 
     Raises
     ------
@@ -423,7 +439,9 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     x_test, y_test = torch.as_tensor(data.x_test), torch.as_tensor(data.y_test)
     measure_test = test_set and np.unique(data.y_test).size >= 2  # measure_layers needs two
 
-    def record(features):  # on the training device, all models at once
+    def record(features, labels=None):  # on the training device, all models at once
+        if labels is not None:  # each model's own fixed random labels, (m, N)
+            return torch.from_numpy(_measure_train(features, labels, (primary,))[:, 0])
         return separation.measure_layers(features, y_train, (primary,))[:, 0]  # (m, L+1)
 
     def record_test(features):
@@ -441,19 +459,24 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     healthy = np.flatnonzero(~diverged)
     if healthy.size:
         features = result.features(indices=healthy.tolist(), on_device=True)  # L+1 (m, N, d)
-        curves[healthy] = separation.measure_layers(
-            features, y_train, cfg.measures).cpu().numpy()  # (m, measures, L+1)
+        labels = y_train if result.train_labels is None \
+            else result.train_labels[torch.as_tensor(healthy)]  # each model's own
+        curves[healthy] = _measure_train(features, labels, cfg.measures)  # (m, measures, L+1)
+        centres = laws.class_centres(features, labels)  # Galanti's NCC: training centres
         del features
     curves_test = np.full_like(curves, np.nan)
+    ncc_test = np.full((len(seeds), cfg.depth + 1), np.nan)
     if healthy.size and measure_test:
         features = result.features(indices=healthy.tolist(), x=x_test, on_device=True)
         curves_test[healthy] = separation.measure_layers(
             features, y_test, cfg.measures).cpu().numpy()
+        ncc_test[healthy] = laws.ncc_to_centres(features, y_test, centres).cpu().numpy()
         del features
     out = xr.Dataset(
         {
             "load_curve": (("model", "measure", "layer"), curves),
             "load_curve_test": (("model", "measure", "layer"), curves_test),
+            "ncc_train_centres_test": (("model", "layer"), ncc_test),
             "test_accuracy": ("model", result.test_accuracy.numpy()),
             "train_accuracy": ("model", result.train_accuracy.numpy()),
             "train_loss": ("model", result.train_loss.numpy()),
@@ -480,116 +503,14 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     return out
 
 
-def _on_epochs(chunk: xr.Dataset, epochs: np.ndarray,
-               name: str = "load_curve_epochs") -> np.ndarray:
-    """A chunk's per-epoch curves ``name`` on the full epoch grid, (m, epochs, L+1).
+def _measure_train(features, labels, measures) -> np.ndarray:
+    """The training set's load curves (m, measures, L+1) with ``labels`` shared (N,) or
+    each model's own (m, N) (fixed random labels: one model at a time, which gives the
+    same values: a model's curve depends on its own features only)."""
+    from dnnphase import separation
 
-    A chunk whose models all stopped early has fewer snapshots; a stopped
-    model keeps its final state, so later epochs repeat its last snapshot.
-    """
-    have = chunk["epoch"].values
-    last = np.searchsorted(have, epochs, side="right") - 1  # latest snapshot <= epoch
-    return chunk[name].values[:, np.clip(last, 0, None)]
-
-
-def _curvature(curves: np.ndarray, scaled: bool = False) -> np.ndarray:
-    """The paper's (or the scale-free) curvature of load curves ``(..., L+1)``; NaN where a
-    curve is not finite at every layer (diverged, or a layer whose features have no
-    within- or between-class spread: D = -inf or +inf), which has no shape to measure."""
-    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: masked just below
-        values = (loadcurve.curvature_scaled if scaled else loadcurve.curvature)(curves)
-    return np.where(np.isfinite(curves).all(axis=-1), values, np.nan)
-
-
-def _warn_non_finite(curves: np.ndarray, diverged: np.ndarray, measures) -> None:
-    """One warning per measure whose load curve is -inf, +inf or NaN at some layer of a
-    model that trained (a diverged model's NaN is expected and recorded as diverged)."""
-    trained = ~diverged.astype(bool)  # (alpha, value, seed)
-    for k, measure in enumerate(measures):
-        bad = ~np.isfinite(curves[..., k, :]).all(axis=-1) & trained
-        if bad.any():
-            warnings.warn(
-                f"{int(bad.sum())} of {int(trained.sum())} trained models have a {measure} "
-                "load curve that is not finite at some layer (-inf: no within-class spread, "
-                "e.g. collapsed features or one sample a class; +inf or NaN: no "
-                "between-class spread); the curves are recorded as they are and their "
-                "curvatures are NaN", stacklevel=4)
-
-
-def _assemble(chunks, cfg: SweepConfig) -> xr.Dataset:
-    n_a, n_v, n_s = len(cfg.alphas), len(cfg.values), len(cfg.seeds)
-    n_l, n_m = cfg.depth + 1, len(cfg.measures)
-    seed_pos = {s: k for k, s in enumerate(cfg.seeds)}
-    dims = ("alpha", cfg.knob, "seed")
-    scalars = ("test_accuracy", "train_accuracy", "train_loss", "epochs_run", "steps_run",
-               "diverged")
-    arrays = {name: np.full((n_a, n_v, n_s), np.nan) for name in scalars}
-    reasons = np.full((n_a, n_v, n_s), "", dtype=object)
-    curves = np.full((n_a, n_v, n_s, n_m, n_l), np.nan)
-    curves_test = np.full_like(curves, np.nan)
-    epochs = np.arange(0, cfg.epochs + 1, cfg.record_every) if cfg.record_every else None
-    per_epoch = np.full((n_a, n_v, n_s, len(epochs), n_l), np.nan) if cfg.record_every else None
-    per_epoch_test = None if per_epoch is None else np.full_like(per_epoch, np.nan)
-    for chunk in chunks:
-        ia, iv = chunk["alpha_index"].values, chunk["value_index"].values
-        js = np.array([seed_pos[int(s)] for s in chunk["seed_value"].values])
-        curves[ia, iv, js] = chunk["load_curve"].values
-        if "load_curve_test" in chunk:  # absent from chunks stored before it was measured
-            curves_test[ia, iv, js] = chunk["load_curve_test"].values
-        for name in scalars:
-            arrays[name][ia, iv, js] = chunk[name].values
-        reasons[ia, iv, js] = chunk["diverged_reason"].values.astype(str)
-        if per_epoch is not None:
-            per_epoch[ia, iv, js] = _on_epochs(chunk, epochs)
-            if "load_curve_epochs_test" in chunk:
-                per_epoch_test[ia, iv, js] = _on_epochs(chunk, epochs, "load_curve_epochs_test")
-    _warn_non_finite(curves, arrays["diverged"], cfg.measures)
-    data_vars = {
-        "load_curve": (dims + ("measure", "layer"), curves,
-                       {"long_name": "separation D per layer (see measure)"}),
-        "curvature": (dims + ("measure",), _curvature(curves),
-                      {"long_name": "curvature (paper: first minus last gain)"}),
-        "curvature_scaled": (dims + ("measure",), _curvature(curves, scaled=True),
-                             {"long_name": "scale-free curvature", "units": "1"}),
-        "load_curve_test": (dims + ("measure", "layer"), curves_test,
-                            {"long_name": "separation D per layer on the test set (see "
-                                          "measure; NaN without a test set)"}),
-        "curvature_test": (dims + ("measure",), _curvature(curves_test),
-                           {"long_name": "curvature of the test-set load curve (paper: first "
-                                         "minus last gain)"}),
-        "curvature_scaled_test": (dims + ("measure",), _curvature(curves_test, scaled=True),
-                                  {"long_name": "scale-free curvature of the test-set load "
-                                                "curve", "units": "1"}),
-        "test_accuracy": (dims, arrays["test_accuracy"], {"units": "1"}),
-        "train_accuracy": (dims, arrays["train_accuracy"], {"units": "1"}),
-        "train_loss": (dims, arrays["train_loss"], {"long_name": "final training loss (eval)"}),
-        "epochs_run": (dims, arrays["epochs_run"].astype(np.int64), {"units": "epochs"}),
-        "steps_run": (dims, arrays["steps_run"].astype(np.int64),
-                      {"units": "optimizer steps",
-                       "note": "at fixed epochs the batch size sets the number of steps"}),
-        "diverged": (dims, arrays["diverged"].astype(bool),
-                     {"long_name": "training diverged (see diverged_reason); metrics are NaN"}),
-        "diverged_reason": (dims, reasons.astype(str),
-                            {"long_name": "why: nan, inf, or exploded (loss > explode_factor "
-                                          "x ln C); empty when the model trained"}),
-    }
-    if per_epoch is not None:
-        data_vars["load_curve_epochs"] = (dims + ("epoch", "layer"), per_epoch,
-                                          {"long_name": f"{cfg.measures[0]} load curve during "
-                                                        "training (eval mode)"})
-        data_vars["load_curve_epochs_test"] = (
-            dims + ("epoch", "layer"), per_epoch_test,
-            {"long_name": f"{cfg.measures[0]} test-set load curve during training (eval mode)"})
-    coords = {
-        "alpha": ("alpha", np.asarray(cfg.alphas, dtype=float),
-                  {"long_name": "LeakyReLU negative slope (0 = ReLU)"}),
-        cfg.knob: (cfg.knob, np.asarray(cfg.values, dtype=float),
-                   {"units": knobs.KNOBS[cfg.knob].units,
-                    "noisier": knobs.KNOBS[cfg.knob].noisier}),
-        "seed": np.asarray(cfg.seeds),
-        "measure": list(cfg.measures),
-        "layer": ("layer", np.arange(n_l), {"long_name": "layer (0 = input)"}),
-    }
-    if epochs is not None:
-        coords["epoch"] = ("epoch", epochs, {"units": "epochs"})
-    return xr.Dataset(data_vars, coords=coords)
+    if labels.dim() == 1:
+        return separation.measure_layers(features, labels, measures).cpu().numpy()
+    return np.concatenate([separation.measure_layers([f[j:j + 1] for f in features],
+                                                     labels[j], measures).cpu().numpy()
+                           for j in range(labels.shape[0])])

@@ -2,9 +2,11 @@
 
 * ``train`` — :func:`train_models` / :func:`train_ensemble`, :class:`TrainConfig`
   (what stops a model, the data it sees, the tensors it ends with);
+* ``settings`` — :class:`TrainingSettings`, the settings a sweep shares with the trainer;
 * ``loop`` — the stacked training loop (batches, early stops, retired models);
 * ``optim`` — the stacked optimisers (SGD, Adam) with a learning rate per model;
-* ``schedule`` — noise schedules (a knob that changes during training).
+* ``schedule`` — noise schedules (a knob that changes during training) and
+  learning-rate drops at fractions of the run.
 
 May import: the top-level base modules and :mod:`dnnphase.networks`.
 """

@@ -28,7 +28,7 @@ from dnnphase.networks.randomness import (
 from dnnphase.networks.stack import EnsembleMLP, row_mean
 
 from .optim import OptimizerSettings, StackedOptimizer
-from .schedule import changes, last_epoch
+from .schedule import LR_DROP_DIVISOR, changes, drop_epochs, rules_start
 
 __all__ = ["LoopSettings", "Retired", "StackData", "TrainingStack", "divergence",
            "stop_reason"]
@@ -44,6 +44,7 @@ class LoopSettings(Protocol):
     rel_tol: float
     explode_factor: float
     schedule: tuple  # (epoch, knob, value) entries, dnnphase.training.schedule
+    lr_drops: tuple  # fractions of the run after which lr / 10, dnnphase.training.schedule
 
     def optimizer_settings(self) -> OptimizerSettings: ...
 
@@ -78,6 +79,7 @@ class StackData:
     eval_stack: int | None = None  # models per evaluation pass
     x_test: torch.Tensor | None = None  # (N_test, d), recorded beside x (None: not recorded)
     test_record_fn: Callable | None = None
+    labels: torch.Tensor | None = None  # (M, N): each model's fixed random labels (None: y)
 
 
 @dataclass
@@ -166,8 +168,11 @@ class TrainingStack:
 
     def __init__(self, model: EnsembleMLP, ids: list[int], lr: list[float],
                  label_noise: list[float], seeds: list[int], batch: int, data: StackData,
-                 cfg: LoopSettings) -> None:
+                 cfg: LoopSettings, labels: torch.Tensor | None = None) -> None:
+        """``labels``: each model's own training labels ``(M, N)`` on the data's device
+        (fixed random labels), None: ``data.y`` for every model."""
         dev = data.x.device
+        self.labels = labels
         self.model = model.to(dev).train()
         self.ids = list(ids)
         self.batch, self.data, self.cfg = batch, data, cfg
@@ -183,7 +188,9 @@ class TrainingStack:
         # A schedule's "None": each model's own value of the knob, by model id.
         self._own = {"dropout": dict(zip(self.ids, self.model.dropouts, strict=True)),
                      "lr": dict(zip(self.ids, map(float, lr), strict=True))}
-        self._rules_from = last_epoch(cfg.schedule)  # stopping rules wait for the schedule
+        # the stopping rules wait for the schedule and the learning-rate drops
+        self._rules_from = rules_start(cfg.schedule, cfg.lr_drops, cfg.epochs)
+        self._drops = set(drop_epochs(cfg.lr_drops, cfg.epochs))
         self._graph: _GraphStep | None = None  # the captured step (CUDA, mini-batches)
         self._stream = None  # the stream graphs are captured on, made on first use
         self._graphs_fail = False  # a capture failed: eager steps from then on
@@ -207,7 +214,8 @@ class TrainingStack:
 
     def _reschedule(self, epoch: int) -> None:
         """The schedule's changes at the start of ``epoch`` (:mod:`dnnphase.training.schedule`),
-        to the models still training; a value None is each model's own."""
+        to the models still training (a value None is each model's own), and a learning-rate
+        drop when one falls on it."""
         for knob, value in changes(self.cfg.schedule, epoch):
             new = [self._own[knob][j] if value is None else float(value) for j in self.ids]
             if knob == "dropout" and new != list(self.model.dropouts):
@@ -219,6 +227,9 @@ class TrainingStack:
             elif knob == "lr" and new != self.opt.lr:
                 self.opt.set_lr(new)
                 self._changed()  # a captured step holds the learning rates as constants
+        if epoch in self._drops:  # every model's current rate, divided (no lr schedule)
+            self.opt.set_lr([v / LR_DROP_DIVISOR for v in self.opt.lr])
+            self._changed()
 
     def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All steps of one epoch. Returns, per model, the epoch loss (mean of its step
@@ -256,8 +267,11 @@ class TrainingStack:
         if idx is None:
             if self._x_full is None:  # (N, M, d) and (M, N), rebuilt when the stack shrinks
                 self._x_full = x.unsqueeze(1).expand(b, m, -1).contiguous()
-                self._y_full = y.unsqueeze(0).expand(m, b).contiguous()
+                self._y_full = y.unsqueeze(0).expand(m, b).contiguous() \
+                    if self.labels is None else self.labels
             xb, yb = self._x_full, self._y_full
+        elif self.labels is not None:  # each model's own fixed labels
+            xb, yb = x[idx.T], self.labels.gather(1, idx)
         else:
             xb, yb = x[idx.T], y[idx]  # (B, M, d), (M, B)
         masks = None
@@ -365,7 +379,7 @@ class TrainingStack:
         if not positions:
             return
         gone = self.model.select(positions)
-        rec = self._features_record(gone) if self.data.record_epochs else None
+        rec = self._features_record(gone, positions) if self.data.record_epochs else None
         # Split into single models on the CPU: on a GPU one model's select is ~150 tiny
         # kernels and copies, and a 320-model stack's end then cost more than 3 epochs.
         gone = gone.to("cpu")
@@ -387,24 +401,34 @@ class TrainingStack:
             self.opt.select(it)
             self.streams.select(it)
             self.q = self.q[it]
+            self.labels = None if self.labels is None else self.labels[it]
             self._noisy = self._noisy and any(v > 0 for v in self.q.tolist())
             self._x_full = self._y_full = None
             self._changed()
 
     # ------------------------------------------------------------ records
 
-    def _features_record(self, model: EnsembleMLP) -> dict[str, Any]:
-        """``{"train": record}`` of ``model``'s eval-mode features, and ``"test"`` when
-        the test set is recorded; on the CPU."""
+    def _features_record(self, model: EnsembleMLP,
+                         positions: list[int] | None = None) -> dict[str, Any]:
+        """``{"train": record}`` of ``model``'s eval-mode features (the models at stack
+        ``positions``, None: all), and ``"test"`` when the test set is recorded; on the CPU.
+        With each model's own labels (fixed random labels) the training record function is
+        called as ``record_fn(features, labels)``, labels ``(m, N)``."""
         data = self.data
-        out = {"train": self._record_of(model, data.x, data.record_fn)}
+        labels = self.labels
+        if labels is not None and positions is not None:
+            labels = labels[torch.tensor(positions, device=labels.device)]
+        out = {"train": self._record_of(model, data.x, data.record_fn, labels)}
         if data.x_test is not None:
             out["test"] = self._record_of(model, data.x_test, data.test_record_fn)
         return out
 
-    def _record_of(self, model: EnsembleMLP, x: torch.Tensor, fn: Callable | None) -> Any:
+    def _record_of(self, model: EnsembleMLP, x: torch.Tensor, fn: Callable | None,
+                   labels: torch.Tensor | None = None) -> Any:
         feats = model.features(x, stack_size=self.data.eval_stack)
-        return _to_cpu(fn(feats) if fn is not None else feats)  # off the GPU
+        if fn is not None:
+            feats = fn(feats) if labels is None else fn(feats, labels)
+        return _to_cpu(feats)  # off the GPU
 
     def _record(self, epoch: int) -> None:
         """Records of the models still training at a record epoch."""

@@ -30,6 +30,14 @@ on; on the command line ``dnnphase sweep --knob dropout --values 0.1,0.2,0.3 --e
 100 --schedule dropout@1=0,dropout@51``. A learning-rate drop to a tenth at epoch 31
 for lr = 1e-3: ``((31, "lr", 1e-4),)``, ``--schedule lr@31=1e-4``.
 
+Learning-rate drops relative to the run's length (``lr_drops`` of the training settings,
+He & Su's "annealed by a factor of 10 at 1/3 and 2/3 of the 600 epochs"): fractions f of
+the run, increasing in (0, 1); at the start of epoch ⌊f·epochs + ½⌋ + 1 every model's
+current learning rate is divided by :data:`LR_DROP_DIVISOR` (10), whatever its own value
+(a swept lr keeps its ratios). A schedule that sets lr cannot be combined with them
+(:func:`check_lr_drops`); the stopping rules wait for the last drop as for the last
+scheduled epoch (:func:`rules_start`).
+
 Early stopping: the stopping rules (loss threshold and plateau,
 :class:`~dnnphase.training.train.TrainConfig`) are suspended until the schedule's last epoch E
 (:func:`last_epoch`); from E on they look only at the epoch losses since E, so the
@@ -49,13 +57,15 @@ on through every change. A result's ``model`` holds the dropout in effect at its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from dnnphase import knobs
 from phasecore.checks import ConfigError, is_finite, is_int, require
 
-__all__ = ["SCHEDULED", "changes", "check_schedule", "last_epoch", "normalise",
-           "own_value_used", "parse_schedule"]
+__all__ = ["LR_DROP_DIVISOR", "SCHEDULED", "changes", "check_lr_drops", "check_schedule",
+           "drop_epochs", "last_epoch", "normalise", "normalise_drops", "own_value_used",
+           "parse_fractions", "parse_schedule", "rules_start"]
 
 #: The knobs a schedule may change (each a key of :data:`dnnphase.knobs.KNOBS`, whose
 #: range its values are checked against): extend here, and in the training loop.
@@ -153,3 +163,64 @@ def parse_schedule(text: str, name: str = "schedule") -> tuple:
             ) from None
         entries.append((epoch, knob.strip(), value))
     return tuple(entries)
+
+
+# --------------------------------------------------------------------------
+# Learning-rate drops relative to the run's length (He & Su; Galanti et al.)
+# --------------------------------------------------------------------------
+
+#: Each drop of ``lr_drops`` divides every model's learning rate by this (He & Su: "the
+#: initial learning rate is annealed by a factor of 10 at 1/3 and 2/3 of the 600 epochs").
+LR_DROP_DIVISOR = 10
+
+_DROPS = "fractions of the run in (0, 1), increasing (e.g. 1/3,2/3)"
+
+
+def normalise_drops(lr_drops):
+    """``lr_drops`` as a tuple of floats (a JSON list, numpy numbers); malformed values are
+    left for :func:`check_lr_drops` to name."""
+    if isinstance(lr_drops, Sequence) and not isinstance(lr_drops, str):
+        return tuple(float(f) if is_finite(f) else f for f in lr_drops)
+    return lr_drops
+
+
+def drop_epochs(lr_drops: tuple, epochs: int) -> tuple[int, ...]:
+    """The epoch (counted from 1) at whose start each drop takes effect: after
+    ⌊f·epochs + ½⌋ epochs at the previous rate (f = 1/3 of 600 epochs: epoch 201)."""
+    return tuple(math.floor(f * epochs + 0.5) + 1 for f in lr_drops)
+
+
+def check_lr_drops(lr_drops, epochs: int, schedule: tuple = ()) -> None:
+    """ConfigError naming ``lr_drops`` unless it is a tuple of fractions in (0, 1),
+    strictly increasing, that fall on distinct epochs 2..``epochs`` (so each drop happens
+    within the run, after at least one epoch), and the ``schedule`` sets no lr."""
+    require(isinstance(lr_drops, tuple) and all(is_finite(f) and 0 < f < 1 for f in lr_drops)
+            and all(a < b for a, b in zip(lr_drops, lr_drops[1:], strict=False)), "lr_drops",
+            _DROPS, lr_drops)
+    at = drop_epochs(lr_drops, epochs)
+    require(all(2 <= e <= epochs for e in at) and len(set(at)) == len(at), "lr_drops",
+            f"{_DROPS} that fall on distinct epochs 2..epochs ({epochs}): each drop after "
+            "round(fraction x epochs) epochs", lr_drops)
+    require(not lr_drops or all(knob != "lr" for _, knob, _ in schedule), "lr_drops",
+            "empty when the schedule sets lr (one rule for the learning rate over time)",
+            lr_drops)
+
+
+def rules_start(schedule: tuple, lr_drops: tuple, epochs: int) -> int:
+    """The epoch from which the stopping rules apply: the schedule's last epoch or the last
+    learning-rate drop, whichever is later (1 without either)."""
+    return max((last_epoch(schedule), *drop_epochs(lr_drops, epochs)))
+
+
+def parse_fractions(text: str, name: str = "lr_drops") -> tuple:
+    """The command line's fractions: comma-separated numbers or ratios, ``"1/3,2/3"`` →
+    ``(0.333…, 0.666…)``; a malformed entry is a ConfigError naming ``name``."""
+    out = []
+    for part in (p.strip() for p in str(text).split(",")):
+        top, slash, bottom = part.partition("/")
+        try:
+            out.append(float(top) / float(bottom) if slash else float(top))
+        except (ValueError, ZeroDivisionError):
+            raise ConfigError(f"{name} must be {_DROPS}, numbers or ratios such as 1/3 "
+                              f"(got {part!r} in {text!r})") from None
+    return tuple(out)

@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from dnnphase.defaults import EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL
 from dnnphase.knobs import check, check_batch_fits
 from dnnphase.networks.architecture import Architecture
+from dnnphase.networks.randomness import fixed_random_labels
 from dnnphase.networks.stack import EnsembleMLP, per_model
-from phasecore.checks import is_finite, is_int, require
+from phasecore.checks import require
 
 from .loop import Retired, StackData, TrainingStack
 from .optim import OptimizerSettings
-from .schedule import check_schedule, normalise
+from .settings import DTYPES, TrainingSettings
 
 __all__ = ["DTYPES", "EnsembleMLP", "ModelKnobs", "TrainConfig", "TrainResult", "TrainingSettings",
            "default_stack_size", "resolve_device", "train_ensemble", "train_models"]
@@ -58,77 +58,12 @@ def default_stack_size(batch_size: int, features: int, n_models: int,
     return max(1, min(_CPU_MAX_STACK, n_models, per))
 
 
-#: The float types a model trains in (float32: fast; float64: rounding far below any signal).
-DTYPES = ("float32", "float64")
-
-
-def _dtype_name(dtype) -> str:
-    """The dtype's name: ``"float32"`` for ``"float32"`` and ``torch.float32`` alike."""
-    return str(dtype).removeprefix("torch.")
-
-
-@dataclass(frozen=True)
-class TrainingSettings:
-    """The training settings a sweep (:class:`dnnphase.sweeps.sweep.SweepConfig`) shares with
-    the trainer (:class:`TrainConfig`): both derive from this class, so each setting,
-    its default and its check are written once. Early stopping: see :class:`TrainConfig`.
-
-    epochs : at most this many epochs (integer >= 1).
-    batch_size : samples per optimizer step (None: full batch; range in
-        :data:`dnnphase.knobs.KNOBS`).
-    optimizer, lr : "adam" or "sgd", and the learning rate (> 0; :mod:`dnnphase.knobs`).
-    loss_threshold, patience, rel_tol : the early-stopping rules (0 switches a rule off).
-    dtype : "float32" or "float64" (:data:`DTYPES`; a torch dtype too, held by name).
-    device : "auto" (CUDA if present), "cpu", "cuda" or "cuda:N" (a torch device too).
-    schedule : knobs that change during training, ``(epoch, knob, value)`` entries — "from
-        epoch ``epoch`` on (counted from 1), ``knob`` ("dropout" or "lr") is ``value``
-        (None: each model's own value)"; e.g. ``((1, "dropout", 0.0), (51, "dropout",
-        None))`` trains without dropout for 50 epochs, then with each model's own p. The
-        stopping rules wait for the last scheduled epoch. Semantics and checks:
-        :mod:`dnnphase.training.schedule`. Default ``()``: every knob fixed.
-    """
-
-    epochs: int = EPOCHS
-    batch_size: int | None = None  # None: full batch
-    optimizer: str = "adam"  # "adam" | "sgd"
-    lr: float = LR
-    loss_threshold: float = LOSS_THRESHOLD
-    patience: int = PATIENCE
-    rel_tol: float = REL_TOL
-    dtype: str | torch.dtype = "float32"
-    device: str | torch.device = "auto"
-    schedule: tuple = ()  # (epoch, knob, value) entries: dnnphase.training.schedule
-
-    def __post_init__(self) -> None:
-        if _dtype_name(self.dtype) in DTYPES:  # held by name: a configuration is JSON
-            object.__setattr__(self, "dtype", _dtype_name(self.dtype))
-        object.__setattr__(self, "schedule", normalise(self.schedule))  # JSON lists: tuples
-        self.validate()
-
-    def validate(self) -> None:
-        """ConfigError naming the first setting outside its range."""
-        require(is_int(self.epochs) and self.epochs >= 1, "epochs", "an integer >= 1",
-                self.epochs)
-        check("batch_size", self.batch_size, unset="full batch")
-        OptimizerSettings(self.optimizer)  # the optimizer's name (home: dnnphase.training.optim)
-        check("lr", self.lr)
-        require(is_finite(self.loss_threshold) and self.loss_threshold >= 0, "loss_threshold",
-                "a number >= 0", self.loss_threshold)
-        require(is_int(self.patience) and self.patience >= 0, "patience",
-                "an integer >= 0 (0: no plateau rule)", self.patience)
-        require(is_finite(self.rel_tol) and self.rel_tol >= 0, "rel_tol",
-                "a number >= 0 (0: no plateau rule)", self.rel_tol)
-        require(self.dtype in DTYPES, "dtype", " or ".join(DTYPES), self.dtype)
-        require(str(self.device) == "auto" or str(self.device).startswith(("cpu", "cuda")),
-                "device", "auto, cpu or cuda[:N]", self.device)
-        check_schedule(self.schedule, self.epochs)
-
-
 @dataclass(frozen=True)
 class TrainConfig(TrainingSettings):
     """Training settings shared by all models of a call: the :class:`TrainingSettings`
     (a sweep's too; ``dtype`` is held here as the torch dtype) and the optimizer's
-    and engine's own. Per-model knobs are arguments of :func:`train_ensemble`.
+    and engine's own (``momentum`` and ``weight_decay`` are training settings, shared with
+    a sweep). Per-model knobs are arguments of :func:`train_ensemble`.
 
     Early stopping (the paper's rule: "stop when the training loss is below 1e-4 or stops
     changing"), checked for every model after every epoch e on its *epoch loss*
@@ -166,10 +101,8 @@ class TrainConfig(TrainingSettings):
     for several cores (the sweep does); ``None`` keeps torch's setting.
     """
 
-    weight_decay: float = 0.0  # L2 added to the gradient, as torch.optim
     betas: tuple[float, float] = (0.9, 0.999)  # Adam
     eps: float = 1e-8  # Adam
-    momentum: float = 0.0  # SGD
     nesterov: bool = False  # SGD
     explode_factor: float = 1e3
     stack_size: int | None = None
@@ -220,6 +153,8 @@ class TrainResult:
     batch_size: torch.Tensor  # (M,) int64: effective batch size
     snapshots: list[tuple[int, Any]] = field(default_factory=list)
     x_train: torch.Tensor | None = None
+    # (M, N) int64: the labels each model trained on, with fixed random labels (None: y_train)
+    train_labels: torch.Tensor | None = None
     # (epoch, record) of the test set, as ``snapshots``; only with a test_record_fn
     test_snapshots: list[tuple[int, Any]] = field(default_factory=list)
     device: torch.device = torch.device("cpu")
@@ -250,8 +185,9 @@ class TrainResult:
 @dataclass(frozen=True)
 class ModelKnobs:
     """The per-model knobs of one call, one entry per model (M = ``len(seeds)``):
-    seed, LeakyReLU slope α, dropout p, learning rate, label + data noise q and batch
-    size (None: ``TrainConfig.batch_size``, whose None is the full batch).
+    seed, LeakyReLU slope α, dropout p, learning rate, label + data noise q, batch
+    size (None: ``TrainConfig.batch_size``, whose None is the full batch) and the fraction
+    of fixed random labels (None: 0 for every model).
 
     The values must already be checked (:func:`dnnphase.knobs.check`):
     :func:`train_ensemble` checks its arguments into one of these, a sweep's
@@ -264,11 +200,14 @@ class ModelKnobs:
     lr: tuple[float, ...]
     label_noise: tuple[float, ...]
     batch_size: tuple[int | None, ...]
+    random_labels: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.random_labels is None:
+            object.__setattr__(self, "random_labels", (0.0,) * len(self.seeds))
         # Plain Python numbers, so a model's value does not depend on how it was given.
         for name, kind in (("seeds", int), ("alpha", float), ("dropout", float), ("lr", float),
-                           ("label_noise", float)):
+                           ("label_noise", float), ("random_labels", float)):
             object.__setattr__(self, name, tuple(kind(v) for v in getattr(self, name)))
         object.__setattr__(self, "batch_size",
                            tuple(None if v is None else int(v) for v in self.batch_size))
@@ -277,7 +216,7 @@ class ModelKnobs:
 
 
 def _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n: int, cfg: TrainConfig,
-           model: EnsembleMLP | None) -> ModelKnobs:
+           model: EnsembleMLP | None, random_labels=0.0) -> ModelKnobs:
     """Broadcast and check :func:`train_ensemble`'s per-model knobs (ConfigError before
     any work); the ranges are :mod:`dnnphase.knobs`'."""
     seeds = [int(s) for s in seeds]
@@ -290,6 +229,7 @@ def _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n: int, cfg: Trai
                              (model.dropouts if model else 0.0), m, "dropout"),
         "lr": per_model(cfg.lr if lr is None else lr, m, "lr"),
         "label_noise": per_model(label_noise, m, "label_noise"),
+        "random_labels": per_model(random_labels, m, "random_labels"),
     }
     for name, per in values.items():
         check(name, per)
@@ -324,11 +264,13 @@ def _stacks(k: ModelKnobs, cfg: TrainConfig, widest: int, device: torch.device):
             yield b, group[a : a + per]
 
 
-def _metrics(models: list[Retired], data: StackData, xt, yt) -> dict[str, np.ndarray]:
-    """Eval-mode train loss / accuracy and test accuracy of retired models (NaN when
-    diverged)."""
+def _metrics(models: list[Retired], data: StackData, xt, yt, ids: list[int]
+             ) -> dict[str, np.ndarray]:
+    """Eval-mode train loss / accuracy (on the labels each model trained on) and test
+    accuracy of retired models ``ids`` (NaN when diverged)."""
     final = type(models[0].model).cat([r.model for r in models]).to(data.x.device)
-    ev = final.evaluate(data.x, data.y, stack_size=data.eval_stack)
+    y = data.y if data.labels is None else data.labels[torch.tensor(ids)]
+    ev = final.evaluate(data.x, y, stack_size=data.eval_stack)
     out = {"train_loss": ev["loss"].double().cpu().numpy(),
            "train_accuracy": ev["accuracy"].double().cpu().numpy(),
            "test_accuracy": np.full(len(models), np.nan)}
@@ -403,6 +345,7 @@ def train_ensemble(
     dropout: float | Sequence[float] | None = None,
     lr: float | Sequence[float] | None = None,
     label_noise: float | Sequence[float] = 0.0,
+    random_labels: float | Sequence[float] = 0.0,
     batch_size: int | None | Sequence[int | None] = None,
     config: TrainConfig | None = None,
     model: EnsembleMLP | None = None,
@@ -422,10 +365,17 @@ def train_ensemble(
     :mod:`dnnphase.networks.randomness`), ``alpha`` (LeakyReLU slope, default 0), ``dropout``
     (default 0), ``lr`` (default ``config.lr``), ``label_noise`` (q, see
     :class:`TrainConfig`), ``batch_size`` (``None`` = ``config.batch_size``, whose
-    ``None`` = full batch). At fixed epochs the batch size also sets the number of
-    optimizer steps (``steps_run``). ``config.schedule`` may change dropout and lr during
-    training; its value None is the model's own ``dropout`` / ``lr`` given here
-    (:mod:`dnnphase.training.schedule`).
+    ``None`` = full batch), ``random_labels`` (default 0: the fraction of the training
+    labels reassigned once, before training, from the model's seed —
+    :func:`dnnphase.networks.randomness.fixed_random_labels`; unlike ``label_noise`` they
+    stay fixed; the model trains on, and ``train_loss`` / ``train_accuracy`` are measured
+    against, its own labels, kept in ``train_labels``; ``record_fn`` is then called as
+    ``record_fn(features, labels)`` with the recorded models' labels ``(m, N)``).
+    At fixed epochs the batch size also sets the number of optimizer steps
+    (``steps_run``). ``config.schedule`` may change dropout and lr during training; its
+    value None is the model's own ``dropout`` / ``lr`` given here
+    (:mod:`dnnphase.training.schedule`); ``config.lr_drops`` divides every model's lr by
+    10 at fractions of the run.
 
     ``network``: the :class:`~dnnphase.networks.architecture.Architecture` (checked when
     it was made, each bad field a ConfigError naming it; None: the default MLP), e.g.
@@ -457,7 +407,7 @@ def train_ensemble(
     net = _network(network)
     return _train(x_train, y_train, x_test, y_test, cfg, record_fn, model, net, image_shape,
                   lambda n: _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg,
-                                   model), test_record_fn=test_record_fn)
+                                   model, random_labels), test_record_fn=test_record_fn)
 
 
 def train_models(
@@ -516,6 +466,8 @@ def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,
                 f"labels in [0, {start.n_classes})", (lo, hi))
         data.eval_stack = min(64, default_stack_size(n, max(start.width, d), len(k.seeds),
                                                      device))
+        if any(k.random_labels):  # each model's own labels, reassigned once, from its seed
+            data.labels = fixed_random_labels(data.y, k.random_labels, k.seeds, data.n_classes)
         return _run_stacks(start, k, data, xt, yt, cfg, device)
 
 
@@ -526,7 +478,8 @@ def _train_stack(start: EnsembleMLP, ids: list[int], b: int, k: ModelKnobs, data
     try:
         stack = TrainingStack(start.select(ids), ids, [k.lr[j] for j in ids],
                               [k.label_noise[j] for j in ids], [k.seeds[j] for j in ids],
-                              b, data, cfg)
+                              b, data, cfg, None if data.labels is None
+                              else data.labels[torch.tensor(ids, device=data.x.device)])
         return stack.run(), stack.history
     except torch.cuda.OutOfMemoryError:
         if len(ids) == 1:
@@ -549,7 +502,7 @@ def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg:
     history = np.full((m, cfg.epochs), np.nan)
     for b, ids in _stacks(k, cfg, max(start.width, start.in_features), device):
         outs, hist = _train_stack(start, ids, b, k, data, cfg)
-        for name, values in _metrics(outs, data, xt, yt).items():
+        for name, values in _metrics(outs, data, xt, yt, ids).items():
             metrics[name][ids] = values
         for j, out in zip(ids, outs, strict=True):
             retired[j] = out
@@ -565,6 +518,7 @@ def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg:
         batch_size=torch.tensor(k.batch_size, dtype=torch.long),
         snapshots=_snapshots(retired, data.record_epochs),
         x_train=data.x.cpu(),
+        train_labels=None if data.labels is None else data.labels.cpu(),
         test_snapshots=(_snapshots(retired, data.record_epochs, "test")
                         if data.x_test is not None else []),
         device=device,

@@ -101,8 +101,12 @@ def assert_same(a, b):
     dict(seeds=[0, 1, 2], batch_size=[5, 20, 5], dropout=0.1),
     # Two steps an epoch: the warm-up steps and the capture fall in different epochs.
     dict(seeds=[0, 1], batch_size=60, dropout=0.1),
+    # The papers' training: each model's own fixed labels (gathered in the step), the
+    # learning rate divided by 10 twice, a model retiring (lr 50 diverges).
+    dict(seeds=[0, 1, 2], lr=[1e-2, 50.0, 3e-2], random_labels=[0.0, 0.5, 0.75],
+         config=dict(optimizer="sgd", momentum=0.9, weight_decay=5e-4, lr_drops=(0.3, 0.6))),
 ], ids=["alpha-dropout", "lr-runs-noise", "sgd", "schedule", "retiring", "noise-retired",
-        "batch-groups", "two-steps"])
+        "batch-groups", "two-steps", "papers-training"])
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # a failed capture would fall back
 def test_graph_steps_equal_eager_steps(data, monkeypatch, captures, kw):
     eager = train(data, False, monkeypatch, **dict(kw))

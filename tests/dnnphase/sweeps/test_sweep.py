@@ -212,14 +212,16 @@ def test_every_training_setting_reaches_the_trainer():
 
     given = dict(epochs=7, batch_size=64, optimizer="sgd", lr=0.02, loss_threshold=0.5,
                  patience=3, rel_tol=0.01, dtype="float64", device="cpu",
-                 schedule=((2, "dropout", 0.1), (4, "lr", 0.002)))
+                 schedule=((2, "dropout", 0.1), (4, "dropout", 0.0)), momentum=0.9,
+                 weight_decay=5e-4, lr_drops=(0.5,))
     assert set(given) == {f.name for f in dataclasses.fields(TrainingSettings)}
     cfg = SweepConfig(**{**SMALL, **given, "record_every": 7}).train_config()
     assert {name: getattr(cfg, name) for name in given} == {**given, "dtype": torch.float64}
     assert cfg.record_every == 7 and SweepConfig(**SMALL).train_config().record_every is None
     for bad in (dict(patience=-1), dict(lr=0.0), dict(batch_size=0), dict(dtype="float16"),
                 dict(optimizer="rmsprop"), dict(device="tpu"), dict(epochs=1.5),
-                dict(schedule=((2, "lr", 0.0),)), dict(schedule=((2, "momentum", 0.1),))):
+                dict(schedule=((2, "lr", 0.0),)), dict(schedule=((2, "momentum", 0.1),)),
+                dict(momentum=0.9), dict(weight_decay=-1.0), dict(lr_drops=(0.7, 0.2))):
         with pytest.raises(ConfigError) as from_sweep:
             SweepConfig(**{**SMALL, **bad})
         with pytest.raises(ConfigError) as from_trainer:

@@ -25,7 +25,7 @@ GRID = dict(knob="lr", values=[1e-3, 3e-2, 1e6], alphas=[0.0, 1.0], seeds=[0, 1]
             loss_threshold=1.6, dtype="float64", measures=["trace_ratio", "ncc", "cdnv"],
             models_per_chunk=12)
 TEST_VARS = ["load_curve_test", "curvature_test", "curvature_scaled_test",
-             "load_curve_epochs_test"]
+             "load_curve_epochs_test", "ncc_train_centres_test"]
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,8 @@ def test_stored_chunks_without_test_curves_assemble_as_nan():
     """A sweep resumed from parts stored before the test set was measured."""
     cfg = SweepConfig(**dict(GRID, values=[1e-3], alphas=[0.0], seeds=[0]))
     chunk = phase._train_and_measure(cfg, _models(cfg))
-    ds = phase._assemble([chunk.drop_vars(["load_curve_test", "load_curve_epochs_test"])], cfg)
+    ds = phase._assemble([chunk.drop_vars(["load_curve_test", "load_curve_epochs_test",
+                                             "ncc_train_centres_test"])], cfg)
     assert all(np.isnan(ds[name]).all() for name in TEST_VARS)
     assert np.isfinite(ds["load_curve"]).all()
 
