@@ -180,10 +180,10 @@ def events_benchmark(quick=False):
 
     An event-driven run expected to take longer than EV_BUDGET_S is not run:
     its event count is extrapolated from the last measured horizon with the
-    growth of :func:`springblock.ensemble.expected_events`, at the measured
+    growth of :func:`springblock.algorithm.expected_events`, at the measured
     cost per event.
     """
-    from springblock.ensemble import choose_algorithm, expected_events
+    from springblock.algorithm import choose_algorithm, expected_events
 
     threads = numba.get_num_threads()
     horizons = [10**e for e in range(5, 10 if quick else 11)]

@@ -114,7 +114,7 @@ class ChainConfig:
         (1e10 and beyond; a whole float such as 1e10 is taken as an int).
         ``inf`` asks for the stationary state (overdamped, events or auto):
         with Gaussian noise 20 relaxation times
-        (:func:`springblock.ensemble.infinite_horizon_steps`), without noise
+        (:func:`springblock.algorithm.infinite_horizon_steps`), without noise
         or with bounded noise that can freeze, until the chain is frozen.
     damping : float or None, >= 0  [1/time]
         gamma for the second-order and Langevin dynamics. None: critical

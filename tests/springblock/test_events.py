@@ -11,9 +11,10 @@ import springblock as sb
 from phasecore.checks import ConfigError
 from springblock import events, theory
 from springblock import randomness as rng
+from springblock.algorithm import choose_algorithm, infinite_horizon_steps
 from springblock.cli import main
 from springblock.config import ChainConfig
-from springblock.ensemble import choose_algorithm, infinite_horizon_steps, run_ensemble
+from springblock.ensemble import run_ensemble
 
 CHAIN = dict(blocks=7, mu_right=0.02, mu_left=0.04, theory_prediction=False)
 
