@@ -98,14 +98,7 @@ def _chain_config(args, **defaults) -> ChainConfig:
             params[dest] = value
     if args.synchronous:
         params["noise_sharing"] = "synchronous"
-    if args.truncation is not None and params.get("noise_dist") != "truncated":
-        dist = params.get("noise_dist", "gaussian")
-        raise ConfigError("truncation applies to --noise-dist truncated only (got "
-                          f"--truncation {args.truncation} with {dist} noise)")
-    if args.damping is not None and params.get("dynamics", "overdamped") == "overdamped":
-        raise ConfigError("damping applies to the second_order and langevin dynamics only (got "
-                          f"--damping {args.damping} with overdamped dynamics)")
-    return ChainConfig(**params)
+    return ChainConfig(**params)  # which options go together is the config's to check
 
 
 def _seeds(args, default: int, config: ChainConfig) -> range:

@@ -90,7 +90,8 @@ class ChainConfig:
         Distribution of xi. "truncated" conditions xi on |xi| <= truncation,
         so the force noise is bounded by b = truncation * noise.
     truncation : float, > 0  [standard deviations]
-        The bound c of the truncated noise (ignored for "gaussian").
+        The bound c of the truncated noise; left at its default unless
+        ``noise_dist="truncated"`` (else a ConfigError: it would change nothing).
     noise_sharing : "independent" | "synchronous"
         One draw per block and step, or one draw per step shared by all blocks
         (the paper's Fig. 4 dynamics).
@@ -119,7 +120,7 @@ class ChainConfig:
     damping : float or None, >= 0  [1/time]
         gamma for the second-order and Langevin dynamics. None: critical
         damping of the stiffest mode, 2 sqrt(k lambda_max), so no mode
-        oscillates.
+        oscillates; None with the overdamped dynamics (else a ConfigError).
     record_every : int, >= 0
         Record the load curve every this many steps (0: final state only).
     stop_tol : float or None, > 0
@@ -198,6 +199,7 @@ class ChainConfig:
         check_target(self.target)
         require(is_finite(self.truncation) and self.truncation > 0, "truncation",
                  "> 0 (standard deviations)", self.truncation)
+        self._validate_pairs()
         require(self.algorithm in ALGORITHMS, "algorithm", f"one of {', '.join(ALGORITHMS)}",
                 self.algorithm)
         require((is_int(self.steps) and self.steps >= 1) or self.steps == math.inf, "steps",
@@ -231,6 +233,19 @@ class ChainConfig:
                      "stop_tol=None ('legacy' reproduces the plain numpy loop only)", self.rng)
 
         self._validate_algorithm()
+
+    def _validate_pairs(self) -> None:
+        """A field that only means something with another's value is refused without it
+        (the command line's ``--truncation`` and ``--damping`` come here too)."""
+        default = ChainConfig.truncation  # the dataclass field's default
+        if self.noise_dist != "truncated" and self.truncation != default:
+            raise ConfigError(f"truncation must be left at its default {default:g} unless "
+                              "noise_dist is 'truncated': it bounds the truncated noise only "
+                              f"(got {self.truncation:g} with {self.noise_dist} noise)")
+        if self.damping is not None and self.dynamics == "overdamped":
+            raise ConfigError("damping must be None unless dynamics is 'second_order' or "
+                              "'langevin': the overdamped chain has no damping (got "
+                              f"{self.damping:g} with overdamped dynamics)")
 
     def event_driven_obstacle(self) -> str | None:
         """Why the event-driven kernel cannot run this chain (None: it can)."""
