@@ -109,7 +109,7 @@ class SweepConfig(TrainingSettings):
     width: int = defaults.WIDTH
     channels: int = defaults.CHANNELS
     kernel_size: int = defaults.KERNEL_SIZE
-    norm: str = "batchnorm"
+    norm: str = defaults.NORM
     bias: bool = True
     weight_init: str = "default"
     dropout: float = 0.0

@@ -90,7 +90,7 @@ class TrainingSettings:
 
     epochs: int = EPOCHS
     batch_size: int | None = None  # None: full batch
-    optimizer: str = "adam"  # "adam" | "sgd"
+    optimizer: str = OptimizerSettings.kind  # "adam" | "sgd"
     lr: float = LR
     loss_threshold: float = LOSS_THRESHOLD
     patience: int = PATIENCE
@@ -166,18 +166,19 @@ class TrainConfig(TrainingSettings):
     for several cores (the sweep does); ``None`` keeps torch's setting.
     """
 
-    weight_decay: float = 0.0  # L2 added to the gradient, as torch.optim
-    betas: tuple[float, float] = (0.9, 0.999)  # Adam
-    eps: float = 1e-8  # Adam
-    momentum: float = 0.0  # SGD
-    nesterov: bool = False  # SGD
+    # the optimizer's own settings, their defaults read from their home (OptimizerSettings)
+    weight_decay: float = OptimizerSettings.weight_decay  # L2 added to the gradient
+    betas: tuple[float, float] = OptimizerSettings.betas  # Adam
+    eps: float = OptimizerSettings.eps  # Adam
+    momentum: float = OptimizerSettings.momentum  # SGD
+    nesterov: bool = OptimizerSettings.nesterov  # SGD
     explode_factor: float = 1e3
     stack_size: int | None = None
     cpu_threads: int | None = 1
     record_every: int | None = None  # eval-mode snapshots every k epochs (and epoch 0)
     # Adam's fused kernel: None = where supported (stack-invariant only to the last bit);
     # False = foreach Adam (bitwise invariant). See OptimizerSettings.
-    fused: bool | None = None
+    fused: bool | None = OptimizerSettings.fused
 
     def __post_init__(self) -> None:
         super().__post_init__()
