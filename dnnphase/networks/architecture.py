@@ -155,5 +155,5 @@ class Architecture:
                        alpha=alpha, dropout=dropout, norm=self.norm, bias=self.bias,
                        kernel_size=self.kernel_size)
         self.check_alphas([alpha])
-        return MLP(in_features, n_classes, self.depth, self.width, alpha, dropout, self.norm,
-                   self.bias, weight_init=self.weight_init)
+        return MLP(in_features, n_classes, depth=self.depth, width=self.width, alpha=alpha,
+                   dropout=dropout, norm=self.norm, bias=self.bias, weight_init=self.weight_init)

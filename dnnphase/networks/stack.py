@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dnnphase.defaults import DEPTH, WIDTH
+from dnnphase.defaults import DEPTH, NORM, WIDTH
 from dnnphase.knobs import RANGES
 from dnnphase.networks.mlp import (
     MLP,
@@ -29,6 +29,7 @@ from dnnphase.networks.mlp import (
 from phasecore.checks import ConfigError, require
 
 from .randomness import LEVELS, DropoutMasks, dropout_levels
+from .spec import BN_EPS, BN_MOMENTUM, ModelSpec
 
 __all__ = ["EnsembleMLP", "LeakyReLUPerModel", "StackedModels", "default_linear_", "draw_seeded_",
            "per_model", "row_mean"]
@@ -168,14 +169,12 @@ class StackedModels(nn.Module):
             for name, value in self.state_dict().items():
                 value.copy_(torch.stack([tensor_of(mdl, name) for mdl in models]))
 
-    def _like(self, n_models: int, alphas, drops) -> StackedModels:
-        raise NotImplementedError
-
     # What a stack class says about its single model (the shared code below uses them).
-    @staticmethod
-    def _architecture_of(mdl: nn.Module) -> tuple:
-        """The single model's architecture: models stack only if theirs are equal."""
-        raise NotImplementedError
+    #: The single model's class.
+    _SINGLE: type[nn.Module]
+    #: The architecture's fields: attributes of the stack and of its single model, and
+    #: keyword arguments of both classes, under the same names.
+    _ARCHITECTURE: tuple[str, ...] = ()
 
     @staticmethod
     def _tensor_of(mdl: nn.Module, name: str) -> torch.Tensor:
@@ -183,15 +182,39 @@ class StackedModels(nn.Module):
         raise NotImplementedError
 
     @classmethod
-    def _stack_like(cls, first: nn.Module, n_models: int, alphas: list, drops: list,
-                    bn_eps: float, bn_momentum: float, dtype: torch.dtype,
-                    device) -> StackedModels:
-        """An empty stack of ``n_models`` with ``first``'s architecture."""
-        raise NotImplementedError
+    def _architecture_of(cls, mdl: nn.Module) -> tuple[tuple[str, Any], ...]:
+        """A model's (single or stacked) architecture: models stack only if theirs are equal."""
+        return tuple((name, getattr(mdl, name)) for name in cls._ARCHITECTURE)
+
+    @classmethod
+    def _spec_of(cls, mdl: nn.Module) -> ModelSpec:
+        """A single model's :class:`~dnnphase.networks.spec.ModelSpec`."""
+        batchnorm = mdl.norm == "batchnorm"
+        bn0 = mdl.input_bn
+        return ModelSpec(cls._architecture_of(mdl), bn0.eps if batchnorm else BN_EPS,
+                         bn0.momentum if batchnorm else BN_MOMENTUM)
+
+    def spec(self) -> ModelSpec:
+        """What every model of this stack shares apart from its knobs."""
+        return ModelSpec(self._architecture_of(self), self.bn_eps, self.bn_momentum)
+
+    @classmethod
+    def _build(cls, spec: ModelSpec, n_models: int, alphas, drops, dtype: torch.dtype | None,
+               device) -> StackedModels:
+        """An all-zero stack of ``n_models`` of ``spec`` with these knobs."""
+        return cls(n_models, alpha=alphas, dropout=drops, dtype=dtype, device=device,
+                   **spec.kwargs())
+
+    def _like(self, n_models: int, alphas, drops) -> StackedModels:
+        """An all-zero stack of this architecture, dtype and device."""
+        p = self.weights[0]
+        return self._build(self.spec(), n_models, alphas, drops, p.dtype, p.device)
 
     def _single(self, m: int) -> nn.Module:
-        """An empty single model with model ``m``'s architecture and knobs (CPU)."""
-        raise NotImplementedError
+        """A single model with model ``m``'s architecture and knobs (CPU; its own
+        initialisation, drawn from the global generator, is overwritten by the caller)."""
+        return self._SINGLE(alpha=self.alphas[m], dropout=self.dropouts[m],
+                            **self.spec().kwargs())
 
     @classmethod
     def from_models(cls, models: Sequence[nn.Module], dtype: torch.dtype | None = None,
@@ -200,13 +223,9 @@ class StackedModels(nn.Module):
         architecture; ConfigError otherwise)."""
         first = models[0]
         cls._one_architecture(models, cls._architecture_of)
-        batchnorm = first.norm == "batchnorm"
-        bn0 = first.input_bn
-        ens = cls._stack_like(first, len(models), [mdl.alpha for mdl in models],
-                              [mdl.dropout for mdl in models],
-                              bn0.eps if batchnorm else 1e-5,
-                              bn0.momentum if batchnorm else 0.1,
-                              dtype or first.out.weight.dtype, device)
+        ens = cls._build(cls._spec_of(first), len(models), [mdl.alpha for mdl in models],
+                         [mdl.dropout for mdl in models], dtype or first.out.weight.dtype,
+                         device)
         ens._load_stacked_(models, cls._tensor_of)
         return ens
 
@@ -351,10 +370,10 @@ class EnsembleMLP(StackedModels):
         width: int = WIDTH,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
-        norm: str = "batchnorm",
+        norm: str = NORM,
         bias: bool = True,
-        bn_eps: float = 1e-5,
-        bn_momentum: float = 0.1,
+        bn_eps: float = BN_EPS,
+        bn_momentum: float = BN_MOMENTUM,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
         *,
@@ -396,14 +415,6 @@ class EnsembleMLP(StackedModels):
 
     # ------------------------------------------------------------ construction
 
-    def _like(self, n_models: int, alphas, drops) -> EnsembleMLP:
-        p = self.weights[0]
-        return EnsembleMLP(
-            n_models, self.in_features, self.n_classes, self.depth, self.width, alphas, drops,
-            self.norm, self.bias, self.bn_eps, self.bn_momentum, p.dtype, p.device,
-            weight_init=self.weight_init,
-        )
-
     @classmethod
     def init(
         cls,
@@ -416,7 +427,7 @@ class EnsembleMLP(StackedModels):
         width: int = WIDTH,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
-        norm: str = "batchnorm",
+        norm: str = NORM,
         bias: bool = True,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
@@ -430,8 +441,9 @@ class EnsembleMLP(StackedModels):
         :func:`dnnphase.networks.mlp.orthogonal_linear_`."""
         seeds = [int(s) for s in seeds]
         require(len(seeds) == n_models, "seeds", f"one per model ({n_models})", seeds)
-        ens = cls(n_models, in_features, n_classes, depth, width, alpha, dropout, norm,
-                  bias, dtype=dtype or torch.get_default_dtype(), device=device,
+        ens = cls(n_models, in_features, n_classes, depth=depth, width=width, alpha=alpha,
+                  dropout=dropout, norm=norm, bias=bias,
+                  dtype=dtype or torch.get_default_dtype(), device=device,
                   weight_init=weight_init)
         draw = orthogonal_linear_ if weight_init == "orthogonal" else default_linear_
         # Draw in the default dtype, model by model in the MLP's order (each Linear's
@@ -448,26 +460,13 @@ class EnsembleMLP(StackedModels):
         return ens
 
     # from_models / to_models (StackedModels) with single MLPs:
-    @staticmethod
-    def _architecture_of(mdl: MLP) -> tuple:
-        return (mdl.in_features, mdl.n_classes, mdl.depth, mdl.width, mdl.norm,
-                mdl.weight_init, mdl.bias)
+    _SINGLE = MLP
+    _ARCHITECTURE = ("in_features", "n_classes", "depth", "width", "norm", "bias",
+                     "weight_init")
 
     @staticmethod
     def _tensor_of(mdl: MLP, name: str) -> torch.Tensor:
         return _mlp_tensor(mdl, name)
-
-    @classmethod
-    def _stack_like(cls, first: MLP, n_models, alphas, drops, bn_eps, bn_momentum, dtype,
-                    device) -> EnsembleMLP:
-        return cls(n_models, first.in_features, first.n_classes, first.depth, first.width,
-                   alphas, drops, first.norm, first.bias, bn_eps, bn_momentum, dtype, device,
-                   weight_init=first.weight_init)
-
-    def _single(self, m: int) -> MLP:
-        return MLP(self.in_features, self.n_classes, self.depth, self.width, self.alphas[m],
-                   self.dropouts[m], self.norm, self.bias, self.bn_eps, self.bn_momentum,
-                   weight_init=self.weight_init)
 
     # ------------------------------------------------------------ forward
 

@@ -24,7 +24,7 @@ from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.stack import EnsembleMLP, per_model
 from phasecore.checks import is_finite, is_int, require
 
-from .loop import Retired, StackData, TrainingStack
+from .loop import Retired, StackData, StackMembers, TrainingStack
 from .optim import OptimizerSettings
 from .schedule import check_schedule, normalise
 
@@ -525,9 +525,9 @@ def _train_stack(start: EnsembleMLP, ids: list[int], b: int, k: ModelKnobs, data
     """Train models ``ids`` as one stack; a stack that runs out of GPU memory is split in
     two halves (a model's result does not depend on its stack-mates)."""
     try:
-        stack = TrainingStack(start.select(ids), ids, [k.lr[j] for j in ids],
-                              [k.label_noise[j] for j in ids], [k.seeds[j] for j in ids],
-                              b, data, cfg)
+        members = StackMembers(ids, [k.lr[j] for j in ids], [k.label_noise[j] for j in ids],
+                               [k.seeds[j] for j in ids], b)
+        stack = TrainingStack(start.select(ids), members, data, cfg)
         return stack.run(), stack.history
     except torch.cuda.OutOfMemoryError:
         if len(ids) == 1:

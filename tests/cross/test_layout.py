@@ -193,6 +193,52 @@ def test_the_circle_test_finds_a_circle_through_an_import_inside_a_function():
     assert _circles(_import_graph(sources)) == []
 
 
+#: A network default's one home (docs/architecture.md, "Where each fact lives"): a
+#: parameter or field of this name elsewhere takes its default from there, by name.
+DEFAULT_HOMES = {
+    **dict.fromkeys(("depth", "width", "channels", "kernel_size", "norm"),
+                    "dnnphase/defaults.py"),
+    **dict.fromkeys(("bn_eps", "bn_momentum"), "dnnphase/networks/spec.py"),
+    **dict.fromkeys(("optimizer", "weight_decay", "betas", "eps", "momentum", "nesterov"),
+                    "dnnphase/training/optim.py"),
+}
+
+
+def _written_defaults(source: str) -> list[tuple[int, str, str]]:
+    """(line, name, default) of every parameter or dataclass field named in DEFAULT_HOMES
+    whose default is written out as a literal (None, "unset", aside)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        pairs = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args.posonlyargs + node.args.args
+            pairs = list(zip(args[len(args) - len(node.args.defaults):], node.args.defaults,
+                             strict=True))
+            pairs += [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults,
+                                             strict=True) if d is not None]
+            pairs = [(a.arg, d) for a, d in pairs]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.value is not None:
+            pairs = [(node.target.id, node.value)]
+        out += [(d.lineno, name, ast.unparse(d)) for name, d in pairs if name in DEFAULT_HOMES
+                and isinstance(d, ast.Constant | ast.Tuple)
+                and not (isinstance(d, ast.Constant) and d.value is None)]
+    return out
+
+
+def test_network_defaults_are_written_in_their_home_only():
+    copies = [f"{path.relative_to(ROOT)}:{line} {name} = {value} (home: {DEFAULT_HOMES[name]})"
+              for path in _sources("dnnphase") for line, name, value in
+              _written_defaults(path.read_text())
+              if str(path.relative_to(ROOT)) != DEFAULT_HOMES[name]]
+    assert not copies, "defaults written outside their home:\n" + "\n".join(copies)
+    # the check sees a copy (in a signature and in a dataclass), and not a default read by name
+    assert [n for _, n, _ in _written_defaults(
+        "def f(x, norm='batchnorm', *, betas=(0.9, 0.999), depth=DEPTH, eps=None): pass\n"
+        "class C:\n    bn_eps: float = 1e-5\n    width: int = defaults.WIDTH\n")] == [
+        "norm", "betas", "bn_eps"]
+
+
 @pytest.mark.parametrize(("package", "never"), [("springblock", ("dnnphase",)),
                                                  ("phasecore", ("dnnphase", "springblock"))])
 def test_the_chain_and_the_shared_layer_never_import_the_network_side(package, never):
