@@ -245,6 +245,18 @@ def test_options_that_mean_nothing_together_are_the_configs_to_refuse(tmp_path, 
         ChainConfig().replace(**params)
 
 
+def test_a_parameter_on_an_axis_given_too_is_refused_by_the_api_and_the_cli(tmp_path, capsys):
+    with pytest.raises(ConfigError) as api:
+        phase_diagram("mu_right=0,0.1", "noise=0,0.01", seeds=1, steps=10, mu_right=0.3)
+    assert str(api.value) == ("mu_right is an axis of the diagram (rows / cols); leave "
+                              "mu_right unset (got 0.3)")
+    with pytest.raises(ConfigError, match="^noise is an axis of the diagram"):
+        phase_diagram("mu_right=0,0.1", "noise=0,0.01", config=ChainConfig(), noise=0.2)
+    assert main(["phase", "--rows", "mu_right=0,0.1", "--mu-right", "0.3", "--steps", "10",
+                 "-o", str(tmp_path / "x.nc")]) == 2
+    assert capsys.readouterr().err.strip() == f"springblock: error: {api.value}"
+
+
 def test_options_that_go_together_are_accepted():
     assert ChainConfig(noise_dist="truncated", truncation=3.0).effective_truncation == 3.0
     assert ChainConfig(dynamics="second_order", damping=0.5).gamma == 0.5
