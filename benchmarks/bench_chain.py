@@ -31,7 +31,7 @@ import time
 import numba
 import numpy as np
 
-from springblock import dynamics, events
+from springblock import dynamics, events, sampling
 from springblock import randomness as rng
 from springblock.config import ChainConfig
 
@@ -161,11 +161,11 @@ def _component_times(s, n=2_000_000):
                     nlq, lp, right = events.move_rate(f, 0.5, 0.02, 0.04, s, np.inf, 0.01, 0.0)
                     acc += nlq + right
                 elif part == 1:
-                    z, s0, s1, s2, s3 = events.normal_on_interval(0.03 / s, np.inf,
+                    z, s0, s1, s2, s3 = sampling.normal_on_interval(0.03 / s, np.inf,
                                                                   s0, s1, s2, s3)
                     acc += z
                 else:
-                    g, s0, s1, s2, s3 = events.geometric(1e-3 + 1e-15 * i, 0.0, s0, s1, s2, s3)
+                    g, s0, s1, s2, s3 = sampling.geometric(1e-3 + 1e-15 * i, 0.0, s0, s1, s2, s3)
                     acc += g
             return acc
         one(10)
