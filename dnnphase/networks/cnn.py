@@ -37,13 +37,8 @@ from dnnphase.knobs import check
 from dnnphase.networks.spec import BN_EPS, BN_MOMENTUM
 from phasecore.checks import is_int, require
 
-from .stack import (
-    LeakyReLUPerModel,
-    StackedModels,
-    default_linear_,
-    draw_seeded_,
-    per_model,
-)
+from .per_model import LeakyReLUPerModel, default_linear_, draw_seeded_, per_model
+from .stack import StackedModels
 
 __all__ = ["CNN", "NORMS", "EnsembleCNN", "check_architecture"]
 

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from dnnphase.networks.per_model import row_mean
 from dnnphase.networks.randomness import (
     DropoutMasks,
     ModelStreams,
@@ -25,7 +26,7 @@ from dnnphase.networks.randomness import (
     dropout_span,
     tables_read,
 )
-from dnnphase.networks.stack import EnsembleMLP, row_mean
+from dnnphase.networks.stack import EnsembleMLP
 
 from .optim import OptimizerSettings, StackedOptimizer
 from .schedule import changes, last_epoch

@@ -21,7 +21,8 @@ import torch
 from dnnphase.defaults import EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL
 from dnnphase.knobs import check, check_batch_fits
 from dnnphase.networks.architecture import Architecture
-from dnnphase.networks.stack import EnsembleMLP, per_model
+from dnnphase.networks.per_model import per_model
+from dnnphase.networks.stack import EnsembleMLP
 from phasecore.checks import is_finite, is_int, require
 
 from .loop import Retired, StackData, StackMembers, TrainingStack
