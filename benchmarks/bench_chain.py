@@ -31,7 +31,7 @@ import time
 import numba
 import numpy as np
 
-from springblock import dynamics, events
+from springblock import dynamics, events, sampling
 from springblock import randomness as rng
 from springblock.config import ChainConfig
 
@@ -161,11 +161,11 @@ def _component_times(s, n=2_000_000):
                     nlq, lp, right = events.move_rate(f, 0.5, 0.02, 0.04, s, np.inf, 0.01, 0.0)
                     acc += nlq + right
                 elif part == 1:
-                    z, s0, s1, s2, s3 = events.normal_on_interval(0.03 / s, np.inf,
+                    z, s0, s1, s2, s3 = sampling.normal_on_interval(0.03 / s, np.inf,
                                                                   s0, s1, s2, s3)
                     acc += z
                 else:
-                    g, s0, s1, s2, s3 = events.geometric(1e-3 + 1e-15 * i, 0.0, s0, s1, s2, s3)
+                    g, s0, s1, s2, s3 = sampling.geometric(1e-3 + 1e-15 * i, 0.0, s0, s1, s2, s3)
                     acc += g
             return acc
         one(10)
@@ -180,10 +180,10 @@ def events_benchmark(quick=False):
 
     An event-driven run expected to take longer than EV_BUDGET_S is not run:
     its event count is extrapolated from the last measured horizon with the
-    growth of :func:`springblock.ensemble.expected_events`, at the measured
+    growth of :func:`springblock.algorithm.expected_events`, at the measured
     cost per event.
     """
-    from springblock.ensemble import choose_algorithm, expected_events
+    from springblock.algorithm import choose_algorithm, expected_events
 
     threads = numba.get_num_threads()
     horizons = [10**e for e in range(5, 10 if quick else 11)]

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from dnnphase.networks.cnn import CNN, EnsembleCNN
-from dnnphase.networks.stack import row_mean
+from dnnphase.networks.per_model import row_mean
 from dnnphase.training.optim import StackedOptimizer
 
 IMAGE, N_CLASSES, DEPTH, CHANNELS, KERNEL = (1, 10, 10), 10, 7, 20, 3

@@ -10,7 +10,7 @@ T = 1e3, 1e5, 1e7 and inf with Gaussian noise, and at T = inf with noise
 truncated at 2 standard deviations (bound b = 2 s).
 
 A cell whose horizon exceeds its own infinite horizon (20 relaxation times,
-:func:`springblock.ensemble.infinite_horizon_steps`) is run to that infinite
+:func:`springblock.algorithm.infinite_horizon_steps`) is run to that infinite
 horizon instead: its distribution is the stationary one to within e^-20, and
 running 1e9 steps of a chain that moves every step would cost minutes per
 chain for nothing. Those cells are flagged ``stationary`` in the files.
@@ -29,8 +29,9 @@ import xarray as xr
 from phasecore.loadcurve import curvature_scaled, phase_label
 from phasecore.panels import PhasePanel, save_figure
 from phasecore.results import load, provenance, save
+from springblock.algorithm import infinite_horizon_steps
 from springblock.config import ChainConfig
-from springblock.ensemble import infinite_horizon_steps, run_ensemble
+from springblock.ensemble import run_ensemble
 from springblock.theory import load_curve
 
 MU_RIGHT = np.linspace(0.0, 0.03, 6)

@@ -90,22 +90,18 @@ def _chain_parent() -> argparse.ArgumentParser:
     return parent
 
 
-def _chain_config(args, **defaults) -> ChainConfig:
-    params = dict(defaults)
-    for _, dest, *_ in CHAIN_OPTIONS:
-        value = getattr(args, dest)
-        if value is not None:
-            params[dest] = value
+def _chain_params(args) -> dict:
+    """The chain options given on the command line, as ChainConfig's keywords."""
+    params = {dest: getattr(args, dest) for _, dest, *_ in CHAIN_OPTIONS
+              if getattr(args, dest) is not None}
     if args.synchronous:
         params["noise_sharing"] = "synchronous"
-    if args.truncation is not None and params.get("noise_dist") != "truncated":
-        dist = params.get("noise_dist", "gaussian")
-        raise ConfigError("truncation applies to --noise-dist truncated only (got "
-                          f"--truncation {args.truncation} with {dist} noise)")
-    if args.damping is not None and params.get("dynamics", "overdamped") == "overdamped":
-        raise ConfigError("damping applies to the second_order and langevin dynamics only (got "
-                          f"--damping {args.damping} with overdamped dynamics)")
-    return ChainConfig(**params)
+    return params
+
+
+def _chain_config(args, **defaults) -> ChainConfig:
+    # which options go together is the config's to check (and the phase diagram's)
+    return ChainConfig(**{**defaults, **_chain_params(args)})
 
 
 def _seeds(args, default: int, config: ChainConfig) -> range:
@@ -195,15 +191,11 @@ def cmd_phase(args) -> None:
 
     config = _chain_config(args, steps=defaults.STEPS)
     rows, cols = parse_grid(args.rows), parse_grid(args.cols)
-    for axis, _ in (rows, cols):
-        if getattr(args, axis, None) is not None:
-            raise ConfigError(f"{axis} is an axis of the diagram (--rows / --cols); leave "
-                              f"--{axis.replace('_', '-')} unset (got {getattr(args, axis)})")
     ds = phase_diagram(rows, cols, seeds=_seeds(args, default=defaults.SEEDS, config=config),
-                       mu_left_ratio=args.mu_left_ratio, config=config, output=args.output,
+                       mu_left_ratio=args.mu_left_ratio, output=args.output,
                        overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
                        quiet=args.quiet, chains_per_chunk=args.chains_per_chunk,
-                       theory_prediction=not args.no_theory)
+                       theory_prediction=not args.no_theory, **_chain_params(args))
     if not args.quiet:
         print(f"wrote {args.output}: {ds.sizes[rows[0]]} x {ds.sizes[cols[0]]} cells x "
               f"{ds.sizes['seed']} seeds")

@@ -93,7 +93,8 @@ class ChainConfig:
         Distribution of xi. "truncated" conditions xi on |xi| <= truncation,
         so the force noise is bounded by b = truncation * noise.
     truncation : float, > 0  [standard deviations]
-        The bound c of the truncated noise (ignored for "gaussian").
+        The bound c of the truncated noise; left at its default unless
+        ``noise_dist="truncated"`` (else a ConfigError: it would change nothing).
     noise_sharing : "independent" | "synchronous"
         One draw per block and step, or one draw per step shared by all blocks
         (the paper's Fig. 4 dynamics).
@@ -117,12 +118,12 @@ class ChainConfig:
         (1e10 and beyond; a whole float such as 1e10 is taken as an int).
         ``inf`` asks for the stationary state (overdamped, events or auto):
         with Gaussian noise 20 relaxation times
-        (:func:`springblock.ensemble.infinite_horizon_steps`), without noise
+        (:func:`springblock.algorithm.infinite_horizon_steps`), without noise
         or with bounded noise that can freeze, until the chain is frozen.
     damping : float or None, >= 0  [1/time]
         gamma for the second-order and Langevin dynamics. None: critical
         damping of the stiffest mode, 2 sqrt(k lambda_max), so no mode
-        oscillates.
+        oscillates; None with the overdamped dynamics (else a ConfigError).
     record_every : int, >= 0
         Record the load curve every this many steps (0: final state only).
     stop_tol : float or None, > 0
@@ -201,6 +202,7 @@ class ChainConfig:
         check_target(self.target)
         require(is_finite(self.truncation) and self.truncation > 0, "truncation",
                  "> 0 (standard deviations)", self.truncation)
+        self._validate_pairs()
         require(self.algorithm in ALGORITHMS, "algorithm", f"one of {', '.join(ALGORITHMS)}",
                 self.algorithm)
         require((is_int(self.steps) and self.steps >= 1) or self.steps == math.inf, "steps",
@@ -234,6 +236,19 @@ class ChainConfig:
                      "stop_tol=None ('legacy' reproduces the plain numpy loop only)", self.rng)
 
         self._validate_algorithm()
+
+    def _validate_pairs(self) -> None:
+        """A field that only means something with another's value is refused without it
+        (the command line's ``--truncation`` and ``--damping`` come here too)."""
+        default = ChainConfig.truncation  # the dataclass field's default
+        if self.noise_dist != "truncated" and self.truncation != default:
+            raise ConfigError(f"truncation must be left at its default {default:g} unless "
+                              "noise_dist is 'truncated': it bounds the truncated noise only "
+                              f"(got {self.truncation:g} with {self.noise_dist} noise)")
+        if self.damping is not None and self.dynamics == "overdamped":
+            raise ConfigError("damping must be None unless dynamics is 'second_order' or "
+                              "'langevin': the overdamped chain has no damping (got "
+                              f"{self.damping:g} with overdamped dynamics)")
 
     def event_driven_obstacle(self) -> str | None:
         """Why the event-driven kernel cannot run this chain (None: it can)."""

@@ -2,9 +2,10 @@
 
 Data flows config -> parameter table -> kernel -> labelled Dataset. The
 kernels in :mod:`springblock.dynamics` and :mod:`springblock.events` do the
-physics, :mod:`springblock.runner` calls them in short slices (stoppable,
-resumable, with progress) and :mod:`springblock.memory` prices a run before
-it starts; this module validates, seeds and labels the result.
+physics, :mod:`springblock.algorithm` picks the kernel of each chain and the
+steps its horizon resolves to, :mod:`springblock.runner` calls them in short
+slices (stoppable, resumable, with progress) and :mod:`springblock.memory`
+prices a run before it starts; this module validates, seeds and labels the result.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-from scipy.special import log_ndtr, ndtr
 
 from phasecore import loadcurve
 from phasecore.checks import ConfigError, as_config, check_result_size, require
@@ -26,8 +26,9 @@ from phasecore.results import OutputWriteError, check_output, provenance, save, 
 from phasecore.store import config_hash
 from springblock import memory as budget
 from springblock import runner, theory
+from springblock.algorithm import LONG_HORIZON, choose_algorithm, resolved_steps
 from springblock.checks import OUT_OF_SCALE, out_of_scale
-from springblock.config import MAX_KERNEL_STEPS, ChainConfig
+from springblock.config import ChainConfig
 
 FINITE_HORIZON_NOTE = (
     "Gaussian-noise load curves are finite-horizon objects: with unbounded noise "
@@ -112,89 +113,6 @@ def chain_seed_list(seeds, config: ChainConfig, what: str = "seeds",
         raise ConfigError(f"seeds must be distinct (got {arr.tolist()!r})")
     check_result_size(what, arr.size * values_per_seed)
     return arr.astype(np.int64)
-
-
-#: Relaxation times that stand for an infinite horizon with Gaussian noise.
-INFINITE_HORIZON_RELAXATIONS = 20.0
-#: The largest step count an infinite horizon resolves to (tau beyond it: a/s > ~37).
-MAX_HORIZON_STEPS = 1e300
-#: Moves a chain may make on its way to a frozen state before it is given up.
-MAX_EVENTS = runner.MAX_EVENTS
-#: Cost of one event-driven move in block-steps of the step kernel (measured on
-#: L = 7 chains, benchmarks/bench_chain.py): the exchange rate ``auto`` uses.
-EVENT_COST = 100.0
-
-
-def _log_move_probability_at_rest(cfg: ChainConfig) -> float:
-    """log p* : per-step move probability of a block at the stationary force F*.
-
-    At F* = (mu-> - mu<-)/2 both thresholds are a = (mu-> + mu<-)/2 away:
-    p* = 2 P(xi > a/s) for xi standard normal, truncated to |xi| <= c if
-    bounded (0 when c s <= a: such a chain freezes).
-    """
-    a = 0.5 * (cfg.mu_right + cfg.mu_left_value)
-    if cfg.noise == 0:
-        return -math.inf
-    u, c = a / cfg.noise, cfg.effective_truncation
-    if math.isinf(c):
-        return math.log(2.0) + float(log_ndtr(-u))
-    if c <= u:
-        return -math.inf
-    return math.log(2.0 * (ndtr(c) - ndtr(u)) / (2.0 * ndtr(c) - 1.0))
-
-
-def infinite_horizon_steps(cfg: ChainConfig) -> float:
-    """The step count that stands for T = inf for one overdamped chain.
-
-    * no noise, or bounded noise with c s <= a: ``inf``: run until the chain
-      is frozen (it then never moves again: an exact stationary state);
-    * otherwise 20 relaxation times, 20 / (p* k lambda_min) / eta with p* the
-      move probability at F* (Gaussian noise: 20 theory.relaxation_time / eta),
-      capped at 1e300 steps.
-    """
-    log_p = _log_move_probability_at_rest(cfg)
-    if log_p == -math.inf:
-        return math.inf
-    lam = theory.laplacian_extremes(cfg.blocks)[0]
-    log_steps = (math.log(INFINITE_HORIZON_RELAXATIONS) - log_p
-                 - math.log(cfg.modulus * lam * cfg.step))
-    return math.ceil(math.exp(min(log_steps, math.log(MAX_HORIZON_STEPS))))
-
-
-def resolved_steps(cfg: ChainConfig) -> float:
-    """Steps to run: ``cfg.steps``, or :func:`infinite_horizon_steps` for steps=inf."""
-    return infinite_horizon_steps(cfg) if cfg.steps == math.inf else float(cfg.steps)
-
-
-def expected_events(cfg: ChainConfig, n_steps: float) -> float:
-    """Rough number of events (steps in which something moves) in ``n_steps``.
-
-    Starting from rest, blocks sit near their threshold and move often; that
-    phase costs about 0.8 L events per relaxation step n_r = 1/(eta k
-    lambda_min) and per e-fold of time (the count grows like log n), after
-    which a step moves something with probability 1 - (1 - p*)^L (p* at F*).
-    At most one event per step. Fitted on L = 7, mu<- = 2 mu-> chains
-    (benchmarks/bench_chain.py prints the measured counts); it only has to rank
-    the two algorithms.
-    """
-    lam = theory.laplacian_extremes(cfg.blocks)[0]
-    n_relax = 1.0 / (cfg.step * cfg.modulus * lam)
-    startup = 0.8 * cfg.blocks * n_relax * math.log1p(n_steps / n_relax)
-    p_star = math.exp(_log_move_probability_at_rest(cfg))
-    stationary = -math.expm1(cfg.blocks * math.log1p(-min(p_star, 1.0 - 1e-16))) * n_steps
-    return min(startup + stationary, n_steps)
-
-
-def choose_algorithm(cfg: ChainConfig) -> str:
-    """The kernel that runs this chain: "steps" or "events" (``auto`` decides here)."""
-    if cfg.algorithm != "auto":
-        return cfg.algorithm
-    if cfg.event_driven_obstacle():
-        return "steps"
-    n = resolved_steps(cfg)
-    if n > MAX_KERNEL_STEPS:
-        return "events"
-    return "events" if EVENT_COST * expected_events(cfg, n) < cfg.blocks * n else "steps"
 
 
 def run_ensemble(
@@ -497,10 +415,6 @@ def stationary_positions(cfg: ChainConfig) -> np.ndarray:
     return theory.noiseless_state(cfg.blocks, cfg.mu_right, cfg.modulus, cfg.target)
 
 
-#: Horizons (time) beyond which the mean-drift prediction is integrated in log time.
-LONG_HORIZON = 1e4
-
-
 def predict(cfg: ChainConfig, horizon: float | None = None) -> np.ndarray:
     """Mean-drift positions (L,) for an overdamped config at ``horizon`` (default T).
 
@@ -523,6 +437,5 @@ def predict(cfg: ChainConfig, horizon: float | None = None) -> np.ndarray:
 
 
 __all__ = ["EnsembleResult", "run_ensemble", "simulate", "predict", "FINITE_HORIZON_NOTE",
-           "choose_algorithm", "infinite_horizon_steps", "resolved_steps", "expected_events",
-           "stationary_positions", "LONG_HORIZON", "chain_seed_list", "diverged_variable",
-           "max_seed", "run_variables", "scale_variable"]
+           "stationary_positions", "chain_seed_list", "diverged_variable", "max_seed",
+           "run_variables", "scale_variable"]

@@ -33,6 +33,7 @@ import numba
 from phasecore.checks import check_memory as phasecore_check_memory
 from phasecore.checks import check_run_time, host_available_memory
 from springblock import theory
+from springblock.algorithm import LONG_HORIZON, choose_algorithm, expected_events, resolved_steps
 from springblock.config import ChainConfig
 
 __all__ = ["COMPILE_SECONDS", "WORKER_BYTES", "announce", "available_memory", "check_memory",
@@ -197,8 +198,6 @@ ANNOUNCE_SECONDS = 10.0
 
 def kernel_names(cfg: ChainConfig) -> list[str]:
     """The kernels that run ``cfg`` (``auto``: the one it picks)."""
-    from springblock.ensemble import choose_algorithm
-
     if choose_algorithm(cfg) == "events":
         return ["synchronous_slice" if cfg.noise_sharing == "synchronous"
                 else "independent_slice"]
@@ -232,8 +231,6 @@ def compile_seconds(names, here: bool = True) -> float:
 
 def chain_seconds(cfg: ChainConfig, algorithm: str | None = None) -> float:
     """Thread-seconds the kernels need for one chain of ``cfg`` (``algorithm``: forced)."""
-    from springblock.ensemble import choose_algorithm, expected_events, resolved_steps
-
     algorithm = algorithm or choose_algorithm(cfg)
     steps = resolved_steps(cfg)
     if algorithm == "events":
@@ -248,8 +245,6 @@ def theory_seconds(cfg: ChainConfig, with_theory: bool) -> float:
     """Seconds of the mean-drift prediction at the horizon (overdamped chains only)."""
     if not with_theory or cfg.dynamics != "overdamped" or cfg.steps == math.inf:
         return 0.0
-    from springblock.ensemble import LONG_HORIZON
-
     if cfg.horizon > LONG_HORIZON:
         return THEORY_LOGTIME_SECONDS + THEORY_LOGTIME_BLOCK_SECONDS * cfg.blocks
     rk4_steps = cfg.horizon * cfg.modulus * theory.laplacian_extremes(cfg.blocks)[1] / 2.5

@@ -132,7 +132,9 @@ def phase_diagram(
         :mod:`springblock.defaults`: L=7, k=1, step 0.01; steps default to 100 000,
         i.e. T = 1000). ``algorithm="events"`` or ``"auto"`` runs the overdamped chain
         event-driven (:mod:`springblock.events`), which reaches any horizon,
-        ``steps=math.inf`` (the stationary state) included.
+        ``steps=math.inf`` (the stationary state) included. A parameter on an axis
+        is set by the axis in every cell: given in ``params`` too, it is refused
+        (``config``'s own value of it is the base the axis replaces).
     output : str or Path, optional
         NetCDF path; chunks are stored beside it while the sweep runs, so an
         interrupted call resumes when repeated. Existing output is refused unless
@@ -174,6 +176,10 @@ def phase_diagram(
         memory than the machine has.
     """
     (row_name, row_values), (col_name, col_values) = _axes(rows, cols)
+    for axis in (row_name, col_name):
+        if axis in params:  # every cell sets it: the value given would be dropped
+            raise ConfigError(f"{axis} is an axis of the diagram (rows / cols); leave {axis} "
+                              f"unset (got {params[axis]!r})")
     if config is not None:
         as_config(config, ChainConfig, {})  # a dict or a path is refused before its fields
     if mu_left_ratio is not None:

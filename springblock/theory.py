@@ -16,9 +16,11 @@ is therefore a finite-time effect (relaxation time ~ 1 / Phi(-a/s), see
 :func:`relaxation_time`), a bounded-noise effect (:func:`stationary_force`
 with ``truncation``), or a decaying-noise effect — never an infinite-time
 property of Gaussian noise. :func:`predict_positions` gives the finite-time
-mean-field state by integrating dx/dt = h(F(x)), batched over parameter sets:
-the one mean-field integrator of the project (the chain's theory curves and
-the fit, :mod:`springblock.fit`, both use it).
+mean-field state by integrating dx/dt = h(F(x)), batched over parameter sets
+(explicit RK4): the reference integrator of the project, which draws the chain's theory
+curves and the networks' curvature surface (:mod:`dnnphase.compare.surface`); the fits
+integrate the same equations with an implicit scheme of far fewer steps,
+:mod:`springblock.fit.integrator`, checked against it.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from phasecore.panels import (
     plt,
     symmetric_limit,
 )
+from springblock.config import ChainConfig
 
 __all__ = ["chain_setting", "plot_accuracy_vs_curvature", "plot_dynamics", "plot_fit",
            "plot_side_by_side", "plot_trajectory_fit_maps", "plot_worst_fit"]
@@ -97,7 +98,8 @@ def chain_setting(spring) -> str:
     if "mu_right" not in axes and base.get("mu_right") is not None:
         parts.append(f"mu-> = {fmt_value(base['mu_right'])}")
     if base.get("noise_dist") == "truncated":
-        parts.append(f"noise bounded at {fmt_value(base.get('truncation', 2.0))} SD")
+        bound = base.get("truncation", ChainConfig.truncation)  # its default: the field's
+        parts.append(f"noise bounded at {fmt_value(bound)} SD")
     return "".join(f", {part}" for part in parts)
 
 

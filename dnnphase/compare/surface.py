@@ -18,6 +18,8 @@ from scipy.interpolate import RectBivariateSpline
 
 from phasecore.checks import is_int, require
 from phasecore.loadcurve import curvature_scaled
+from springblock import defaults as chain_defaults
+from springblock.config import ChainConfig
 from springblock.fit.variants import ChainVariant
 from springblock.theory import load_curve, predict_positions
 
@@ -25,10 +27,11 @@ __all__ = ["BLOCKS", "HORIZON", "RATIO", "TABLE_POINTS", "chain_curvature", "cha
            "coordinate_bounds", "curvature_surface", "friction_coordinate", "friction_value",
            "noise_coordinate", "noise_value"]
 
-#: The chain every cell is compared with: blocks L, horizon T, mu<- / mu->  (k = y = 1).
-BLOCKS = 7
-HORIZON = 1000.0
-RATIO = 2.0
+#: The chain every cell is compared with: blocks L, horizon T, mu<- / mu->  (k = y = 1),
+#: read from their homes (the single chain's default, the phase diagram's defaults).
+BLOCKS = ChainConfig.blocks
+HORIZON = chain_defaults.HORIZON
+RATIO = chain_defaults.MU_LEFT_RATIO
 #: The chain's (mu->, s) table: 0..FRICTION_MAX and 0..NOISE_MAX, TABLE_POINTS each, evenly
 #: spaced in the coordinates u = log(1 + mu/FRICTION_SCALE), v = log(1 + s/NOISE_SCALE).
 FRICTION_SCALE = 0.005

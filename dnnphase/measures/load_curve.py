@@ -50,18 +50,61 @@ _ACTIVATIONS = (
 )
 
 
+def _runs_itself(module: nn.Module) -> bool:
+    """Whether ``module`` has a forward pass of its own (an ``nn.ModuleList`` or
+    ``nn.ModuleDict`` has none: it only holds modules that the model calls)."""
+    return type(module).forward is not nn.Module.forward
+
+
+def _blocks(module: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
+    """The children of ``module`` by their names in ``model.named_modules()``, a
+    container that never runs itself replaced by its own children (recursively)."""
+    out = []
+    for name, child in module.named_children():
+        full = f"{prefix}{name}"
+        out.extend([(full, child)] if _runs_itself(child) else _blocks(child, f"{full}."))
+    return out
+
+
 def default_layers(model: nn.Module) -> list[str]:
-    """The layers measured when none are named: the input, then
+    """The layers measured when none are named.
+
+    The input, then
 
     * the top-level activation modules (an ``nn.Sequential`` MLP or CNN: the
       output of every activation), or, when the model has none at top level,
     * every top-level block but the last (a ResNet's stages or a transformer's
       blocks; the last child is taken to be the head that gives the logits).
 
-    A module called several times in one forward pass (one activation shared by
-    all layers) gives one layer per call.
+    A container that never runs itself (an ``nn.ModuleList`` or ``nn.ModuleDict``
+    of blocks, which the model's forward pass calls one by one) counts as the
+    blocks it holds, named ``blocks.0``, ``blocks.1``, ... as in
+    ``model.named_modules()``. A module called several times in one forward pass
+    (one activation shared by all layers) gives one layer per call.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose layers are chosen (not run).
+
+    Returns
+    -------
+    list of str
+        ``"input"`` and the chosen module names, in the order the model defines them.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> class Residual(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.embed = nn.Linear(4, 8)
+    ...         self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+    ...         self.head = nn.Linear(8, 2)
+    >>> default_layers(Residual())
+    ['input', 'embed', 'blocks.0', 'blocks.1', 'blocks.2']
     """
-    children = list(model.named_children())
+    children = _blocks(model)
     acts = [name for name, child in children if isinstance(child, _ACTIVATIONS)]
     return [INPUT, *(acts or [name for name, _ in children[:-1]])]
 
@@ -173,7 +216,9 @@ class _Features:
         names, feats = [], []
         if INPUT in self.layers:
             names.append(INPUT)
-            feats.append(x)
+            # integer inputs (a language model's token ids) are measured as numbers
+            feats.append(x if not isinstance(x, torch.Tensor) or x.is_floating_point()
+                         else x.to(torch.float64))
         for name, t in self._out:
             calls[name] = calls.get(name, 0) + 1
             names.append(name if calls[name] == 1 else f"{name}#{calls[name]}")
@@ -316,7 +361,9 @@ def measure_model(
         ``{"train": ..., "test": ...}`` measures each and adds a ``split`` dimension.
     layers : sequence of str, optional
         Module names (``model.named_modules()``) whose outputs are measured, and
-        ``"input"`` for the input; default :func:`default_layers`. Layers are
+        ``"input"`` for the input (integer inputs, such as token ids, measured as
+        float64 numbers); default :func:`default_layers`, which measures the blocks
+        inside an ``nn.ModuleList``. Layers are
         ordered as they run in the forward pass; a module called k times gives
         k layers ``name``, ``name#2``, ..., ``name#k``. An output is flattened per
         sample (the first tensor of a tuple output).

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from dnnphase.defaults import CHANNELS, DEPTH, KERNEL_SIZE, WIDTH
+from dnnphase.defaults import CHANNELS, DEPTH, KERNEL_SIZE, NORM, WIDTH
 from dnnphase.networks.mlp import MLP, check_norm, check_weight_init
 from phasecore.checks import is_int, require
 
@@ -58,7 +58,7 @@ class Architecture:
     width: int = WIDTH
     channels: int = CHANNELS
     kernel_size: int = KERNEL_SIZE
-    norm: str = "batchnorm"
+    norm: str = NORM
     bias: bool = True
     weight_init: str = "default"
 
@@ -155,5 +155,5 @@ class Architecture:
                        alpha=alpha, dropout=dropout, norm=self.norm, bias=self.bias,
                        kernel_size=self.kernel_size)
         self.check_alphas([alpha])
-        return MLP(in_features, n_classes, self.depth, self.width, alpha, dropout, self.norm,
-                   self.bias, weight_init=self.weight_init)
+        return MLP(in_features, n_classes, depth=self.depth, width=self.width, alpha=alpha,
+                   dropout=dropout, norm=self.norm, bias=self.bias, weight_init=self.weight_init)

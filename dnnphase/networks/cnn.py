@@ -32,17 +32,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dnnphase.defaults import CHANNELS, DEPTH
+from dnnphase.defaults import CHANNELS, DEPTH, KERNEL_SIZE, NORM
 from dnnphase.knobs import check
+from dnnphase.networks.spec import BN_EPS, BN_MOMENTUM
 from phasecore.checks import is_int, require
 
-from .stack import (
-    LeakyReLUPerModel,
-    StackedModels,
-    default_linear_,
-    draw_seeded_,
-    per_model,
-)
+from .per_model import LeakyReLUPerModel, default_linear_, draw_seeded_, per_model
+from .stack import StackedModels
 
 __all__ = ["CNN", "NORMS", "EnsembleCNN", "check_architecture"]
 
@@ -120,11 +116,11 @@ class CNN(nn.Module):
         channels: int = CHANNELS,
         alpha: float = 0.0,
         dropout: float = 0.0,
-        norm: str = "batchnorm",
+        norm: str = NORM,
         bias: bool = True,
-        kernel_size: int = 3,
-        bn_eps: float = 1e-5,
-        bn_momentum: float = 0.1,
+        kernel_size: int = KERNEL_SIZE,
+        bn_eps: float = BN_EPS,
+        bn_momentum: float = BN_MOMENTUM,
     ) -> None:
         super().__init__()
         self.image_shape = check_architecture(image_shape, n_classes, depth, channels,
@@ -218,11 +214,11 @@ class EnsembleCNN(StackedModels):
         channels: int = CHANNELS,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
-        norm: str = "batchnorm",
+        norm: str = NORM,
         bias: bool = True,
-        kernel_size: int = 3,
-        bn_eps: float = 1e-5,
-        bn_momentum: float = 0.1,
+        kernel_size: int = KERNEL_SIZE,
+        bn_eps: float = BN_EPS,
+        bn_momentum: float = BN_MOMENTUM,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -259,16 +255,6 @@ class EnsembleCNN(StackedModels):
 
     # ------------------------------------------------------------ construction
 
-    def _like(self, n_models: int, alphas: Sequence[float], drops: Sequence[float],
-              ) -> EnsembleCNN:
-        """An all-zero ensemble of this architecture, dtype and device."""
-        p = self.weights[0]
-        return EnsembleCNN(
-            n_models, self.image_shape, self.n_classes, self.depth, self.channels, alphas,
-            drops, self.norm, self.bias, self.kernel_size, self.bn_eps, self.bn_momentum,
-            p.dtype, p.device,
-        )
-
     @classmethod
     def init(
         cls,
@@ -281,9 +267,9 @@ class EnsembleCNN(StackedModels):
         channels: int = CHANNELS,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
-        norm: str = "batchnorm",
+        norm: str = NORM,
         bias: bool = True,
-        kernel_size: int = 3,
+        kernel_size: int = KERNEL_SIZE,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> EnsembleCNN:
@@ -293,8 +279,9 @@ class EnsembleCNN(StackedModels):
         module; the global generator is not touched)."""
         seeds = [int(s) for s in seeds]
         require(len(seeds) == n_models, "seeds", f"one per model ({n_models})", seeds)
-        ens = cls(n_models, image_shape, n_classes, depth, channels, alpha, dropout, norm, bias,
-                  kernel_size, dtype=dtype or torch.get_default_dtype(), device=device)
+        ens = cls(n_models, image_shape, n_classes, depth=depth, channels=channels, alpha=alpha,
+                  dropout=dropout, norm=norm, bias=bias, kernel_size=kernel_size,
+                  dtype=dtype or torch.get_default_dtype(), device=device)
         # Drawn in the default dtype (as the CNN's modules are built), model by model in the
         # CNN's order: each conv's weight then bias, then the output Linear's. Conv2d's
         # reset_parameters is nn.Linear's rule with fan_in = C_i·k·k, i.e. the rule on the
@@ -317,26 +304,13 @@ class EnsembleCNN(StackedModels):
         return ens
 
     # from_models / to_models (StackedModels) with single CNNs:
-    @staticmethod
-    def _architecture_of(mdl: CNN) -> tuple:
-        return (mdl.image_shape, mdl.n_classes, mdl.depth, mdl.channels, mdl.norm,
-                mdl.bias, mdl.kernel_size)
+    _SINGLE = CNN
+    _ARCHITECTURE = ("image_shape", "n_classes", "depth", "channels", "norm", "bias",
+                     "kernel_size")
 
     @staticmethod
     def _tensor_of(mdl: CNN, name: str) -> torch.Tensor:
         return _cnn_tensor(mdl, name)
-
-    @classmethod
-    def _stack_like(cls, first: CNN, n_models, alphas, drops, bn_eps, bn_momentum, dtype,
-                    device) -> EnsembleCNN:
-        return cls(n_models, first.image_shape, first.n_classes, first.depth, first.channels,
-                   alphas, drops, first.norm, first.bias, first.kernel_size, bn_eps,
-                   bn_momentum, dtype, device)
-
-    def _single(self, m: int) -> CNN:
-        return CNN(self.image_shape, self.n_classes, self.depth, self.channels,
-                   self.alphas[m], self.dropouts[m], self.norm, self.bias, self.kernel_size,
-                   self.bn_eps, self.bn_momentum)
 
     # ------------------------------------------------------------ forward
 

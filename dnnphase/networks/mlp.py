@@ -49,8 +49,9 @@ import math
 import torch
 from torch import nn
 
-from dnnphase.defaults import DEPTH, WIDTH
+from dnnphase.defaults import DEPTH, NORM, WIDTH
 from dnnphase.knobs import check
+from dnnphase.networks.spec import BN_EPS, BN_MOMENTUM
 from phasecore.checks import require
 
 __all__ = ["MLP", "NORMS", "WEIGHT_INITS", "activation_scale", "check_norm",
@@ -192,10 +193,10 @@ class MLP(nn.Module):
         width: int = WIDTH,
         alpha: float = 0.0,
         dropout: float = 0.0,
-        norm: str = "batchnorm",
+        norm: str = NORM,
         bias: bool = True,
-        bn_eps: float = 1e-5,
-        bn_momentum: float = 0.1,
+        bn_eps: float = BN_EPS,
+        bn_momentum: float = BN_MOMENTUM,
         *,
         weight_init: str = "default",
     ) -> None:

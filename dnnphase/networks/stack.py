@@ -8,16 +8,14 @@ computation gives the same result whatever other models share the stack.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dnnphase.defaults import DEPTH, WIDTH
+from dnnphase.defaults import DEPTH, NORM, WIDTH
 from dnnphase.knobs import RANGES
 from dnnphase.networks.mlp import (
     MLP,
@@ -28,84 +26,22 @@ from dnnphase.networks.mlp import (
 )
 from phasecore.checks import ConfigError, require
 
+from .per_model import (
+    LeakyReLUPerModel,
+    default_linear_,
+    draw_seeded_,
+    per_model,
+    row_mean,
+)
 from .randomness import LEVELS, DropoutMasks, dropout_levels
+from .spec import BN_EPS, BN_MOMENTUM, ModelSpec
 
-__all__ = ["EnsembleMLP", "LeakyReLUPerModel", "StackedModels", "default_linear_", "draw_seeded_",
-           "per_model", "row_mean"]
+__all__ = ["EnsembleMLP", "StackedModels"]
 
 #: Hidden layers in training mode on a CPU through the fused BatchNorm + LeakyReLU +
 #: dropout kernel (:mod:`dnnphase.networks.fused_layer`); False: PyTorch's operations one by one
 #: (the GPU's path; the same numbers to rounding).
 FUSED_CPU_LAYERS = True
-
-
-def per_model(value: Any, m: int, name: str) -> list[float]:
-    """Broadcast a scalar or length-m sequence to a list of m floats."""
-    if isinstance(value, torch.Tensor | np.ndarray):
-        value = value.tolist()
-    if isinstance(value, int | float):
-        return [float(value)] * m
-    require(value is not None, name, "a number or one number per model", value)
-    values = [float(v) for v in value]
-    require(len(values) == m, name, f"one value per model ({m})", values)
-    return values
-
-
-def row_mean(x: torch.Tensor) -> torch.Tensor:
-    """Mean over the last dimension of ``x`` ``(m, n)`` → ``(m,)``, summed in blocks of
-    1024 so that no single reduction is split across threads (a one-output reduction of
-    ≥ 32 768 elements is, and its rounding then depends on the thread count)."""
-    m, n = x.shape
-    if n <= 1024:
-        return x.sum(1) / n
-    k = -(-n // 1024)
-    padded = F.pad(x, (0, k * 1024 - n)) if k * 1024 != n else x
-    return padded.reshape(m, k, 1024).sum(2).sum(1) / n
-
-
-class LeakyReLUPerModel(torch.autograd.Function):
-    """LeakyReLU with a slope per model: ``u`` ``(B, M, F)``, ``a`` ``(1, M, 1)``.
-
-    Forward ``relu(u) + a·(u − relu(u))`` and backward ``g₊ + a·(g − g₊)`` (g₊ = g where
-    u > 0): one of the two terms is always an exact zero, so both are bitwise
-    ``F.leaky_relu`` and its gradient (``a·u + (1 − a)·relu(u)`` is not).
-    """
-
-    @staticmethod
-    def forward(ctx, u: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        r = torch.relu(u)
-        ctx.save_for_backward(r, a)
-        return torch.addcmul(r, u - r, a)
-
-    @staticmethod
-    def backward(ctx, g: torch.Tensor) -> tuple[torch.Tensor, None]:
-        r, a = ctx.saved_tensors
-        g_pos = torch.ops.aten.threshold_backward(g, r, 0)  # g where u > 0 (⇔ r > 0)
-        return torch.addcmul(g_pos, g - g_pos, a), None
-
-
-def default_linear_(w: torch.Tensor, b: torch.Tensor | None, g: torch.Generator) -> None:
-    """``nn.Linear``'s default initialisation drawn from ``g`` into ``w`` ``(out, in)`` and
-    ``b`` ``(out,)``, exactly as ``reset_parameters`` does: weight U(±gain·√(3/fan_in))
-    with the gain of ``kaiming_uniform_(a=√5)``, then bias U(±1/√fan_in)."""
-    fan_in = w.shape[1]
-    gain = nn.init.calculate_gain("leaky_relu", math.sqrt(5))
-    bound = math.sqrt(3.0) * (gain / math.sqrt(fan_in))
-    w.uniform_(-bound, bound, generator=g)
-    if b is not None:
-        b.uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), generator=g)
-
-
-def draw_seeded_(ws: Sequence[torch.Tensor], bs: Sequence[torch.Tensor], seeds: Sequence[int],
-                 draw: Callable, bias: bool) -> None:
-    """Fill the stacked weight and bias buffers ``ws[i]``, ``bs[i]`` (model dimension
-    first) model by model, each from its own ``torch.Generator`` seeded with ``seeds[m]``,
-    layer by layer, weight then bias (the order a single model's modules draw them):
-    ``draw(w, b | None, g)`` fills one model's layer."""
-    for m, seed in enumerate(seeds):
-        g = torch.Generator().manual_seed(seed)
-        for w, b in zip(ws, bs, strict=True):
-            draw(w[m], b[m] if bias else None, g)
 
 
 class StackedModels(nn.Module):
@@ -168,14 +104,12 @@ class StackedModels(nn.Module):
             for name, value in self.state_dict().items():
                 value.copy_(torch.stack([tensor_of(mdl, name) for mdl in models]))
 
-    def _like(self, n_models: int, alphas, drops) -> StackedModels:
-        raise NotImplementedError
-
     # What a stack class says about its single model (the shared code below uses them).
-    @staticmethod
-    def _architecture_of(mdl: nn.Module) -> tuple:
-        """The single model's architecture: models stack only if theirs are equal."""
-        raise NotImplementedError
+    #: The single model's class.
+    _SINGLE: type[nn.Module]
+    #: The architecture's fields: attributes of the stack and of its single model, and
+    #: keyword arguments of both classes, under the same names.
+    _ARCHITECTURE: tuple[str, ...] = ()
 
     @staticmethod
     def _tensor_of(mdl: nn.Module, name: str) -> torch.Tensor:
@@ -183,15 +117,39 @@ class StackedModels(nn.Module):
         raise NotImplementedError
 
     @classmethod
-    def _stack_like(cls, first: nn.Module, n_models: int, alphas: list, drops: list,
-                    bn_eps: float, bn_momentum: float, dtype: torch.dtype,
-                    device) -> StackedModels:
-        """An empty stack of ``n_models`` with ``first``'s architecture."""
-        raise NotImplementedError
+    def _architecture_of(cls, mdl: nn.Module) -> tuple[tuple[str, Any], ...]:
+        """A model's (single or stacked) architecture: models stack only if theirs are equal."""
+        return tuple((name, getattr(mdl, name)) for name in cls._ARCHITECTURE)
+
+    @classmethod
+    def _spec_of(cls, mdl: nn.Module) -> ModelSpec:
+        """A single model's :class:`~dnnphase.networks.spec.ModelSpec`."""
+        batchnorm = mdl.norm == "batchnorm"
+        bn0 = mdl.input_bn
+        return ModelSpec(cls._architecture_of(mdl), bn0.eps if batchnorm else BN_EPS,
+                         bn0.momentum if batchnorm else BN_MOMENTUM)
+
+    def spec(self) -> ModelSpec:
+        """What every model of this stack shares apart from its knobs."""
+        return ModelSpec(self._architecture_of(self), self.bn_eps, self.bn_momentum)
+
+    @classmethod
+    def _build(cls, spec: ModelSpec, n_models: int, alphas, drops, dtype: torch.dtype | None,
+               device) -> StackedModels:
+        """An all-zero stack of ``n_models`` of ``spec`` with these knobs."""
+        return cls(n_models, alpha=alphas, dropout=drops, dtype=dtype, device=device,
+                   **spec.kwargs())
+
+    def _like(self, n_models: int, alphas, drops) -> StackedModels:
+        """An all-zero stack of this architecture, dtype and device."""
+        p = self.weights[0]
+        return self._build(self.spec(), n_models, alphas, drops, p.dtype, p.device)
 
     def _single(self, m: int) -> nn.Module:
-        """An empty single model with model ``m``'s architecture and knobs (CPU)."""
-        raise NotImplementedError
+        """A single model with model ``m``'s architecture and knobs (CPU; its own
+        initialisation, drawn from the global generator, is overwritten by the caller)."""
+        return self._SINGLE(alpha=self.alphas[m], dropout=self.dropouts[m],
+                            **self.spec().kwargs())
 
     @classmethod
     def from_models(cls, models: Sequence[nn.Module], dtype: torch.dtype | None = None,
@@ -200,13 +158,9 @@ class StackedModels(nn.Module):
         architecture; ConfigError otherwise)."""
         first = models[0]
         cls._one_architecture(models, cls._architecture_of)
-        batchnorm = first.norm == "batchnorm"
-        bn0 = first.input_bn
-        ens = cls._stack_like(first, len(models), [mdl.alpha for mdl in models],
-                              [mdl.dropout for mdl in models],
-                              bn0.eps if batchnorm else 1e-5,
-                              bn0.momentum if batchnorm else 0.1,
-                              dtype or first.out.weight.dtype, device)
+        ens = cls._build(cls._spec_of(first), len(models), [mdl.alpha for mdl in models],
+                         [mdl.dropout for mdl in models], dtype or first.out.weight.dtype,
+                         device)
         ens._load_stacked_(models, cls._tensor_of)
         return ens
 
@@ -354,10 +308,10 @@ class EnsembleMLP(StackedModels):
         width: int = WIDTH,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
-        norm: str = "batchnorm",
+        norm: str = NORM,
         bias: bool = True,
-        bn_eps: float = 1e-5,
-        bn_momentum: float = 0.1,
+        bn_eps: float = BN_EPS,
+        bn_momentum: float = BN_MOMENTUM,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
         *,
@@ -399,14 +353,6 @@ class EnsembleMLP(StackedModels):
 
     # ------------------------------------------------------------ construction
 
-    def _like(self, n_models: int, alphas, drops) -> EnsembleMLP:
-        p = self.weights[0]
-        return EnsembleMLP(
-            n_models, self.in_features, self.n_classes, self.depth, self.width, alphas, drops,
-            self.norm, self.bias, self.bn_eps, self.bn_momentum, p.dtype, p.device,
-            weight_init=self.weight_init,
-        )
-
     @classmethod
     def init(
         cls,
@@ -419,7 +365,7 @@ class EnsembleMLP(StackedModels):
         width: int = WIDTH,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
-        norm: str = "batchnorm",
+        norm: str = NORM,
         bias: bool = True,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
@@ -433,8 +379,9 @@ class EnsembleMLP(StackedModels):
         :func:`dnnphase.networks.mlp.orthogonal_linear_`."""
         seeds = [int(s) for s in seeds]
         require(len(seeds) == n_models, "seeds", f"one per model ({n_models})", seeds)
-        ens = cls(n_models, in_features, n_classes, depth, width, alpha, dropout, norm,
-                  bias, dtype=dtype or torch.get_default_dtype(), device=device,
+        ens = cls(n_models, in_features, n_classes, depth=depth, width=width, alpha=alpha,
+                  dropout=dropout, norm=norm, bias=bias,
+                  dtype=dtype or torch.get_default_dtype(), device=device,
                   weight_init=weight_init)
         draw = orthogonal_linear_ if weight_init == "orthogonal" else default_linear_
         # Draw in the default dtype, model by model in the MLP's order (each Linear's
@@ -451,26 +398,13 @@ class EnsembleMLP(StackedModels):
         return ens
 
     # from_models / to_models (StackedModels) with single MLPs:
-    @staticmethod
-    def _architecture_of(mdl: MLP) -> tuple:
-        return (mdl.in_features, mdl.n_classes, mdl.depth, mdl.width, mdl.norm,
-                mdl.weight_init, mdl.bias)
+    _SINGLE = MLP
+    _ARCHITECTURE = ("in_features", "n_classes", "depth", "width", "norm", "bias",
+                     "weight_init")
 
     @staticmethod
     def _tensor_of(mdl: MLP, name: str) -> torch.Tensor:
         return _mlp_tensor(mdl, name)
-
-    @classmethod
-    def _stack_like(cls, first: MLP, n_models, alphas, drops, bn_eps, bn_momentum, dtype,
-                    device) -> EnsembleMLP:
-        return cls(n_models, first.in_features, first.n_classes, first.depth, first.width,
-                   alphas, drops, first.norm, first.bias, bn_eps, bn_momentum, dtype, device,
-                   weight_init=first.weight_init)
-
-    def _single(self, m: int) -> MLP:
-        return MLP(self.in_features, self.n_classes, self.depth, self.width, self.alphas[m],
-                   self.dropouts[m], self.norm, self.bias, self.bn_eps, self.bn_momentum,
-                   weight_init=self.weight_init)
 
     # ------------------------------------------------------------ forward
 

@@ -112,7 +112,7 @@ class SweepConfig(TrainingSettings):
     width: int = defaults.WIDTH
     channels: int = defaults.CHANNELS
     kernel_size: int = defaults.KERNEL_SIZE
-    norm: str = "batchnorm"
+    norm: str = defaults.NORM
     bias: bool = True
     weight_init: str = "default"
     dropout: float = 0.0
@@ -430,7 +430,7 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     when the data set's test set has fewer than two classes (e.g. none)."""
     import torch
 
-    from dnnphase import separation
+    from dnnphase.measures import separation_torch as separation
 
     ia, iv, seeds = (np.array([m[k] for m in models]) for k in range(3))
     data = load_data(cfg)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from dnnphase.networks.per_model import row_mean
 from dnnphase.networks.randomness import (
     DropoutMasks,
     ModelStreams,
@@ -25,13 +26,13 @@ from dnnphase.networks.randomness import (
     dropout_span,
     tables_read,
 )
-from dnnphase.networks.stack import EnsembleMLP, row_mean
+from dnnphase.networks.stack import EnsembleMLP
 
 from .optim import OptimizerSettings, StackedOptimizer
 from .schedule import LR_DROP_DIVISOR, changes, drop_epochs, rules_start
 
-__all__ = ["LoopSettings", "Retired", "StackData", "TrainingStack", "divergence",
-           "stop_reason"]
+__all__ = ["LoopSettings", "Retired", "StackData", "StackMembers", "TrainingStack",
+           "divergence", "stop_reason"]
 
 
 class LoopSettings(Protocol):
@@ -80,6 +81,19 @@ class StackData:
     x_test: torch.Tensor | None = None  # (N_test, d), recorded beside x (None: not recorded)
     test_record_fn: Callable | None = None
     labels: torch.Tensor | None = None  # (M, N): each model's fixed random labels (None: y)
+
+
+@dataclass(frozen=True)
+class StackMembers:
+    """The models one stack trains and what is their own: ``ids`` their indices in the
+    caller's list, and per model its learning rate, label + data noise level and seed (in
+    the order of ``ids``); ``batch`` the batch size they share."""
+
+    ids: list[int]
+    lr: list[float]
+    label_noise: list[float]
+    seeds: list[int]
+    batch: int
 
 
 @dataclass
@@ -166,17 +180,17 @@ class TrainingStack:
     their indices in the caller's list; ``retired`` collects those that stopped.
     """
 
-    def __init__(self, model: EnsembleMLP, ids: list[int], lr: list[float],
-                 label_noise: list[float], seeds: list[int], batch: int, data: StackData,
+    def __init__(self, model: EnsembleMLP, members: StackMembers, data: StackData,
                  cfg: LoopSettings, labels: torch.Tensor | None = None) -> None:
         """``labels``: each model's own training labels ``(M, N)`` on the data's device
         (fixed random labels), None: ``data.y`` for every model."""
         dev = data.x.device
+        lr, label_noise = members.lr, members.label_noise
         self.labels = labels
         self.model = model.to(dev).train()
-        self.ids = list(ids)
-        self.batch, self.data, self.cfg = batch, data, cfg
-        self.streams = ModelStreams(seeds, dev)
+        self.ids = list(members.ids)
+        self.batch, self.data, self.cfg = members.batch, data, cfg
+        self.streams = ModelStreams(members.seeds, dev)
         self.opt = StackedOptimizer(list(self.model.parameters()), lr, cfg.optimizer_settings())
         self.q = torch.tensor(label_noise, dtype=data.x.dtype, device=dev)  # (M,)
         self._noisy = any(v > 0 for v in label_noise)

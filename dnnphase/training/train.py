@@ -20,11 +20,12 @@ import torch
 
 from dnnphase.knobs import check, check_batch_fits
 from dnnphase.networks.architecture import Architecture
+from dnnphase.networks.per_model import per_model
 from dnnphase.networks.randomness import fixed_random_labels
-from dnnphase.networks.stack import EnsembleMLP, per_model
+from dnnphase.networks.stack import EnsembleMLP
 from phasecore.checks import require
 
-from .loop import Retired, StackData, TrainingStack
+from .loop import Retired, StackData, StackMembers, TrainingStack
 from .optim import OptimizerSettings
 from .settings import DTYPES, TrainingSettings
 
@@ -101,16 +102,17 @@ class TrainConfig(TrainingSettings):
     for several cores (the sweep does); ``None`` keeps torch's setting.
     """
 
-    betas: tuple[float, float] = (0.9, 0.999)  # Adam
-    eps: float = 1e-8  # Adam
-    nesterov: bool = False  # SGD
+    # the optimizer's own settings, their defaults read from their home (OptimizerSettings)
+    betas: tuple[float, float] = OptimizerSettings.betas  # Adam
+    eps: float = OptimizerSettings.eps  # Adam
+    nesterov: bool = OptimizerSettings.nesterov  # SGD
     explode_factor: float = 1e3
     stack_size: int | None = None
     cpu_threads: int | None = 1
     record_every: int | None = None  # eval-mode snapshots every k epochs (and epoch 0)
     # Adam's fused kernel: None = where supported (stack-invariant only to the last bit);
     # False = foreach Adam (bitwise invariant). See OptimizerSettings.
-    fused: bool | None = None
+    fused: bool | None = OptimizerSettings.fused
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -476,9 +478,10 @@ def _train_stack(start: EnsembleMLP, ids: list[int], b: int, k: ModelKnobs, data
     """Train models ``ids`` as one stack; a stack that runs out of GPU memory is split in
     two halves (a model's result does not depend on its stack-mates)."""
     try:
-        stack = TrainingStack(start.select(ids), ids, [k.lr[j] for j in ids],
-                              [k.label_noise[j] for j in ids], [k.seeds[j] for j in ids],
-                              b, data, cfg, None if data.labels is None
+        members = StackMembers(ids, [k.lr[j] for j in ids], [k.label_noise[j] for j in ids],
+                               [k.seeds[j] for j in ids], b)
+        stack = TrainingStack(start.select(ids), members, data, cfg,
+                              None if data.labels is None
                               else data.labels[torch.tensor(ids, device=data.x.device)])
         return stack.run(), stack.history
     except torch.cuda.OutOfMemoryError:

@@ -12,9 +12,13 @@
 
 The curves can come from anywhere (a network, an experiment, another chain);
 fitting every cell of a network sweep lives with the comparison
-(:mod:`dnnphase.compare`). The model is the mean-field integrator
-:func:`springblock.theory.predict_positions`; only ``refine="simulation"``
-runs the chain's kernels.
+(:mod:`dnnphase.compare`). The model is the mean-field chain (the mean drift of
+:mod:`springblock.theory`), integrated for the fits by :mod:`springblock.fit.integrator`: a
+linearly implicit Rosenbrock scheme (ROS2) on a grid geometric in time, one numba kernel for
+the paper's chain (:func:`~springblock.fit.integrator.chain_positions`) and its variants
+(:func:`~springblock.fit.integrator.variant_positions`), checked against the reference RK4 of
+:func:`springblock.theory.predict_positions` (docs/fit.md, "Fast fits"). Only
+``refine="simulation"`` runs the chain's stochastic kernels.
 """
 
 from springblock.fit.result import FitResult

@@ -21,15 +21,16 @@ def simulated_shapes(params, blocks: int, modulus: float, horizon: float, ratio:
     The same seeds for every parameter set (common random numbers): the
     difference between two sets is then a smooth function of the parameters.
     """
-    import springblock
+    from springblock.config import ChainConfig
+    from springblock.ensemble import run_ensemble
 
     steps = int(round(horizon / step))
-    configs = [springblock.ChainConfig(blocks=blocks, mu_right=float(mr),
-                                       mu_left=float(ratio * mr), noise=float(s),
-                                       modulus=float(modulus), step=float(step), steps=steps)
+    configs = [ChainConfig(blocks=blocks, mu_right=float(mr), mu_left=float(ratio * mr),
+                           noise=float(s), modulus=float(modulus), step=float(step),
+                           steps=steps)
                for mr, s in params for _ in range(seeds)]
     seed_ids = np.tile(np.arange(seeds), len(params))
-    x = springblock.run_ensemble(configs, seed_ids).positions.reshape(len(params), seeds, blocks)
+    x = run_ensemble(configs, seed_ids).positions.reshape(len(params), seeds, blocks)
     return shape_of_positions(x.mean(axis=1))
 
 

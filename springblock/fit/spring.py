@@ -1,7 +1,8 @@
 """``fit_spring``: the chain (mu->, s) whose mean-field load curve has a network curve's shape.
 
 Overdamped chain, Gaussian force noise, target y = 1, observed at a fixed
-horizon T with mu<- = ratio * mu-> (docs/fit.md; the model is
+horizon T with mu<- = ratio * mu-> (docs/fit.md; the model is the mean-field chain
+integrated by :func:`springblock.fit.integrator.chain_positions`, checked against
 :func:`springblock.theory.predict_positions`). What a shape can
 and cannot identify, and the measured accuracy, are in ``docs/fit.md``.
 """

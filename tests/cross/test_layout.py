@@ -1,8 +1,9 @@
 """The house's layout (docs/architecture.md): folders along the data's path, imports one way.
 
 dnnphase's folders in the order the data passes them; a module may import its own
-folder and the folders before it, never one after it. springblock never imports
-dnnphase, phasecore neither of them.
+folder and the folders before it, never one after it, nor a later layer's name through a
+package's front door. springblock never imports dnnphase, phasecore neither of them. No
+module of the three imports itself back along a circle (imports inside functions count).
 """
 
 import ast
@@ -46,10 +47,23 @@ def _layer(module: str) -> str:
     raise AssertionError(f"{module}: in no layer of tests/cross/test_layout.py")
 
 
-def _imports(path: Path):
-    """Every module ``path`` imports, at the top or inside a function (absolute names)."""
-    package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+def _sources(package: str):
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+#: Every module of the three packages, by its dotted name.
+_MODULES = {_module(p): p for package in ("dnnphase", "springblock", "phasecore")
+            for p in _sources(package)}
+
+
+def _loaded(source: str, module: str, is_package: bool, known=_MODULES):
+    """Every module ``source`` (the module ``module``) loads by name, at the top or inside
+    a function, as absolute names: ``import a.b`` loads ``a.b``; ``from a import b`` loads
+    ``a.b`` where that is a module of ``known``, and else ``a`` itself — ``b`` is then an
+    attribute of ``a``, so an alias in a package's front door is an import of that front
+    door (``from dnnphase import separation`` imports ``dnnphase``, the face)."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -57,26 +71,172 @@ def _imports(path: Path):
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names)
+            for alias in node.names:
+                yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
 
 
-def _sources(package: str):
-    return sorted((ROOT / package).rglob("*.py"))
+def _imports(path: Path):
+    """Every module ``path`` imports, at the top or inside a function (absolute names)."""
+    return _loaded(path.read_text(), _module(path), path.name == "__init__.py")
+
+
+def _climbs(module: str, source: str, known=_MODULES) -> list[str]:
+    """The imports of a dnnphase module that reach a later layer than its own."""
+    here = _layer(module)
+    out = []
+    for name in _loaded(source, module, module in known and
+                        known[module].name == "__init__.py", known):
+        if name != "dnnphase" and not name.startswith("dnnphase."):
+            continue
+        there = _layer(name)
+        if LAYERS[there] > LAYERS[here]:
+            out.append(f"{module} ({here}) imports {name} ({there}), a later layer")
+    return out
 
 
 @pytest.mark.parametrize("path", _sources("dnnphase"), ids=lambda p: _module(p))
 def test_dnnphase_imports_only_its_own_layer_and_earlier_ones(path):
-    here = _layer(_module(path))
-    for name in _imports(path):
-        if not name.startswith("dnnphase.") or name.count(".") < 1:
+    climbs = _climbs(_module(path), path.read_text())
+    assert not climbs, "\n".join(climbs)
+
+
+def test_a_climb_through_a_front_doors_alias_is_caught():
+    """A name taken from a package's ``__init__`` is an import of that ``__init__``: an alias
+    there (``dnnphase.separation`` for ``dnnphase.measures.separation_torch``) is no way
+    around the layers."""
+    sweep = "dnnphase.sweeps.sweep"
+    assert _climbs(sweep, "from dnnphase import separation\n") == [
+        f"{sweep} (sweeps) imports dnnphase (face), a later layer"]
+    assert _climbs(sweep, "def f():\n    import dnnphase\n    from .. import compare\n") == [
+        f"{sweep} (sweeps) imports dnnphase (face), a later layer",
+        f"{sweep} (sweeps) imports dnnphase.compare (compare), a later layer"]
+    assert _climbs(sweep, "from dnnphase.compare import fit_chain\n")  # a folder's front door
+    assert not _climbs(sweep, "from dnnphase.measures import separation_torch\n"
+                              "from dnnphase.sweeps import memory\nimport numpy\n")
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph`` (module -> the modules it imports): its strongly
+    connected components of more than one module, each sorted (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
             continue
-        top = name.split(".")[1]
-        if not ((ROOT / "dnnphase" / top).is_dir() or (ROOT / "dnnphase" / f"{top}.py").exists()):
-            continue  # an attribute of the package (from dnnphase import sweep), not a module
-        there = _layer(name)
-        assert LAYERS[there] <= LAYERS[here], (
-            f"{_module(path)} ({here}) imports {name} ({there}), a later layer")
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next((m for m in edges if m in graph), None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """module -> the modules of ``sources`` it imports (top level or inside a function);
+    ``sources``: module -> (its source, whether it is a package's ``__init__``)."""
+    return {module: {name for name in _loaded(text, module, is_package, sources)
+                     if name in sources and name != module}
+            for module, (text, is_package) in sources.items()}
+
+
+def test_no_import_circle_in_the_three_packages():
+    """No module imports, even from inside a function, a module that imports it back along
+    some path: what a module needs sits below it (docs/architecture.md)."""
+    graph = _import_graph({module: (path.read_text(), path.name == "__init__.py")
+                           for module, path in _MODULES.items()})
+    assert sum(len(edges) for edges in graph.values()) > 300  # the walk sees the imports
+    circles = _circles(graph)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_the_circle_test_finds_a_circle_through_an_import_inside_a_function():
+    sources = {
+        "pkg": ("from pkg.run import go\n", True),
+        "pkg.run": ("from pkg import cost as budget\nfrom pkg.base import K\n", False),
+        "pkg.cost": ("def price():\n    from pkg.run import choose\n", False),
+        "pkg.base": ("K = 1\n", False),
+        "pkg.fit": ("def f():\n    import pkg\n", False),
+    }
+    assert _circles(_import_graph(sources)) == [["pkg.cost", "pkg.run"]]
+    sources["pkg"] = ("from pkg.run import go\nfrom pkg import fit\n", True)
+    assert sorted(_circles(_import_graph(sources))) == [["pkg", "pkg.fit"],
+                                                        ["pkg.cost", "pkg.run"]]
+    sources["pkg.cost"] = ("from pkg.base import K\n", False)
+    sources["pkg.fit"] = ("def f():\n    from pkg.run import go\n", False)
+    assert _circles(_import_graph(sources)) == []
+
+
+#: A network default's one home (docs/architecture.md, "Where each fact lives"): a
+#: parameter or field of this name elsewhere takes its default from there, by name.
+DEFAULT_HOMES = {
+    **dict.fromkeys(("depth", "width", "channels", "kernel_size", "norm"),
+                    "dnnphase/defaults.py"),
+    **dict.fromkeys(("bn_eps", "bn_momentum"), "dnnphase/networks/spec.py"),
+    **dict.fromkeys(("optimizer", "weight_decay", "betas", "eps", "momentum", "nesterov"),
+                    "dnnphase/training/optim.py"),
+}
+
+
+def _written_defaults(source: str) -> list[tuple[int, str, str]]:
+    """(line, name, default) of every parameter or dataclass field named in DEFAULT_HOMES
+    whose default is written out as a literal (None, "unset", aside)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        pairs = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args.posonlyargs + node.args.args
+            pairs = list(zip(args[len(args) - len(node.args.defaults):], node.args.defaults,
+                             strict=True))
+            pairs += [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults,
+                                             strict=True) if d is not None]
+            pairs = [(a.arg, d) for a, d in pairs]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.value is not None:
+            pairs = [(node.target.id, node.value)]
+        out += [(d.lineno, name, ast.unparse(d)) for name, d in pairs if name in DEFAULT_HOMES
+                and isinstance(d, ast.Constant | ast.Tuple)
+                and not (isinstance(d, ast.Constant) and d.value is None)]
+    return out
+
+
+def test_network_defaults_are_written_in_their_home_only():
+    copies = [f"{path.relative_to(ROOT)}:{line} {name} = {value} (home: {DEFAULT_HOMES[name]})"
+              for path in _sources("dnnphase") for line, name, value in
+              _written_defaults(path.read_text())
+              if str(path.relative_to(ROOT)) != DEFAULT_HOMES[name]]
+    assert not copies, "defaults written outside their home:\n" + "\n".join(copies)
+    # the check sees a copy (in a signature and in a dataclass), and not a default read by name
+    assert [n for _, n, _ in _written_defaults(
+        "def f(x, norm='batchnorm', *, betas=(0.9, 0.999), depth=DEPTH, eps=None): pass\n"
+        "class C:\n    bn_eps: float = 1e-5\n    width: int = defaults.WIDTH\n")] == [
+        "norm", "betas", "bn_eps"]
 
 
 @pytest.mark.parametrize(("package", "never"), [("springblock", ("dnnphase",)),
@@ -159,10 +319,6 @@ def _declared(path: Path) -> list[str] | None:
                 isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             return list(ast.literal_eval(node.value))
     return None
-
-
-_MODULES = {_module(p): p for package in ("dnnphase", "springblock", "phasecore")
-            for p in _sources(package)}
 
 
 @pytest.mark.parametrize("path", list(_MODULES.values()), ids=lambda p: _module(p))

@@ -62,8 +62,10 @@ def test_phase_diagram_python_api_matches_cli_layout():
     (["simulate", "--target", "0"], "target must be a finite number other than 0"),
     (["phase", "--workers", "0", "--scheduler", "processes"], "workers must be an integer >= 1"),
     (["phase", "--workers", "2"], "workers must be left unset with the 'serial' scheduler"),
-    (["simulate", "--truncation", "3"], "truncation applies to --noise-dist truncated only"),
-    (["simulate", "--damping", "5"], "damping applies to the second_order and langevin"),
+    (["simulate", "--truncation", "3"], "truncation must be left at its default 2 unless "
+                                        "noise_dist is 'truncated'"),
+    (["simulate", "--damping", "5"], "damping must be None unless dynamics is 'second_order' "
+                                     "or 'langevin'"),
     (["phase", "--rows", "mu_right=0,0.1", "--mu-right", "0.3"], "mu_right is an axis"),
     (["phase", "--rows", "mu_right=0:0.3:1"], "count >= 2, or 1 with start = stop"),
     (["simulate", "--blocks", "2.5"], "argument --blocks: invalid int value"),
@@ -222,6 +224,44 @@ def test_the_python_api_refuses_what_the_command_line_refuses(monkeypatch):
     with pytest.raises(ConfigError, match="^blocks must be an integer >= 2 to simulate"):
         ChainConfig(blocks=0)
     assert budget.available_memory() > 0  # this machine's, read from /proc
+
+
+@pytest.mark.parametrize(("args", "params"), [
+    (["--truncation", "3"], {"truncation": 3.0}),
+    (["--truncation", "0.5", "--noise", "0.1"], {"truncation": 0.5, "noise": 0.1}),
+    (["--damping", "0.5"], {"damping": 0.5}),
+    (["--damping", "0", "--dynamics", "overdamped"], {"damping": 0.0, "dynamics": "overdamped"}),
+])
+def test_options_that_mean_nothing_together_are_the_configs_to_refuse(tmp_path, capsys, args,
+                                                                      params):
+    """The command line only translates: its error is the config's own, word for word."""
+    with pytest.raises(ConfigError) as api:
+        ChainConfig(**params)
+    assert str(api.value).startswith(("truncation must be left at its default 2 unless",
+                                      "damping must be None unless dynamics is"))
+    assert main(["simulate", *args, "--steps", "10", "-o", str(tmp_path / "x.nc")]) == 2
+    assert capsys.readouterr().err.strip() == f"springblock: error: {api.value}"
+    with pytest.raises(ConfigError, match="^(truncation|damping) must be"):
+        ChainConfig().replace(**params)
+
+
+def test_a_parameter_on_an_axis_given_too_is_refused_by_the_api_and_the_cli(tmp_path, capsys):
+    with pytest.raises(ConfigError) as api:
+        phase_diagram("mu_right=0,0.1", "noise=0,0.01", seeds=1, steps=10, mu_right=0.3)
+    assert str(api.value) == ("mu_right is an axis of the diagram (rows / cols); leave "
+                              "mu_right unset (got 0.3)")
+    with pytest.raises(ConfigError, match="^noise is an axis of the diagram"):
+        phase_diagram("mu_right=0,0.1", "noise=0,0.01", config=ChainConfig(), noise=0.2)
+    assert main(["phase", "--rows", "mu_right=0,0.1", "--mu-right", "0.3", "--steps", "10",
+                 "-o", str(tmp_path / "x.nc")]) == 2
+    assert capsys.readouterr().err.strip() == f"springblock: error: {api.value}"
+
+
+def test_options_that_go_together_are_accepted():
+    assert ChainConfig(noise_dist="truncated", truncation=3.0).effective_truncation == 3.0
+    assert ChainConfig(dynamics="second_order", damping=0.5).gamma == 0.5
+    assert ChainConfig(dynamics="langevin", damping=0.5).gamma == 0.5
+    assert ChainConfig(truncation=2.0).effective_truncation == np.inf  # the default: unchanged
 
 
 def test_a_step_too_short_to_move_a_block_is_refused(tmp_path, capsys):

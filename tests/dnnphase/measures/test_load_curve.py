@@ -159,6 +159,78 @@ def test_default_layers_of_blocks_without_top_level_activations():
     assert default_layers(blocks) == ["input", "0", "1"]
 
 
+class _Residual(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin, self.act = nn.Linear(d, d, dtype=F64), nn.ReLU()
+
+    def forward(self, h):
+        return h + self.act(self.lin(h))
+
+
+class _TokenBlocks(nn.Module):
+    """The everyday transformer/MLP pattern: an embedding, blocks in an nn.ModuleList
+    (which has no forward pass of its own: the model calls each block), a head."""
+
+    def __init__(self, vocab=10, d=8, k=3):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d, dtype=F64)
+        self.blocks = nn.ModuleList(_Residual(d) for _ in range(3))
+        self.head = nn.Linear(d, k, dtype=F64)
+
+    def forward(self, tokens):
+        h = self.embed(tokens)  # (N, T, d)
+        for block in self.blocks:
+            h = block(h)
+        return self.head(h.mean(1))
+
+
+def test_default_layers_descend_into_a_module_list_of_blocks():
+    g = torch.Generator().manual_seed(4)
+    y = torch.randint(0, 3, (120,), generator=g)
+    tokens = (y[:, None] * 3 + torch.randint(0, 4, (120, 5), generator=g)) % 10
+    torch.manual_seed(2)
+    model = _TokenBlocks()
+    names = ["input", "embed", "blocks.0", "blocks.1", "blocks.2"]
+    assert default_layers(model) == names
+    ds = measure_model(model, (tokens, y), measures=ALL, batch_size=50)
+    assert list(ds.layer.values) == names and np.isfinite(ds.load_curve).all()
+    # the blocks' own outputs are measured: the sweep's computation on them, by hand
+    with torch.no_grad():
+        feats = [tokens.to(F64), model.embed(tokens)]
+        for block in model.blocks:
+            feats.append(block(feats[-1]))
+    direct = separation.measure_layers([f.reshape(120, -1)[None] for f in feats], y, ALL)
+    np.testing.assert_allclose(ds.load_curve.values, direct[0].numpy(), rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_default_layers_descend_into_nested_containers_and_keep_running_ones():
+    inner = nn.ModuleDict({"a": nn.Linear(4, 4), "b": nn.Sequential(nn.Linear(4, 4))})
+    model = nn.Module()
+    model.stem = nn.Linear(4, 4)
+    model.stages = nn.ModuleList([inner, nn.Linear(4, 4)])
+    model.head = nn.Linear(4, 2)
+    # the ModuleList and the ModuleDict never run, the Sequential does: a block, not opened
+    assert default_layers(model) == ["input", "stem", "stages.0.a", "stages.0.b", "stages.1"]
+    acts = nn.Module()
+    acts.layers = nn.ModuleList([nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.Tanh()])
+    acts.head = nn.Linear(4, 2)
+    assert default_layers(acts) == ["input", "layers.1", "layers.3"]
+
+
+def test_default_layers_example_runs():
+    import doctest
+
+    from dnnphase.measures import load_curve
+    found = doctest.DocTestFinder().find(load_curve.default_layers, globs={
+        "default_layers": default_layers})
+    runner = doctest.DocTestRunner()
+    for test in found:
+        runner.run(test)
+    assert runner.summarize().attempted >= 2 and runner.summarize().failed == 0
+
+
 class _TupleOut(nn.Module):
     def __init__(self):
         super().__init__()
