@@ -507,7 +507,7 @@ def _measure_train(features, labels, measures) -> np.ndarray:
     """The training set's load curves (m, measures, L+1) with ``labels`` shared (N,) or
     each model's own (m, N) (fixed random labels: one model at a time, which gives the
     same values: a model's curve depends on its own features only)."""
-    from dnnphase import separation
+    from dnnphase.measures import separation_torch as separation
 
     if labels.dim() == 1:
         return separation.measure_layers(features, labels, measures).cpu().numpy()
