@@ -1,7 +1,7 @@
 """This project's own claims about the chain, recomputed the other way (docs/fit.md and
 docs/prediction.md, "Our own claims, checked").
 
-    python scripts/scrutiny.py [figures/paper] [--draws 100] [--workers 2] [--tables-only]
+    python scripts/scrutiny.py [figures/paper] [--draws 30] [--workers 2] [--tables-only]
 
 For every ``dnn_<knob>.nc`` of the folder with its ``family_<knob>.nc`` and
 ``family_held_out_<knob>.nc`` (:func:`dnnphase.compare.scrutiny.scrutiny`): the family's ΔAIC
@@ -33,7 +33,7 @@ NAMES = {"chain": "chain", "additive": "additive", "saturating": "saturating",
          "local": "local mean", "row": "row"}
 FITTED = ("chain", "additive", "saturating", "decaying noise", "friction profile")
 FREE = ("local", "row")
-DEFAULT_DRAWS = 100
+DEFAULT_DRAWS = 30
 
 
 def run_knob(folder: str, knob: str, draws: int) -> str:
@@ -170,8 +170,8 @@ def print_tables(sets: dict) -> None:
         print("\n".join(held_out_rows(knob, ds)))
     print()
     print(f"Differences of RMSE (negative: the first is better) with paired 95 % intervals "
-          f"over {draws} seed resamples (each cell's seeds drawn with replacement, every "
-          f"predictor refitted to each draw):")
+          f"(± 1.96 standard deviations of the difference over {draws} seed resamples: each "
+          f"cell's seeds drawn with replacement, every predictor refitted to each draw):")
     print()
     print("| knob | split | best fitted − best parameter-free | chain − local mean | "
           "chain − saturating |")

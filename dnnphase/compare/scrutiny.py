@@ -25,7 +25,8 @@ cell's finite seeds with replacement, independently per cell, and recomputes its
 every predictor is refitted to the draw's training cells (the fitted ones from their fit to
 the committed data, one local least squares; a variant at the value its fold chose) and
 scored against the draw's held-out means. The same draws serve every predictor, so the
-difference of two RMSEs is paired.
+difference of two RMSEs is paired; its interval is normal, from the draws' spread
+(:func:`paired_interval`).
 
 Entry point: :func:`scrutiny` (one sweep and its family files -> one Dataset, written by
 ``python scripts/scrutiny.py`` as ``figures/paper/scrutiny_<knob>.nc``).
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
+from scipy.stats import norm
 
 from dnnphase.compare.baselines import (
     extend_linear,
@@ -71,7 +73,7 @@ VARIANTS = ("decaying noise", "friction profile")
 #: The prediction's two splits and the extrapolation split.
 SCRUTINY_SPLITS = (*SPLITS, "edges")
 #: Seed resamples per diagram.
-DRAWS = 100
+DRAWS = 30
 
 
 # --- trajectories ----------------------------------------------------------------------
@@ -284,10 +286,11 @@ def paired_interval(ds: xr.Dataset, first: str, second: str, split: str,
                     level: float = 0.95) -> tuple[float, float, float]:
     """RMSE of ``first`` minus RMSE of ``second`` on ``split`` (negative: ``first`` is
     better), with its ``level`` interval over the seed draws of ``ds`` (a :func:`scrutiny`
-    Dataset; NaN without draws): the draws' differences about their median, added to the
-    observed one. (A draw's held-out means carry the resampling's noise on top of the seeds',
-    which raises every RMSE of the draw, so the draws' own percentiles sit off the observed
-    difference; their spread about their centre is what they measure.)"""
+    Dataset; NaN with fewer than 2 draws): the observed difference plus or minus the normal
+    quantile times the standard deviation of the draws' differences. (A few dozen draws
+    measure a spread, not the tails a percentile interval needs; and a draw's held-out means
+    carry the resampling's noise on top of the seeds', which raises every RMSE of the draw,
+    so the draws' own percentiles sit off the observed difference.)"""
     for name, value in (("first", first), ("second", second)):
         require(value in ds["predictor"].values, name,
                 f"one of {', '.join(map(str, ds['predictor'].values))}", value)
@@ -299,10 +302,10 @@ def paired_interval(ds: xr.Dataset, first: str, second: str, split: str,
     boot = (ds["boot_rmse"].sel(predictor=first, split=split)
             - ds["boot_rmse"].sel(predictor=second, split=split)).values
     boot = boot[np.isfinite(boot)]
-    if boot.size == 0:
+    if boot.size < 2:
         return diff, float("nan"), float("nan")
-    low, high = diff + np.quantile(boot - np.median(boot), [(1 - level) / 2, (1 + level) / 2])
-    return diff, float(low), float(high)
+    half = float(norm.ppf((1 + level) / 2) * np.std(boot, ddof=1))
+    return diff, diff - half, diff + half
 
 
 # --- the whole diagram -----------------------------------------------------------------

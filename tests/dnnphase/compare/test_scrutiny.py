@@ -92,6 +92,7 @@ def test_the_paired_interval_is_centred_on_the_observed_difference():
     d, low, high = sc.paired_interval(_boot(0.30, 0.25, draws), "chain", "local", "columns")
     assert d == pytest.approx(0.05)
     assert low < d < high and high - low == pytest.approx(2 * 1.96 * 0.01, rel=0.2)
+    assert (low + high) / 2 == pytest.approx(d)
     with pytest.raises(ConfigError, match="first"):
         sc.paired_interval(_boot(0.3, 0.2, draws), "row", "local", "columns")
     with pytest.raises(ConfigError, match="split"):
