@@ -269,9 +269,10 @@ def row_interpolation(curv, train) -> np.ndarray:
     finite training cell is predicted by :func:`local_mean`. A training cell is predicted by
     itself. Units: those of ``curv``.
 
-    On the every-other-column split it is the local mean (both interpolate between the
-    columns left and right); on the checkerboard it leaves the cells above and below out,
-    which the local mean averages in.
+    On the every-other-column split it is the local mean where both neighbouring cells of the
+    row are usable (both interpolate between the columns left and right; where one is not, the
+    local mean takes the next nearest cells, this the row's line); on the checkerboard it
+    leaves the cells above and below out, which the local mean averages in.
     """
     curv = np.asarray(curv, dtype=float)
     train = np.asarray(train, dtype=bool)
