@@ -140,3 +140,25 @@ def test_bad_input_is_refused_before_any_work(lr):
         sc.held_out_scrutiny(network, results.load(f"{PAPER}/family_held_out_dropout.nc"))
     with pytest.raises(ConfigError, match="family"):
         sc.scrutiny(network, results.load(f"{PAPER}/family_dropout.nc"), held)
+
+
+def test_a_chain_refit_from_its_own_optimum_stays_there_and_extrapolates_its_noise():
+    """start=: one local least squares from an earlier fit (the seed draws' refit). And an
+    edge column held out of chain data: the chain continues its noise's line, so it predicts
+    the column it never saw about as well as the noise added."""
+    from dnnphase.compare import prediction as pr
+
+    points = 25
+    u = pr.friction_coordinate(np.linspace(0.3, 0.1, 4))
+    v = pr.noise_coordinate(np.geomspace(0.05, 0.2, 6))
+    curv = pr.chain_curvature(u[:, None], v[None, :], points)
+    curv = curv + 0.005 * np.random.default_rng(0).standard_normal(curv.shape)
+    train = np.ones(curv.shape, bool)
+    fit = pr.fit_chain_map(curv, train, points=points)
+    again = pr.fit_chain_map(curv, train, points=points, start=fit)
+    np.testing.assert_allclose(again["fitted"], fit["fitted"], atol=1e-6)
+    with pytest.raises(ConfigError, match="start"):
+        pr.fit_chain_map(curv, train, points=points, start={"u": u})
+    train, held = sc.edge_folds(train)[0]
+    predicted, _ = sc._predict("chain", curv, train, points=points)
+    assert pr.rmse(predicted, curv, held) < 0.02  # the end value held: 0.5
