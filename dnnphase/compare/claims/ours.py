@@ -1,6 +1,8 @@
 """This project's own claims about the chain (docs/fit.md, docs/prediction.md, the README),
 held to the ledger's standard: each row from the committed family, prediction and scrutiny
-files, its verdict by a rule written down here before those files were computed.
+files, its verdict by a rule written down here before the scrutiny files were computed. (The
+per-cell AIC, the own-variance counts and the row baseline on dropout had been seen in a
+first look; the seed intervals and the extrapolation split had not.)
 
 The rules (one per row; "interval": the paired 95 % interval over seed resamples of a
 difference of two RMSEs, :func:`dnnphase.compare.scrutiny.paired_interval`):
