@@ -24,7 +24,8 @@ Modules, one idea each: ``alignment`` (checks, oriented axes, rank alignment),
 ``agreement``, ``peaks``, ``report``, ``words`` (the summary in words),
 ``fitting``, ``dictionary``, ``baselines``, ``surface`` (the chain's curvature table),
 ``prediction``, ``family`` (the family of chains, :mod:`springblock.fit.variants`, on
-trajectories and held-out cells), ``presets`` and ``figures``
+trajectories and held-out cells), ``scrutiny`` (the project's own claims on both, recomputed
+the other way), ``presets`` and ``figures``
 (matplotlib, so imported on its own: ``from dnnphase.compare import figures``).
 
 May import: every other folder of dnnphase and springblock (the only place that

@@ -8,6 +8,8 @@ the right; ``train`` (R, C) bool marks the cells a model may see.
 * :func:`fit_saturating_map` — d tanh(a_i + b_j), monotone (R + C);
 * :func:`local_mean` — no parameters: each cell the mean of its nearest training cells in grid
   index;
+* :func:`row_interpolation` — no parameters: each cell the line, in grid index, through the
+  nearest training cells of its own row (:func:`extend_linear`);
 * :func:`best_least_squares` — a monotone map's least squares, made well posed: every
   parameter the data leave free (a noise on the chain's plateau, a row whose cells all sit on
   the tanh's plateau, and on the checkerboard split the relative level of the two sublattices
@@ -25,9 +27,9 @@ from scipy.optimize import least_squares, lsq_linear
 
 from phasecore.checks import is_finite, require
 
-__all__ = ["TIE_BREAK", "TOLERANCE", "best_least_squares", "check_matrix",
+__all__ = ["TIE_BREAK", "TOLERANCE", "best_least_squares", "check_matrix", "extend_linear",
            "fill_untrained", "fit_additive_map", "fit_saturating_map", "local_mean", "monotone",
-           "penalised_cost", "smoothness"]
+           "penalised_cost", "row_interpolation", "smoothness"]
 
 #: Weight of the tie-break: half TIE_BREAK times the sum of the squared second differences of
 #: each monotone sequence (rows, columns; differences of consecutive steps) is added to the cost
@@ -73,6 +75,26 @@ def fill_untrained(values, trained) -> np.ndarray:
     values, trained = np.asarray(values, dtype=float), np.asarray(trained, dtype=bool)
     index = np.arange(values.size)
     return np.interp(index, index[trained], values[trained])
+
+
+def extend_linear(values, trained) -> np.ndarray:
+    """``values`` (n,) with the untrained entries replaced by the line, in index, through the
+    nearest trained ones: the linear interpolation between them, and beyond the trained ones
+    the line through the two nearest continued (the one trained value where there is only one;
+    all NaN where there is none). Between trained entries it is :func:`fill_untrained`."""
+    values, trained = np.asarray(values, dtype=float), np.asarray(trained, dtype=bool)
+    require(values.ndim == 1 and trained.shape == values.shape, "trained",
+            f"a boolean mask of shape {values.shape}", trained.shape)
+    known = np.nonzero(trained)[0]
+    if known.size == 0:
+        return np.full(values.shape, np.nan)
+    index = np.arange(values.size)
+    out = np.interp(index, known, values[known])
+    if known.size >= 2:
+        for ends, (a, b) in (((index < known[0]), known[:2]), ((index > known[-1]), known[-2:])):
+            slope = (values[b] - values[a]) / (b - a)
+            out[ends] = values[a] + slope * (index[ends] - a)
+    return out
 
 
 def smoothness(size: int, runs) -> np.ndarray:
@@ -160,7 +182,8 @@ def _saturating_unpack(p: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray,
     return monotone(p[0], p[1:rows], 1.0), monotone(0.0, p[rows:rows + cols - 1], 1.0)
 
 
-def fit_saturating_map(curv, train, *, centre: float | None = 0.0) -> dict[str, np.ndarray | float]:
+def fit_saturating_map(curv, train, *, centre: float | None = 0.0,
+                       start: dict | None = None) -> dict[str, np.ndarray | float]:
     """Fit the saturating baseline c + d tanh(a_i + b_j) to the training cells: the additive
     one through a fixed S-shaped link, so that it can level off as the chain's curvature does,
     knowing nothing of mechanics.
@@ -170,10 +193,16 @@ def fit_saturating_map(curv, train, *, centre: float | None = 0.0) -> dict[str, 
     linear load curve: R + C parameters, as many as the chain) or, if None, fitted too
     (R + C + 1). Returns ``row`` (R,), ``column`` (C,), ``centre`` c, ``scale`` d, ``fitted``
     (R, C), ``cost``. :func:`best_least_squares` from the additive fit squeezed into the link at
-    three scales.
+    three scales; with ``start`` (an earlier result of this function on the same diagram's
+    shape and ``centre``) from that one alone, to refit slightly changed data.
     """
     curv, train = check_matrix(curv, train)
     require(centre is None or is_finite(centre), "centre", "a finite number or None", centre)
+    require(start is None or (isinstance(start, dict) and np.shape(start.get("row")) ==
+                              (curv.shape[0],) and np.shape(start.get("column")) ==
+                              (curv.shape[1],)),
+            "start", "None or an earlier fit with row (R,) and column (C,)",
+            type(start).__name__)
     rows, cols = curv.shape
     i, j = np.nonzero(train)
     y = curv[i, j]
@@ -189,7 +218,11 @@ def fit_saturating_map(curv, train, *, centre: float | None = 0.0) -> dict[str, 
     smooth = smoothness(lower.size, [(1, rows - 1), (rows, cols - 1)])
     spread = np.max(np.abs(y - mid)) + 1e-3
     starts = []
-    for widen in (1.2, 2.0, 4.0):
+    if start is not None:
+        a, b = np.asarray(start["row"], float), np.asarray(start["column"], float)
+        starts.append(np.concatenate([[a[0]], np.diff(a), np.diff(b),
+                                      [start["centre"]] * free, [start["scale"]]]))
+    for widen in (1.2, 2.0, 4.0) if start is None else ():
         scale = widen * spread
         a, b = (additive["row"] - mid) / scale, additive["column"] / scale
         starts.append(np.concatenate([[a[0]], np.diff(a), np.diff(b), [mid] * free, [scale]]))
@@ -226,3 +259,28 @@ def local_mean(curv, train) -> np.ndarray:
     dist = np.abs(i[..., None] - ti) + np.abs(j[..., None] - tj)
     nearest = dist == dist.min(axis=-1, keepdims=True)
     return (nearest * curv[ti, tj]).sum(axis=-1) / nearest.sum(axis=-1)
+
+
+def row_interpolation(curv, train) -> np.ndarray:
+    """The parameter-free baseline along the knob alone: every cell (R, C) predicted from the
+    training cells of its own row, by :func:`extend_linear` in grid index (the linear
+    interpolation between the nearest training cells left and right of it; beyond the row's
+    first or last training cell, the line through its two nearest continued). A row with no
+    finite training cell is predicted by :func:`local_mean`. A training cell is predicted by
+    itself. Units: those of ``curv``.
+
+    On the every-other-column split it is the local mean where both neighbouring cells of the
+    row are usable (both interpolate between the columns left and right; where one is not, the
+    local mean takes the next nearest cells, this the row's line); on the checkerboard it
+    leaves the cells above and below out, which the local mean averages in.
+    """
+    curv = np.asarray(curv, dtype=float)
+    train = np.asarray(train, dtype=bool)
+    require(curv.ndim == 2 and train.shape == curv.shape, "train",
+            f"a boolean mask of the curvature's shape {curv.shape}", train.shape)
+    known = train & np.isfinite(curv)
+    out = np.array([extend_linear(row, mask) for row, mask in zip(curv, known, strict=True)])
+    empty = ~known.any(axis=1)
+    if empty.any():
+        out[empty] = local_mean(curv, train)[empty]
+    return out

@@ -248,7 +248,7 @@ def _scan(p: np.ndarray, objective, rows: int, points: int, *, free_u: bool = Tr
 
 
 def fit_chain_map(curv, train, *, starts: int = STARTS, points: int = TABLE_POINTS,
-                  variant=None) -> dict[str, np.ndarray | float]:
+                  variant=None, start: dict | None = None) -> dict[str, np.ndarray | float]:
     """Fit the chain map to the training cells of a diagram.
 
     ``curv`` (R, C): seed-mean curvature, rows alpha increasing, columns noisier to the right;
@@ -261,10 +261,17 @@ def fit_chain_map(curv, train, *, starts: int = STARTS, points: int = TABLE_POIN
     noise levels spread over the table) by :func:`best_least_squares`, then :func:`_polish`
     (a noise or friction the training cells leave free, e.g. on the chain's noise plateau, is
     the tie-break's: where its neighbours' trend puts it). ``variant``: a chain of
-    :mod:`springblock.fit.variants` in place of the paper's (:func:`chain_table`).
+    :mod:`springblock.fit.variants` in place of the paper's (:func:`chain_table`). ``start``:
+    an earlier result of this function on the same diagram's shape (its ``u`` and ``v``) to
+    refit slightly changed data from — one local least squares from there, no descent and
+    no scan (a seed resample of the same diagram, :mod:`dnnphase.compare.scrutiny`).
     """
     curv, train = check_matrix(curv, train)
     require(is_int(starts) and starts >= 1, "starts", "an integer >= 1", starts)
+    require(start is None or (isinstance(start, dict) and np.shape(start.get("u")) ==
+                              (curv.shape[0],) and np.shape(start.get("v")) == (curv.shape[1],)),
+            "start", f"None or an earlier fit with u ({curv.shape[0]},) and v ({curv.shape[1]},)",
+            type(start).__name__)
     rows, cols = curv.shape
     i, j = np.nonzero(train)
     y = curv[i, j]
@@ -277,10 +284,15 @@ def fit_chain_map(curv, train, *, starts: int = STARTS, points: int = TABLE_POIN
     upper = np.concatenate([np.full(rows, high_u), np.full(cols, high_v)])
     # the first friction and the first noise are values, the rest monotone steps
     smooth = smoothness(rows + cols, [(1, rows - 1), (rows + 1, cols - 1)])
-    starts_ = [_descent(curv, train, v0, points, variant=variant)
-               for v0 in np.linspace(0.0, high_v, starts + 2)[1:-1]]
-    p, _ = best_least_squares(residual, starts_, 0.0, upper, smooth)
-    p, cost = _polish(p, residual, 0.0, upper, smooth, rows, points)
+    if start is not None:
+        p, cost = best_least_squares(residual, [_pack(np.asarray(start["u"], float),
+                                                      np.asarray(start["v"], float))],
+                                     0.0, upper, smooth)
+    else:
+        starts_ = [_descent(curv, train, v0, points, variant=variant)
+                   for v0 in np.linspace(0.0, high_v, starts + 2)[1:-1]]
+        p, _ = best_least_squares(residual, starts_, 0.0, upper, smooth)
+        p, cost = _polish(p, residual, 0.0, upper, smooth, rows, points)
     u, v = _chain_unpack(p, rows, points)
     u, v = fill_untrained(u, train.any(axis=1)), fill_untrained(v, train.any(axis=0))
     return {"friction": friction_value(u), "noise": noise_value(v), "u": u, "v": v,
