@@ -4,7 +4,9 @@
   (what stops a model, the data it sees, the tensors it ends with);
 * ``loop`` — the stacked training loop (batches, early stops, retired models);
 * ``optim`` — the stacked optimisers (SGD, Adam) with a learning rate per model;
-* ``schedule`` — noise schedules (a knob that changes during training).
+* ``schedule`` — noise schedules (a knob that changes during training);
+* ``regression`` — one network trained with the mean squared error on regression targets
+  (the supplement's Fig. S12; the stacked trainer is cross-entropy on class labels).
 
 May import: the top-level base modules and :mod:`dnnphase.networks`.
 """
