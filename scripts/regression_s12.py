@@ -27,9 +27,14 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 from phasecore.commandline import Parser  # noqa: E402
 from phasecore.commandline import run as run_command  # noqa: E402
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label  # noqa: E402
+
+#: A load curve whose drop D_0 - D_L is below this fraction of D_0 is drawn as flat.
+FLAT = 0.01
 
 
 def draw(ds):
@@ -37,14 +42,20 @@ def draw(ds):
     from phasecore.panels import PhasePanel, plot_phase_grid
 
     curvature = ds["curvature_scaled"].mean("seed").values
+    curves = ds["load_curve"].mean("seed").values
+    # A curve that drops by less than 1 % of its start has no shape to read (the linear
+    # network's: every layer an invertible affine image of the input): hatched grey.
+    drops = np.abs(curves[..., 0] - curves[..., -1]) >= FLAT * np.abs(curves[..., 0])
     panel = PhasePanel(
-        ds["load_curve"].mean("seed").values, curvature, ds["alpha"].values,
-        ds["dropout"].values, row_label="LeakyReLU slope alpha", col_label="dropout p",
-        shade_label="mean scale-free curvature", boundary=phase_label(curvature))
+        curves, curvature, ds["alpha"].values, ds["dropout"].values,
+        row_label="LeakyReLU slope alpha", col_label="dropout p",
+        shade_label="mean scale-free curvature",
+        boundary=np.where(drops, phase_label(curvature), np.nan), separates=drops)
     return plot_phase_grid(panel, title=(
         "Fig. S12: regression trained with MSE (digit value of MNIST 10x10); load = RMSE of "
         f"the best affine regressor\nfrom each layer, mean of {ds.sizes['seed']} seeds, "
-        f"L = {ds.sizes['layer'] - 1} (blue concave, red convex)"))
+        f"L = {ds.sizes['layer'] - 1} (blue concave, red convex; hatched here: flat, the drop "
+        f"below {FLAT:.0%} of D_0)"))
 
 
 def table(ds) -> str:

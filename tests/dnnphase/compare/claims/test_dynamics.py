@@ -50,9 +50,22 @@ def test_fig5b_wants_linear_without_noise_or_friction_and_convex_with_both(tmp_p
     assert dynamics._fig5b_row(tmp_path).verdict == "differs"
 
 
-def test_the_regression_row_says_why_it_cannot():
-    row = dynamics._regression_row()
-    assert row.verdict == "cannot" and "cross-entropy" in row.why
+def test_the_regression_row_reads_the_lazy_and_the_noisy_corner(tmp_path):
+    def write(lazy, noisy):
+        cells = np.zeros((2, 2, 2))
+        cells[0, 0], cells[1, 1] = lazy, noisy  # alpha 0 no dropout; alpha 1 most dropout
+        ds = xr.Dataset({"curvature_scaled": (("alpha", "dropout", "seed"), cells),
+                         "load_curve": (("alpha", "dropout", "seed", "layer"),
+                                        np.broadcast_to([1.0, 0.5, 0.2], (2, 2, 2, 3)))},
+                        coords={"alpha": [0.0, 1.0], "dropout": [0.0, 0.3]})
+        (tmp_path / "figures/supplement").mkdir(parents=True, exist_ok=True)
+        ds.to_netcdf(tmp_path / "figures/supplement/regression.nc")
+        return dynamics._regression_row(tmp_path).verdict
+
+    assert write(-0.5, 0.4) == "holds"
+    assert write(-0.5, 0.0) == "partly"
+    assert write(0.5, -0.4) == "differs"
+    assert "flat" not in dynamics._regression_row(tmp_path).why
 
 
 def _fig4_files(root, ends, misfits, chain_ends):
@@ -71,7 +84,8 @@ def _fig4_files(root, ends, misfits, chain_ends):
                coords={"setting": setting, "epoch": [0, 50, 100]}).to_netcdf(
         folder / "fig4_network.nc")
     one = ("setting", [0.01, 0.02, 0.01])
-    xr.Dataset({"chain_residual": ("setting", misfits),
+    xr.Dataset({"chain_positions": (("setting", "epoch", "layer"), 1 - curves.mean(1)),
+                "chain_residual": ("setting", misfits),
                 "chain_curvature": ("setting", chain_ends), "mu_right": one, "mu_left": one,
                 "noise": one, "horizon": ("setting", [100.0] * 3)},
                coords={"setting": setting}).to_netcdf(folder / "fig4_chain.nc")
@@ -83,6 +97,7 @@ def test_fig4_rows_judge_each_panel_and_the_chain(tmp_path):
     assert [rows[f"Fig. 4{s}"].verdict for s in "bcd"] == ["holds"] * 3
     assert rows["Fig. 4 (right)"].verdict == "holds"
     assert "linear → concave" in rows["Fig. 4b"].ours  # the path over epochs
+    assert "over time linear → concave" in rows["Fig. 4 (right)"].ours
     # (c) ends convex, one phase off but in order; the chain misses (c) by too much
     _fig4_files(tmp_path, [-0.3, 0.2, 0.3], [0.05, 0.2, 0.05], [-0.3, 0.2, 0.3])
     rows = {r.id: r for r in dynamics._fig4_rows(tmp_path)}
