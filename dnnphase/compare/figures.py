@@ -371,7 +371,8 @@ def plot_worst_fit(fit: xr.Dataset, n_frames: int = 4):
 
 
 def plot_dynamics(network_epochs, chain_times, cells):
-    """Network load curves over epochs beside the fitted chain over time (Fig. 4).
+    """Network load curves over epochs beside the fitted chain over time (as the paper's
+    Fig. 4 draws them; its own three settings: ``scripts/fig4_dynamics.py``).
 
     network_epochs : list of (epochs (E,), curves (E, L+1)[, test curves (E, L+1)])
         per cell; test curves (the sweep's ``load_curve_epochs_test``) are drawn

@@ -12,7 +12,9 @@ there and resumes what was interrupted):
 4. the comparison report (``report_<knob>.nc``) and its summary (printed);
 5. figures: ``phase_<knob>.png`` (networks beside the chain), ``fit_<knob>.png``
    (fitted parameter maps), ``accuracy_<knob>.png`` (accuracy vs curvature),
-   ``dynamics_<knob>.png`` (load curves over training vs the chain over time).
+   ``dynamics_<knob>.png`` (load curves over training vs the chain over time, for three
+   cells of the knob's own sweep: in the manner of the paper's Fig. 4, not its settings,
+   which ``scripts/fig4_dynamics.py`` trains).
 
 Presets: ``test`` (seconds; used by the test suite), ``quick`` (the README's
 main job), ``knobs`` (all four knobs at the quick scale), ``paper`` (the
@@ -397,7 +399,11 @@ def _reuse_spring(path: Path, spec: dict, quiet: bool) -> xr.Dataset:
 
 def _dynamics_figure(network: xr.Dataset, fit: xr.Dataset, knob: str, steps: int,
                      horizon: float):
-    """Three cells (least noisy / middle / noisiest at alpha = 0) vs their fitted chains."""
+    """Three cells (least noisy / middle / noisiest at alpha = 0) vs their fitted chains.
+
+    The knob's own cells, drawn as the paper draws Fig. 4; the paper's three settings of
+    Fig. 4 (lr, batch size and dropout together) are ``scripts/fig4_dynamics.py``'s.
+    """
     from dnnphase.compare.figures import plot_dynamics
     from springblock import simulate
 

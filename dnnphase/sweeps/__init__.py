@@ -6,6 +6,7 @@
 * ``memory`` — what a sweep's chunk needs in memory, checked before training;
 * ``tune``, ``tune_search`` — the knob value where the load curve turns linear;
 * ``experiments`` — the supplement's single-figure experiments;
+* ``regression`` — the supplement's regression diagram (Fig. S12: MSE, the regression load);
 * ``plotting`` — a sweep's phase diagram and load curves (matplotlib).
 
 May import: the top-level base modules, :mod:`dnnphase.networks`,

@@ -1,0 +1,32 @@
+"""scripts/regression_s12.py: Fig. S12 end to end on a tiny network, bad options refused."""
+
+import runpy
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from phasecore import results
+
+_PATH = Path(__file__).resolve().parents[2] / "scripts" / "regression_s12.py"
+s12 = SimpleNamespace(**runpy.run_path(str(_PATH), run_name="regression_s12"))
+
+
+def test_quick_run_writes_the_diagram_and_its_figure(tmp_path, capsys):
+    assert s12.cli([str(tmp_path), "--quick"]) == 0
+    ds = results.load(tmp_path / "regression.nc", kind="dnnphase.regression")
+    assert ds.sizes["alpha"] == 2 and ds.sizes["dropout"] == 2 and ds.sizes["seed"] == 2
+    assert (tmp_path / "regression.png").stat().st_size > 10_000
+    assert "test RMSE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--seeds", "0"], "--seeds"), (["--seeds", "101"], "--seeds"), (["--bogus"], "unrecog")])
+def test_bad_options_are_one_line_before_any_work(tmp_path, capsys, argv, word):
+    folder = tmp_path / "out"
+    with pytest.raises(SystemExit) as stop:
+        s12.cli([str(folder), *argv])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert word in err and len(err.strip().splitlines()) == 1
+    assert not folder.exists()
