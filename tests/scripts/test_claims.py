@@ -84,3 +84,11 @@ def test_paired_interval_is_the_mean_difference_and_brackets_it():
     mean, low, high = paired_interval(a, b)
     assert mean == pytest.approx(np.mean(a - b))
     assert np.min(a - b) <= low <= mean <= high <= np.max(a - b)
+
+
+def test_the_readme_quotes_the_ledgers_count():
+    """The README's short results quote the ledger's count line as it is."""
+    ledger = (ROOT / "docs" / "claims.md").read_text()
+    counts = next(line for line in ledger.splitlines() if line.startswith("**")
+                  and " claims: " in line)
+    assert counts in (ROOT / "README.md").read_text()
