@@ -392,7 +392,10 @@ def cmd_fit(args) -> None:
                     args.figure)
         print(f"wrote {args.figure}: the fitted parameters over the grid")
     explained = ""
-    if "acceptable" in fit:
+    if "acceptable" in fit and not fit.attrs.get("weighted_by_seed_variance", 1):
+        explained = (", cells explained to within their seed noise: n/a (one seed, no seed "
+                     "noise to measure)")
+    elif "acceptable" in fit:
         explained = (f", chi2/dof median {float(fit['chi2_per_dof'].median()):.3g}, "
                      f"{int(fit['acceptable'].sum())} of {fit['acceptable'].size} cells "
                      "explained to within their seed noise")

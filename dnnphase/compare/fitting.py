@@ -35,13 +35,33 @@ def _grid_dims(network: xr.Dataset) -> list[str]:
     return dims
 
 
+def _finite_seeds(curves: xr.DataArray, what: str) -> xr.DataArray:
+    """Each seed's curve where it is not infinite at any layer, else NaN (left out of the
+    seed mean): a curve at -inf or +inf somewhere (features with no within- or between-class
+    spread; the sweep warned) has no shape to fit, and its mean would be infinite. Said
+    once; a sweep with no finite curve at all is refused."""
+    finite = ~np.isinf(curves).any("layer")  # (NaN: a diverged model, left out anyway)
+    if bool(finite.all()):
+        return curves
+    within = [d for d in finite.dims if d in ("seed", "epoch")]
+    cells = (finite & curves.notnull().any("layer")).any(within)
+    require(bool(cells.any()), "network", f"a sweep with a finite {what} in some cell (a "
+            "chain needs a finite curve to fit)", f"{int((~finite).sum())} infinite curves")
+    warnings.warn(f"{int((~finite).sum())} {what}s are -inf or +inf at some layer (collapsed "
+                  "features); they are left out of the seed means "
+                  f"({int((~cells).sum())} of {cells.size} cells have none left and are not "
+                  "fitted)", stacklevel=3)
+    return curves.where(finite)
+
+
 def fit_sweep_final(network: xr.Dataset, measure: str = MEASURE, **kwargs) -> xr.Dataset:
     """:func:`fit_spring` on each cell's seed-mean final curve -> Dataset over the grid dims."""
     dims = _grid_dims(network)
     curves = network["load_curve"]
     if "measure" in curves.dims:
         curves = curves.sel(measure=measure)
-    curves = curves.mean("seed", skipna=True).transpose(*dims, "layer")
+    curves = _finite_seeds(curves, "load curve").mean("seed", skipna=True).transpose(
+        *dims, "layer")
     ds = fit_spring(curves.values, **kwargs).to_dataset(
         dims=dims, coords={d: network[d].values for d in dims})
     ds.attrs["source_kind"] = str(network.attrs.get("kind", ""))
@@ -60,7 +80,8 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     require("load_curve_epochs" in network, "network",
             "a sweep recorded with record_every (load_curve_epochs)", sorted(network.data_vars))
     dims = _grid_dims(network)
-    per_seed = network["load_curve_epochs"].transpose(*dims, "seed", "epoch", "layer")
+    per_seed = _finite_seeds(network["load_curve_epochs"], "recorded load curve").transpose(
+        *dims, "seed", "epoch", "layer")
     epochs = network["epoch"].values.astype(np.float64)
     mean = per_seed.mean("seed", skipna=True).values
     weights = None
