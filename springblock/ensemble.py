@@ -21,7 +21,7 @@ import xarray as xr
 from scipy.special import log_ndtr, ndtr
 
 from phasecore import loadcurve
-from phasecore.checks import ConfigError, as_config, check_result_size, require
+from phasecore.checks import ConfigError, as_config, check_bools, check_result_size, require
 from phasecore.results import OutputWriteError, check_output, provenance, save, write_failed
 from phasecore.store import config_hash
 from springblock import memory as budget
@@ -309,6 +309,7 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
       infinite-time state of Eq. 8;
     * attrs: configuration, package versions, horizon, the finite-horizon note.
     """
+    check_bools(theory_prediction=theory_prediction, overwrite=overwrite, quiet=quiet)
     config = as_config(config, ChainConfig, params)
     records = config.steps // config.record_every + 1 if config.record_every else 1
     seed_values = chain_seed_list(seeds, config,

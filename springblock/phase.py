@@ -19,9 +19,11 @@ from phasecore import loadcurve
 from phasecore.checks import (
     ConfigError,
     as_config,
+    check_bools,
     check_grid,
     check_pool_can_start,
     parse_axis,
+    require,
 )
 from phasecore.executors import validate_scheduler, validate_workers
 from phasecore.results import check_output
@@ -54,7 +56,10 @@ def parse_grid(spec: str) -> tuple[str, np.ndarray]:
 def _axes(rows, cols) -> tuple[tuple[str, np.ndarray], tuple[str, np.ndarray]]:
     """Both axes as (name, float array), checked: chain parameters, distinct, non-empty."""
     axes = []
-    for axis in (rows, cols):
+    for which, axis in (("rows", rows), ("cols", cols)):
+        require(isinstance(axis, str) or (isinstance(axis, (tuple, list)) and len(axis) == 2),
+                which, "a (name, values) pair, e.g. ('noise', [0, 0.01]), or a spec string "
+                "'name=start:stop:count'", axis)
         name, values = parse_grid(axis) if isinstance(axis, str) else axis
         _check_axis(name)
         values = np.asarray(check_grid(f"the {name} axis", values), dtype=np.float64)
@@ -141,6 +146,7 @@ def phase_diagram(
     ``theory_curvature_scaled`` (mean-drift prediction at each cell's mean
     horizon, overdamped only), ``stationary_force`` F*, ``relaxation_time``.
     """
+    check_bools(theory_prediction=theory_prediction, overwrite=overwrite, quiet=quiet)
     (row_name, row_values), (col_name, col_values) = _axes(rows, cols)
     if config is not None:
         as_config(config, ChainConfig, {})  # a dict or a path is refused before its fields

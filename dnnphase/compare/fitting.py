@@ -18,7 +18,7 @@ import xarray as xr
 
 from dnnphase.compare.alignment import check_network
 from dnnphase.defaults import MEASURE
-from phasecore.checks import ConfigError, require
+from phasecore.checks import ConfigError, check_bools, require
 from phasecore.results import as_result, provenance
 from springblock.fit.spring import fit_spring
 from springblock.fit.trajectory import fit_trajectory
@@ -118,6 +118,7 @@ def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
     """
     if source is None and isinstance(network, (str, os.PathLike)):
         source = str(network)
+    check_bools(trajectory=trajectory)
     network = as_result(network, "network", "dnnphase.sweep")
     check_network(network, measure)
     misplaced = sorted(set(fit_options) & (FINAL_ONLY if trajectory else TRAJECTORY_ONLY))

@@ -37,7 +37,13 @@ from dnnphase.compare.report import compare
 from dnnphase.compare.words import dictionary_summary, summary
 from dnnphase.knobs import larger_is_noisier
 from phasecore import results
-from phasecore.checks import ConfigError, check_distinct, check_pool_can_start, parse_axis
+from phasecore.checks import (
+    ConfigError,
+    check_bools,
+    check_distinct,
+    check_pool_can_start,
+    parse_axis,
+)
 from phasecore.executors import check_reachable, validate_scheduler, validate_workers
 from phasecore.progress import overall_progress, weighted
 from springblock import defaults as chain
@@ -243,6 +249,7 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     """
     from dnnphase.sweeps.sweep import SweepConfig, default_scheduler, runs_on_cuda, sweep
 
+    check_bools(overwrite=overwrite, quiet=quiet)
     if preset not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")
     spec = PRESETS[preset]

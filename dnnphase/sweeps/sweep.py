@@ -35,6 +35,7 @@ from dnnphase.training.train import ModelKnobs, TrainConfig, TrainingSettings, t
 from phasecore import loadcurve
 from phasecore.checks import (
     as_config,
+    check_bools,
     check_distinct,
     check_grid,
     check_pool_can_start,
@@ -329,6 +330,7 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ``curvature_scaled_test`` and ``load_curve_epochs_test`` (NaN without a test set).
     """
     # a config is already checked by its construction; a change makes (and checks) a new one
+    check_bools(overwrite=overwrite, quiet=quiet)
     cfg = as_config(config, SweepConfig, params)
     if output is not None:
         check_output(output, overwrite)

@@ -51,6 +51,7 @@ from dnnphase.sweeps.tune_search import (  # noqa: F401 (the search's defaults, 
 from phasecore.checks import (
     ConfigError,
     as_config,
+    check_bools,
     is_finite,
     is_int,
     is_real,
@@ -291,6 +292,7 @@ def tune(config: SweepConfig | None = None, *, knob: str | None = None,
     (round); ``attrs``: kind "dnnphase.tune", config, versions, knob, data, note, caveat
     (:data:`CAVEAT`: where the rule was found to hold).
     """
+    check_bools(overwrite=overwrite, quiet=quiet)
     if config is not None:  # a dict or a path is named before its fields are read
         as_config(config, SweepConfig, {})
     knob, low, high, alpha, seeds = _defaults_from(config, knob, low, high, alpha, seeds)

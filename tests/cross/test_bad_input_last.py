@@ -6,10 +6,12 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 import dnnphase
 from dnnphase.cli import main as dnnphase_main
 from phasecore import results
+from phasecore.checks import ConfigError
 
 SWEEP = dict(dataset="gmm", n_train=40, depth=2, width=8, epochs=4, record_every=1,
              knob="dropout", values=[0.0, 0.2], alphas=[0.0, 1.0], measures=["trace_ratio"],
@@ -92,3 +94,134 @@ def test_infinite_load_curves_are_left_out_of_a_fit_or_refused(one_seed, tmp_pat
                           str(tmp_path / "g.nc"), "--figure", str(tmp_path / "g.png")]) == 2
     assert "a finite" in one_line_error(capsys, "dnnphase")
     assert not (tmp_path / "g.nc").exists() and not (tmp_path / "g.png").exists()
+
+
+# --- 2. the training entry points ---------------------------------------------------------
+
+
+def _data(n=40, d=4):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((n, d)).astype(np.float32), np.arange(n) % 2
+
+
+def _knobs(**change):
+    from dnnphase.training.train import ModelKnobs
+
+    fields = dict(seeds=(0,), alpha=(0.0,), dropout=(0.0,), lr=(0.01,), label_noise=(0.0,),
+                  batch_size=(None,))
+    return ModelKnobs(**{**fields, **change})
+
+
+def _nan(x):
+    x = x.copy()
+    x[3, 1] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("inputs,fragment", [
+    (lambda x, y: (_nan(x), y), "^x_train must be finite numbers"),
+    (lambda x, y: (x, np.zeros_like(y)), "^y_train must be labels of at least 2 classes"),
+    (lambda x, y: (x, y.astype(float)), "^y_train must be integer class labels"),
+    (lambda x, y: (x, y + 0.5), "^y_train must be integer class labels"),
+    (lambda x, y: (x, y * 10**9), "^y_train must be class labels 0..C-1 with C <= N"),
+    (lambda x, y: (x, y, x, y + 1), r"^y_test must be labels of the training classes, in \[0, "
+                                    r"2\)"),
+    (lambda x, y: (x, y, _nan(x), y), "^x_test must be finite numbers"),
+    (lambda x, y: (x, y, x[:, :3], y), r"^x_test must be an \(N', 4\) array"),
+    (lambda x, y: (x, y, x, None), "^y_test must be given with x_test"),
+    (lambda x, y: (torch.empty(40, 4, device="meta"), y), "^x_train must be a tensor with data"),
+    (lambda x, y: (x, torch.empty(40, dtype=torch.long, device="meta")),
+     "^y_train must be a tensor with data"),
+    (lambda x, y: (x[:0], y[:0]), r"^x_train must be an \(N, d\) array with N >= 2"),
+    (lambda x, y: ("data.npy", y), "^x_train must be an array or tensor of numbers"),
+    (lambda x, y: (x.astype(np.complex64), y), "^x_train must be an array or tensor of real"),
+])
+@pytest.mark.parametrize("entry", ["train_ensemble", "train_models"])
+def test_training_refuses_data_measure_model_refuses(inputs, fragment, entry):
+    """A NaN feature, one class, float or fractional labels and test labels beyond the
+    training classes trained without a word (or stopped with torch's message)."""
+    from dnnphase.training import train
+
+    args = inputs(*_data())
+    args = args + (None,) * (4 - len(args))
+    kw = dict(seeds=[0]) if entry == "train_ensemble" else dict(knobs=_knobs())
+    with pytest.raises(ConfigError, match=fragment):
+        getattr(train, entry)(*args, config=train.TrainConfig(epochs=1), **kw)
+
+
+@pytest.mark.parametrize("call,fragment", [
+    (lambda t, x, y: t.train_ensemble(x, y, seeds=[0], config={"epochs": 1}),
+     "^config must be a TrainConfig"),
+    (lambda t, x, y: t.train_models(x, y, knobs=_knobs(), config={"epochs": 1}),
+     "^config must be a TrainConfig"),
+    (lambda t, x, y: t.train_models(x, y, knobs="dropout"), "^knobs must be a ModelKnobs"),
+    (lambda t, x, y: t.train_models(x, y, knobs={"seeds": [0]}), "^knobs must be a ModelKnobs"),
+    (lambda t, x, y: t.train_ensemble(x, y, seeds=[0.5]), "^seeds must be one integer"),
+    (lambda t, x, y: t.train_ensemble(x, y, seeds=3), "^seeds must be one integer"),
+    (lambda t, x, y: t.train_ensemble(x, y, seeds="01"), "^seeds must be one integer"),
+    (lambda t, x, y: t.train_ensemble(x, y, seeds=[True]), "^seeds must be one integer"),
+    (lambda t, x, y: _knobs(seeds=(0.5,)), "^knobs.seeds must be one integer"),
+    (lambda t, x, y: _knobs(seeds=(0, 1)), r"^knobs must be one value per model \(2\)"),
+    (lambda t, x, y: t.train_ensemble(x, y, seeds=[0], record_fn=3),
+     "^record_fn must be None or a function"),
+])
+def test_training_names_a_wrong_type(call, fragment):
+    """A dict where a configuration goes, a string for knobs and non-integer seeds reached
+    AttributeError (or trained with int(0.5) = 0)."""
+    from dnnphase.training import train
+
+    with pytest.raises(ConfigError, match=fragment):
+        call(train, *_data())
+
+
+# --- 3. the chain's Python entry points ---------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [{"mu_right": [0, 0.1]}, ("mu_right",),
+                                  ("mu_right", [0, 0.1], 3), None])
+def test_phase_diagram_names_a_malformed_axis(axis):
+    """A dict, a 1- or 3-tuple or None was unpacked (ValueError / TypeError)."""
+    import springblock as sb
+
+    with pytest.raises(ConfigError, match=r"^rows must be a \(name, values\) pair"):
+        sb.phase_diagram(axis, ("noise", [0, 0.1]), blocks=3, steps=10)
+    with pytest.raises(ConfigError, match=r"^cols must be a \(name, values\) pair"):
+        sb.phase_diagram(("noise", [0, 0.1]), axis, blocks=3, steps=10)
+
+
+def test_numpy_integers_are_plain_numbers_in_a_configuration():
+    """np.int8(100) blocks overflowed the memory estimate (100 * 100 in int8)."""
+    import springblock as sb
+    from dnnphase.sweeps.sweep import SweepConfig
+
+    ds = sb.simulate(blocks=np.int8(100), steps=np.int16(20), seeds=np.uint8(2))
+    plain = sb.simulate(blocks=100, steps=20, seeds=2)
+    assert ds.attrs["config"] == plain.attrs["config"]
+    np.testing.assert_array_equal(ds["load_curve"], plain["load_curve"])
+    config = SweepConfig(epochs=np.int16(3), n_train=np.int64(40))
+    assert type(config.epochs) is int and type(config.n_train) is int
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda sb, dp: sb.simulate(blocks=3, steps=10, quiet="no"), "quiet"),
+    (lambda sb, dp: sb.simulate(blocks=3, steps=10, quiet=1), "quiet"),
+    (lambda sb, dp: sb.simulate(blocks=3, steps=10, theory_prediction="no"),
+     "theory_prediction"),
+    (lambda sb, dp: sb.simulate(blocks=3, steps=10, overwrite="no"), "overwrite"),
+    (lambda sb, dp: sb.phase_diagram(("noise", [0, 0.1]), ("mu_right", [0, 0.1]), blocks=3,
+                                     steps=10, quiet="no"), "quiet"),
+    (lambda sb, dp: dp.sweep(**{**SWEEP, "quiet": "no"}), "quiet"),
+    (lambda sb, dp: dp.sweeps.tune.tune(quiet="no"), "quiet"),
+    (lambda sb, dp: dp.compare.reproduce("quick", "out", quiet="yes"), "quiet"),
+    (lambda sb, dp: dp.compare.fit_chain("x.nc", trajectory="no"), "trajectory"),
+])
+def test_a_yes_no_option_is_a_bool(tmp_path, monkeypatch, call, name):
+    """quiet="no" meant quiet (a non-empty string is true)."""
+    import dnnphase.compare
+    import dnnphase.sweeps.tune
+    import springblock as sb
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=f"^{name} must be True or False"):
+        call(sb, dnnphase)
+    assert listing(tmp_path) == []
