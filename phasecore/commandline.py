@@ -87,11 +87,12 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
     return 130
 
 
-def folder_command(description: str, main, argv=None, default: str = "figures/paper") -> int:
+def folder_command(description: str, main, argv=None, default: str = "figures/paper",
+                   holds: str = "dnn_<knob>.nc") -> int:
     """Run ``main(folder)`` from a command line of one optional argument, the folder holding
-    ``dnn_<knob>.nc`` (the docs' scripts); bad input is one line and exit code 2."""
+    ``holds`` (the docs' scripts); bad input is one line and exit code 2."""
     parser = Parser(description=description)
     parser.add_argument("folder", nargs="?", default=default,
-                        help=f"the folder holding dnn_<knob>.nc (default {default})")
+                        help=f"the folder holding {holds} (default {default})")
     parser.set_defaults(func=lambda args: main(args.folder))
     return run(parser, argv)

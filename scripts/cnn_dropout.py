@@ -13,13 +13,14 @@ seconds; ``--paper``: the authors' scale, for a GPU or a cluster.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from dnnphase.sweeps.experiments import cnn_dropout, plot_cnn_dropout, separates
 from phasecore import results
+from phasecore.commandline import Parser, run
 from phasecore.panels import save_figure
+from phasecore.results import check_output_folder
 
 
 def _cell(values) -> str:
@@ -27,7 +28,7 @@ def _cell(values) -> str:
 
 
 def main(folder: str = "figures/supplement", scale: str = "reduced") -> None:
-    folder = Path(folder)
+    folder = check_output_folder(folder)
     folder.mkdir(parents=True, exist_ok=True)
     ds = cnn_dropout(scale, scheduler="processes") if scale != "quick" else cnn_dropout(scale)
     results.save(ds, folder / "cnn_dropout.nc", overwrite=True)
@@ -52,7 +53,19 @@ def print_table(ds) -> None:
               f"| {np.nanmean(cell[f'train_loss{suffix}'].values):.2g} |")
 
 
+def cli(argv=None) -> None:
+    """The command line: bad input is one line and exit code 2, as every command's."""
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default="figures/supplement",
+                        help="where to write (default figures/supplement)")
+    scale = parser.add_mutually_exclusive_group()
+    scale.add_argument("--quick", dest="scale", action="store_const", const="quick",
+                       default="reduced", help="seconds: a smoke test")
+    scale.add_argument("--paper", dest="scale", action="store_const", const="paper",
+                       help="the authors' scale, for a GPU or a cluster")
+    parser.set_defaults(func=lambda args: main(args.folder, scale=args.scale))
+    sys.exit(run(parser, argv))
+
+
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    scale = "quick" if "--quick" in sys.argv else "paper" if "--paper" in sys.argv else "reduced"
-    main(*args[:1], scale=scale)
+    cli()
