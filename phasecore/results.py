@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,6 +54,22 @@ def check_path(name: str, path) -> Path:
             path)
     require(str(os.fspath(path)).strip() != "", name, "a file name", str(os.fspath(path)))
     return Path(path)
+
+
+#: What a path that is not a regular file is, by its stat mode.
+_NOT_FILES = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+              (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+              (stat.S_ISBLK, "a block device"))
+
+
+def check_regular_file(path: Path) -> None:
+    """A ConfigError unless ``path`` (which exists) is a regular file: reading a named pipe
+    would wait for a writer forever, deaf to Ctrl-C and SIGTERM, and a device never ends."""
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        what = next((words for test, words in _NOT_FILES if test(mode)), "not a regular file")
+        raise ConfigError(f"input {str(path)!r} must be a regular file, a result written "
+                          f"by this project (got {what})")
 
 
 def package_versions() -> dict[str, str]:
@@ -248,6 +265,7 @@ def load(path, kind: str | None = None) -> xr.Dataset:
     path = check_path("path", path)
     if not path.exists():
         raise FileNotFoundError(f"no such result file: {str(path)!r}")
+    check_regular_file(path)
     try:
         with xr.open_dataset(path, engine=ENGINE) as ds:
             ds = ds.load()

@@ -225,3 +225,38 @@ def test_a_yes_no_option_is_a_bool(tmp_path, monkeypatch, call, name):
     with pytest.raises(ConfigError, match=f"^{name} must be True or False"):
         call(sb, dnnphase)
     assert listing(tmp_path) == []
+
+
+# --- 5. an input that is not a regular file -----------------------------------------------
+
+
+def test_a_fifo_given_as_an_input_is_refused_not_waited_on(tmp_path):
+    """A named pipe as the input of plot, fit and compare hung (deaf to SIGTERM)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pipe = tmp_path / "pipe.nc"
+    os.mkfifo(pipe)
+    spring = root / "figures" / "spring_phase.nc"
+    commands = [("springblock.cli", ["plot", str(pipe), "-o", str(tmp_path / "a.png")]),
+                ("dnnphase.cli", ["plot", str(pipe), "-o", str(tmp_path / "b.png")]),
+                ("dnnphase.cli", ["fit", str(pipe), "-o", str(tmp_path / "c.nc")]),
+                ("dnnphase.cli", ["compare", str(spring), str(pipe), "-o",
+                                  str(tmp_path / "d")])]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    runs = [subprocess.Popen([sys.executable, "-c", f"import sys; from {module} import main; "
+                              "sys.exit(main(sys.argv[1:]))", *args], env=env, cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for module, args in commands]
+    try:
+        for proc in runs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 2 and "\n" not in err.strip(), err
+            assert "must be a regular file" in err and "named pipe (FIFO)" in err, err
+    finally:
+        for proc in runs:
+            proc.kill()
+    assert listing(tmp_path) == ["pipe.nc"]
