@@ -9,6 +9,7 @@ write never leaves a half-written result under the final name.
 
 from __future__ import annotations
 
+import errno
 import importlib.metadata
 import json
 import os
@@ -26,8 +27,8 @@ from phasecore.checks import ConfigError, require
 
 __all__ = ["ENGINE", "OutputExistsError", "OutputWriteError", "all_or_nothing", "as_result",
            "check_output", "check_output_folder", "check_variables", "config_of", "load",
-           "provenance", "replace_atomically", "save", "write_atomic", "write_failed",
-           "write_text_atomic"]
+           "provenance", "replace_atomically", "save", "write_atomic", "write_error",
+           "write_failed", "write_text_atomic"]
 
 ENGINE = "netcdf4"  # the fastest NetCDF4 writer for many small chunk files
 
@@ -151,10 +152,36 @@ def _check_folder_accepts(folder: Path, what: str, create: bool) -> None:
                           "folder")
     if existing != folder and not create:
         raise FileNotFoundError(f"output directory {str(folder)!r} does not exist")
+    if _space_left(existing) == 0:  # (a probe could still be made: it is empty)
+        raise ConfigError(f"{what} cannot be written: no space left on device (the file "
+                          f"system of {str(existing)!r} has 0 bytes free)")
     reason = _write_probe(existing)
     if reason:
         raise ConfigError(f"{what} cannot be written: the folder {str(existing)!r} does not "
                           f"accept new files (making one there failed: {reason})")
+
+
+def _space_left(folder: Path) -> int | None:
+    """Bytes an unprivileged writer may still use on ``folder``'s file system (None: unknown)."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):  # (no statvfs on Windows)
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _disk_full(err: BaseException, folder: Path) -> bool:
+    """Whether a failed write ran out of space: ENOSPC or a quota said so, or the file
+    system is full now (netCDF4 reports a full disk as "NetCDF: HDF error")."""
+    return getattr(err, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or \
+        _space_left(folder) == 0
+
+
+def write_error(what: str, path, err: BaseException) -> OutputWriteError:
+    """"<what> '<path>' could not be written (<err>)", saying "no space left on device" when
+    that is why (the system's own words may not: "NetCDF: HDF error")."""
+    why = ": no space left on device" if _disk_full(err, Path(path).parent) else ""
+    return OutputWriteError(f"{what} {str(path)!r} could not be written{why} ({err})")
 
 
 def _write_probe(folder: Path) -> str:
@@ -195,8 +222,8 @@ def replace_atomically(path: Path, write) -> None:
         write(tmp)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports a full disk as a RuntimeError
-        raise OutputWriteError(f"output {str(path)!r} could not be written ({err}); nothing "
-                               "was left under its name") from err
+        raise OutputWriteError(f"{write_error('output', path, err)}; nothing was left under "
+                               "its name") from err
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

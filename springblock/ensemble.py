@@ -21,7 +21,14 @@ import xarray as xr
 from scipy.special import log_ndtr, ndtr
 
 from phasecore import loadcurve
-from phasecore.checks import ConfigError, as_config, check_bools, check_result_size, require
+from phasecore.checks import (
+    MAX_RESULT_BYTES,
+    ConfigError,
+    as_config,
+    check_bools,
+    check_result_size,
+    require,
+)
 from phasecore.results import OutputWriteError, check_output, provenance, save, write_failed
 from phasecore.store import config_hash
 from springblock import memory as budget
@@ -91,7 +98,13 @@ def chain_seed_list(seeds, config: ChainConfig, what: str = "seeds",
     ``values_per_seed``: float64 numbers of the result per seed, refused above the result
     limit (:func:`~phasecore.checks.check_result_size`, named ``what``); a count or a range
     is refused before its seeds are built (``seeds=10**12`` would need 8 TB for them alone).
+    One seed's values beyond the limit are the chain's size, not the seeds: named as such.
     """
+    if 8.0 * values_per_seed > MAX_RESULT_BYTES:
+        check_result_size(f"{what.replace('seeds', 'one seed')} with blocks = {config.blocks}",
+                          values_per_seed, hint="fewer blocks" + (
+                              ", a coarser record_every" if config.record_every else "")
+                          + (", or a smaller grid" if "rows" in what else ""))
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         if seeds < 1:
             raise ConfigError(f"seeds must be a count >= 1 or a list of integers (got {seeds})")

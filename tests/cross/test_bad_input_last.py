@@ -260,3 +260,83 @@ def test_a_fifo_given_as_an_input_is_refused_not_waited_on(tmp_path):
         for proc in runs:
             proc.kill()
     assert listing(tmp_path) == ["pipe.nc"]
+
+
+# --- 6. a full disk -------------------------------------------------------------------------
+
+
+def _full(monkeypatch, exc):
+    """Every NetCDF write fails with ``exc``, and the file system has 0 bytes free."""
+    import os
+
+    import xarray as xr
+
+    def write(self, *args, **kwargs):
+        raise exc
+
+    class Full:
+        f_bavail, f_frsize = 0, 4096
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", write)
+    return monkeypatch.setattr(os, "statvfs", lambda path: Full())
+
+
+def test_a_full_disk_is_named_before_any_work(tmp_path, capsys, monkeypatch):
+    """A full disk was reported as "Permission denied" by simulate and save."""
+    import springblock as sb
+    from springblock.cli import main as springblock_main
+
+    ds = sb.simulate(blocks=3, steps=10)
+    _full(monkeypatch, OSError(28, "No space left on device"))
+    with pytest.raises(ConfigError, match="cannot be written: no space left on device"):
+        sb.save(ds, tmp_path / "x.nc")
+    assert springblock_main(["simulate", "--blocks", "3", "--steps", "10", "-o",
+                             str(tmp_path / "s.nc")]) == 2
+    assert "no space left on device" in one_line_error(capsys, "springblock")
+    assert listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("NetCDF: HDF error"),
+                                 OSError(28, "No space left on device")])
+def test_a_write_that_runs_out_of_space_says_so(tmp_path, monkeypatch, exc):
+    """A partial write on a full disk said only "NetCDF: HDF error"."""
+    import springblock as sb
+    from phasecore.results import OutputWriteError, write_atomic
+
+    ds = sb.simulate(blocks=3, steps=10)
+    _full(monkeypatch, exc)
+    with pytest.raises(OutputWriteError, match=r"x.nc' could not be written: no space left on "
+                                               r"device \(.*\); nothing was left"):
+        write_atomic(ds, tmp_path / "x.nc")
+    assert listing(tmp_path) == []
+
+
+def test_a_chain_too_large_for_one_seed_names_blocks(capsys):
+    """--blocks 1000000000 blamed --seeds (one seed alone is the chain's size)."""
+    from springblock.cli import main as springblock_main
+
+    for command in (["simulate"], ["phase", "--seeds", "1"]):
+        assert springblock_main([*command, "--blocks", "1000000000", "-o", "x.nc"]) == 2
+        err = one_line_error(capsys, "springblock")
+        assert "one seed with blocks = 1000000000" in err and "(fewer blocks" in err
+
+
+def test_fit_with_a_figure_writes_all_or_none(one_seed, tmp_path, monkeypatch, capsys):
+    """fit --figure on a full disk kept the .nc it wrote, so the rerun refused to
+    overwrite it."""
+    import errno
+
+    from phasecore import panels
+
+    def full(fig, path, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(panels.plt.Figure, "savefig", full)
+    args = ["fit", str(one_seed), "-o", str(tmp_path / "f.nc"), "--figure",
+            str(tmp_path / "f.png")]
+    assert dnnphase_main(args) == 2
+    assert "f.png' could not be written" in one_line_error(capsys, "dnnphase")
+    assert listing(tmp_path) == []
+    monkeypatch.undo()
+    assert dnnphase_main(args) == 0  # the rerun, once there is space
+    assert listing(tmp_path) == ["f.nc", "f.png"]
