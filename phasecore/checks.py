@@ -234,6 +234,9 @@ def check_run_time(name: str, seconds: float, what: str, hint: str) -> None:
 def parse_values(text: str, name: str = "values") -> np.ndarray:
     """``"0:0.3:16"`` (start:stop:count, inclusive) or ``"0.1,0.2,0.5"`` -> array."""
     text = str(text).strip()
+    if ":" not in text and "," in text and any(v.strip() == "" for v in text.split(",")):
+        raise ConfigError(f"{name} must be a comma-separated list of numbers without empty "
+                          f"entries (got {text!r}: a number left out?)")
     try:
         if ":" in text:
             start, stop, count = text.split(":")

@@ -91,6 +91,9 @@ def _chain_parent() -> argparse.ArgumentParser:
 
 
 def _chain_config(args, **defaults) -> ChainConfig:
+    if args.stop_window is not None and args.stop_tol is None:  # the window of no rule
+        raise ConfigError(f"--stop-window applies with --stop-tol only (got --stop-window "
+                          f"{args.stop_window} and no stopping rule)")
     params = dict(defaults)
     for _, dest, *_ in CHAIN_OPTIONS:
         value = getattr(args, dest)

@@ -101,9 +101,10 @@ def chain_seed_list(seeds, config: ChainConfig, what: str = "seeds",
     One seed's values beyond the limit are the chain's size, not the seeds: named as such.
     """
     if 8.0 * values_per_seed > MAX_RESULT_BYTES:
-        check_result_size(f"{what.replace('seeds', 'one seed')} with blocks = {config.blocks}",
-                          values_per_seed, hint="fewer blocks" + (
-                              ", a coarser record_every" if config.record_every else "")
+        recorded = f", record_every = {config.record_every}" if config.record_every else ""
+        check_result_size(f"{what.replace('seeds', 'one seed')} with blocks = {config.blocks}"
+                          f"{recorded}", values_per_seed, hint="fewer blocks" + (
+                              ", a coarser record_every or fewer steps" if recorded else "")
                           + (", or a smaller grid" if "rows" in what else ""))
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         if seeds < 1:
@@ -324,6 +325,8 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     """
     check_bools(theory_prediction=theory_prediction, overwrite=overwrite, quiet=quiet)
     config = as_config(config, ChainConfig, params)
+    require(config.noise_decay == 0 or config.noise > 0, "noise_decay",
+            "0 for a chain without noise (noise = 0: nothing to decay)", config.noise_decay)
     records = config.steps // config.record_every + 1 if config.record_every else 1
     seed_values = chain_seed_list(seeds, config,
                              "seeds x recorded times" if config.record_every else "seeds",

@@ -91,6 +91,10 @@ def _check_axis_matters(names: tuple[str, str], config: ChainConfig) -> None:
     if "damping" in names and config.dynamics == "overdamped":
         raise ConfigError("a damping axis needs the second_order or langevin dynamics "
                           "(--dynamics); the overdamped chain has no damping")
+    if (config.noise_decay > 0 or "noise_decay" in names) and config.noise == 0 \
+            and "noise" not in names:
+        raise ConfigError("noise_decay applies to a chain with noise (noise = 0 and no noise "
+                          "axis here: nothing decays); set noise > 0 or leave noise_decay 0")
 
 
 def _check_axis(name: str) -> None:

@@ -340,3 +340,43 @@ def test_fit_with_a_figure_writes_all_or_none(one_seed, tmp_path, monkeypatch, c
     monkeypatch.undo()
     assert dnnphase_main(args) == 0  # the rerun, once there is space
     assert listing(tmp_path) == ["f.nc", "f.png"]
+
+
+# --- 7. options that do nothing, and a search too wide -------------------------------------
+
+
+@pytest.mark.parametrize("prog,args,fragment", [
+    ("springblock", ["simulate", "--stop-window", "5"], "--stop-window applies with --stop-tol"),
+    ("springblock", ["simulate", "--noise-decay", "0.1"], "noise_decay must be 0 for a chain "
+                                                           "without noise"),
+    ("springblock", ["phase", "--noise-decay", "0.1", "--rows", "mu_right=0:0.1:2", "--cols",
+                     "mu_left=0.2:0.3:2"], "noise_decay applies to a chain with noise"),
+    ("springblock", ["phase", "--rows", "mu_right=0,,0.1", "--cols", "noise=0:0.1:2"],
+     "mu_right must be a comma-separated list of numbers without empty entries"),
+    ("dnnphase", ["sweep", "--values", "0.1,,0.2"], "values must be a comma-separated list of "
+                                                    "numbers without empty entries"),
+    ("dnnphase", ["sweep", "--alpha", "0,"], "without empty entries"),
+    ("dnnphase", ["tune", "--knob", "dropout", "--low", "0", "--high", "0.2",
+                  "--values-per-round", "1000000"], "values_per_round must be an integer in "
+                                                    "2..100"),
+])
+def test_an_option_that_would_do_nothing_is_refused(tmp_path, capsys, prog, args, fragment):
+    """--stop-window without --stop-tol, --noise-decay with zero noise and --values 0.1,,0.2
+    passed silently; tune --values-per-round 1000000 started 125 000 chunks."""
+    from springblock.cli import main as springblock_main
+
+    main = springblock_main if prog == "springblock" else dnnphase_main
+    assert main([*args, "-o", str(tmp_path / "x.nc")]) == 2
+    assert fragment in one_line_error(capsys, prog)
+    assert listing(tmp_path) == []
+
+
+def test_noise_decay_without_noise_is_refused_from_python_too():
+    import springblock as sb
+
+    with pytest.raises(ConfigError, match="^noise_decay must be 0 for a chain without noise"):
+        sb.simulate(blocks=3, steps=10, noise_decay=0.1)
+    assert sb.simulate(blocks=3, steps=10, noise=0.01, noise_decay=0.1)["load_curve"].size
+    ok = sb.phase_diagram(("noise", [0.0, 0.01]), ("mu_right", [0.0, 0.1]), blocks=3, steps=10,
+                          seeds=1, noise_decay=0.1)  # noise is an axis: it decays where > 0
+    assert ok["load_curve"].size
