@@ -15,6 +15,7 @@ import warnings
 
 from phasecore.checks import ConfigError
 from phasecore.executors import interrupt_once
+from phasecore.progress import say
 from phasecore.results import OutputExistsError
 
 __all__ = ["Parser", "add_options", "folder_command", "output_options", "run"]
@@ -53,7 +54,7 @@ def output_options(parser, what: str, quiet: bool = True) -> None:
 def _one_line_warning(prog: str):
     """Warnings as ``<prog>: warning: ...``: a user of the command reads no file or line."""
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"{prog}: warning: {message}", file=sys.stderr)
+        say(f"{prog}: warning: {message}", sys.stderr)  # above a progress bar
     return show
 
 

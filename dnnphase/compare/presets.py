@@ -45,7 +45,7 @@ from phasecore.checks import (
     parse_axis,
 )
 from phasecore.executors import check_reachable, validate_scheduler, validate_workers
-from phasecore.progress import overall_progress, weighted
+from phasecore.progress import overall_progress, say, weighted
 from springblock import defaults as chain
 
 __all__ = ["CHUNK_SECONDS", "GPU_CHUNK_SECONDS", "GPU_SECONDS_PER_MODEL", "POOL_START_SECONDS",
@@ -117,8 +117,8 @@ PRESETS = {
 
 
 def _say(text: str, quiet: bool) -> None:
-    if not quiet:
-        print(text, flush=True)
+    if not quiet:  # (above the progress bar, not onto its end)
+        say(text)
 
 
 #: Times measured on a 2-core Xeon (one model alone, in core-seconds; the quick preset end to

@@ -380,3 +380,36 @@ def test_noise_decay_without_noise_is_refused_from_python_too():
     ok = sb.phase_diagram(("noise", [0.0, 0.01]), ("mu_right", [0.0, 0.1]), blocks=3, steps=10,
                           seeds=1, noise_decay=0.1)  # noise is an axis: it decays where > 0
     assert ok["load_curve"].size
+
+
+# --- 8. what a newcomer sees on a terminal --------------------------------------------------
+
+
+def test_progress_on_a_terminal_counts_whole_units_and_ends_full(monkeypatch):
+    """Stage messages were printed onto the end of the bar, counts showed as '0.2/3 stages'
+    and '100000.0/100000 steps', and a stale 89 % bar stayed above the final report."""
+    import io
+    import sys
+
+    from phasecore.progress import Progress, overall_progress, say, weighted
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    err, out = Terminal(), Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "stdout", out)
+    with overall_progress(3, "job") as progress:
+        with weighted(progress, 0.9):  # estimated weights that sum short of the stages
+            progress.advance()
+        say("a stage message")
+        with weighted(progress, 1.2):
+            progress.advance()
+    steps = Progress(100000, 0, "chain", unit="step")
+    steps.advance(100000)
+    steps.close()
+    assert out.getvalue() == "a stage message\n"  # above the bar (tqdm.write), not on it
+    bars = err.getvalue()
+    assert "job: 100%" in bars and "/3" not in bars and "stages" not in bars
+    assert "100000/100000 steps" in bars and "100000.0" not in bars
