@@ -30,11 +30,33 @@ import time
 
 from phasecore.checks import ConfigError, is_int
 
-__all__ = ["check_reachable", "interrupt_once", "run_tasks", "validate_scheduler",
-           "validate_workers"]
+__all__ = ["busy_load", "check_reachable", "core_share", "interrupt_once", "run_tasks",
+           "validate_scheduler", "validate_workers"]
 
 SCHEDULERS = ("serial", "processes")
 DASK_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://")
+
+
+def busy_load(seconds: float = 0.2) -> float:
+    """Threads' worth of other work running on this machine's cores now, as a new thread
+    meets it: one thread spins for ``seconds`` and gets a share s of a core; with N other
+    runnable threads on C cores that is C / (N + 1), so N = C/s - 1 (0 when the thread got
+    nearly a whole core: the machine is idle enough). Measured, not the load average, which
+    counts niced and waiting tasks alike: at a load average of 13 on 2 cores a thread got a
+    third of a core (N = 5), and two threads a quarter each (N = 6), where the load
+    average would say an eighth."""
+    start, cpu = time.perf_counter(), time.thread_time()
+    while time.perf_counter() - start < seconds:
+        pass
+    share = (time.thread_time() - cpu) / max(time.perf_counter() - start, 1e-9)
+    return 0.0 if share > 0.9 else (os.cpu_count() or 1) / max(share, 0.01) - 1.0
+
+
+def core_share(busy: int, cores: int, load: float) -> float:
+    """The fraction of a core each of ``busy`` threads gets on ``cores`` cores with ``load``
+    threads of other work (:func:`busy_load`) beside them: what a time estimated for an
+    idle machine is divided by."""
+    return min(1.0, cores / max(busy + max(load, 0.0), 1.0))
 
 
 def validate_scheduler(scheduler: str) -> str:
