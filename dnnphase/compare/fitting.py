@@ -77,6 +77,7 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     and layers). Adds ``epoch``-resolved ``frame_residual`` and the cell's
     ``residual``; keyword arguments go to :func:`fit_trajectory`.
     """
+    check_bools(weighted=weighted)
     require("load_curve_epochs" in network, "network",
             "a sweep recorded with record_every (load_curve_epochs)", sorted(network.data_vars))
     dims = _grid_dims(network)
@@ -94,12 +95,25 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     return ds
 
 
-#: Keyword arguments only one of the two fits takes (the rest go to both: a typo is
-#: left to the fitter's own TypeError).
+#: Keyword arguments only one of the two fits takes (the rest go to both; one neither
+#: takes is named, with the options, by :func:`_check_options`).
 FINAL_ONLY = frozenset({"horizon", "mu_left_ratio", "mu_right", "grid", "refine",
                         "refine_threshold", "sim_seeds", "sim_iterations", "step"})
 TRAJECTORY_ONLY = frozenset({"start", "weighted", "n_starts", "profile_values", "variant",
                              "acceptable_chi2"})
+
+
+def _check_options(options: dict, trajectory: bool) -> None:
+    """A keyword the chosen fit does not take (a typo) is named with the ones it does."""
+    import inspect
+
+    fit = fit_trajectory if trajectory else fit_spring
+    known = {name for name, p in inspect.signature(fit).parameters.items()
+             if p.kind == p.KEYWORD_ONLY or p.default is not p.empty}
+    known = (known | {"weighted"}) - {"weights"} if trajectory else known
+    unknown = sorted(set(options) - known)
+    require(not unknown, "fit option", f"one of {', '.join(sorted(known))}",
+            ", ".join(unknown))
 
 
 def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
@@ -128,6 +142,7 @@ def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
         raise ConfigError(f"{', '.join(misplaced)} {'applies' if len(misplaced) == 1 else 'apply'}"
                           f" to the {fit_only} (got "
                           f"{', '.join(f'{k}={fit_options[k]!r}' for k in misplaced)})")
+    _check_options(fit_options, trajectory)
     if trajectory:
         if "load_curve_epochs" not in network:
             raise ConfigError("a trajectory fit needs load curves recorded during training: "

@@ -34,7 +34,7 @@ import warnings
 import numpy as np
 from scipy.stats import t as student_t
 
-from phasecore.checks import is_finite, is_int, require
+from phasecore.checks import ConfigError, is_finite, is_int, require
 from phasecore.loadcurve import MIN_RELATIVE_DROP
 from springblock.fit.optimiser import levenberg_marquardt
 from springblock.fit.shapes import as_curves
@@ -412,7 +412,11 @@ def _frame_weights(weights, epochs, shape, start: str) -> np.ndarray:
         w = w[..., 1:, :] if start == "network" else w[..., e > 0, :]
     require(np.all(np.isfinite(w)) and np.all(w >= 0), "weights",
             "finite numbers >= 0 shaped like the curves", "other")
-    return np.broadcast_to(w, shape)
+    try:
+        return np.broadcast_to(w, shape)
+    except ValueError:
+        raise ConfigError(f"weights must be shaped like the curves {tuple(shape)} or their "
+                          f"fitted frames (got shape {w.shape})") from None
 
 
 class _RowsOf:

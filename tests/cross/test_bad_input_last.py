@@ -413,3 +413,28 @@ def test_progress_on_a_terminal_counts_whole_units_and_ends_full(monkeypatch):
     bars = err.getvalue()
     assert "job: 100%" in bars and "/3" not in bars and "stages" not in bars
     assert "100000/100000 steps" in bars and "100000.0" not in bars
+
+
+# --- more found by trying --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("options,fragment", [
+    (dict(trajectory=True, banana=1), "^fit option must be one of acceptable_chi2, .*banana"),
+    (dict(banana=1), "^fit option must be one of bounds, grid, horizon, .*banana"),
+    (dict(trajectory=True, weighted="no"), "^weighted must be True or False"),
+])
+def test_fit_chain_names_an_option_its_fit_does_not_take(one_seed, options, fragment):
+    """A misspelt option reached the fitter's TypeError; weighted="no" meant weighted."""
+    from dnnphase.compare import fit_chain
+
+    with pytest.raises(ConfigError, match=fragment):
+        fit_chain(one_seed, **options)
+
+
+def test_trajectory_weights_of_another_shape_are_named():
+    """numpy's broadcast error before."""
+    from springblock import fit
+
+    with pytest.raises(ConfigError, match=r"^weights must be shaped like the curves \(3, 8\)"):
+        fit.fit_trajectory(np.random.default_rng(0).random((3, 8)), [1.0, 2.0, 3.0],
+                           weights=np.ones((2, 8)))
