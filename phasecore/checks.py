@@ -16,12 +16,10 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["ConfigError", "SEED_LIMIT", "as_config", "check_bools", "check_distinct", "check_grid",
-           "check_int",
-           "plain_fields",
-           "check_memory", "check_pool_can_start", "check_result_size", "check_run_time",
-           "host_available_memory", "is_finite", "is_int", "is_real", "parse_axis", "parse_values",
-           "require", "seed_list"]
+__all__ = ["MAX_RESULT_BYTES", "ConfigError", "SEED_LIMIT", "as_config", "check_bools",
+           "check_distinct", "check_grid", "check_int", "check_memory", "check_pool_can_start",
+           "check_result_size", "check_run_time", "host_available_memory", "is_finite", "is_int",
+           "is_real", "parse_axis", "parse_values", "plain_fields", "require", "seed_list"]
 
 
 class ConfigError(ValueError):
