@@ -438,3 +438,15 @@ def test_trajectory_weights_of_another_shape_are_named():
     with pytest.raises(ConfigError, match=r"^weights must be shaped like the curves \(3, 8\)"):
         fit.fit_trajectory(np.random.default_rng(0).random((3, 8)), [1.0, 2.0, 3.0],
                            weights=np.ones((2, 8)))
+
+
+def test_measure_model_names_a_layer_given_as_text():
+    """layers="blocks" was read as six one-letter names (and "0" as the module 0)."""
+    from dnnphase.measures.load_curve import measure_model
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    data = (torch.randn(20, 4), torch.arange(20) % 2)
+    with pytest.raises(ConfigError, match=r"^layers must be a list of module names \(one "
+                                          r"layer: \['0'\]\)"):
+        measure_model(model, data, layers="0")
+    assert measure_model(model, data, layers=["0"])["load_curve"].sizes["layer"] == 1
