@@ -152,13 +152,13 @@ def _check_folder_accepts(folder: Path, what: str, create: bool) -> None:
                           "folder")
     if existing != folder and not create:
         raise FileNotFoundError(f"output directory {str(folder)!r} does not exist")
-    if _space_left(existing) == 0:  # (a probe could still be made: it is empty)
-        raise ConfigError(f"{what} cannot be written: no space left on device (the file "
-                          f"system of {str(existing)!r} has 0 bytes free)")
     reason = _write_probe(existing)
     if reason:
         raise ConfigError(f"{what} cannot be written: the folder {str(existing)!r} does not "
                           f"accept new files (making one there failed: {reason})")
+    if _space_left(existing) == 0:  # (the probe could still be made: it is empty)
+        raise ConfigError(f"{what} cannot be written: no space left on device (the file "
+                          f"system of {str(existing)!r} has 0 bytes free)")
 
 
 def _space_left(folder: Path) -> int | None:
@@ -167,7 +167,7 @@ def _space_left(folder: Path) -> int | None:
         st = os.statvfs(folder)
     except (OSError, AttributeError):  # (no statvfs on Windows)
         return None
-    return st.f_bavail * st.f_frsize
+    return st.f_bavail * st.f_frsize if st.f_blocks else None  # (/proc, /sys: no blocks)
 
 
 def _disk_full(err: BaseException, folder: Path) -> bool:

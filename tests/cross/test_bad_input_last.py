@@ -275,7 +275,7 @@ def _full(monkeypatch, exc):
         raise exc
 
     class Full:
-        f_bavail, f_frsize = 0, 4096
+        f_bavail, f_frsize, f_blocks = 0, 4096, 1000
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", write)
     return monkeypatch.setattr(os, "statvfs", lambda path: Full())
