@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import hashlib
 import multiprocessing
 import os
 import signal
@@ -38,18 +39,29 @@ DASK_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://")
 
 
 def busy_load(seconds: float = 0.2) -> float:
-    """Threads' worth of other work running on this machine's cores now, as a new thread
-    meets it: one thread spins for ``seconds`` and gets a share s of a core; with N other
-    runnable threads on C cores that is C / (N + 1), so N = C/s - 1 (0 when the thread got
-    nearly a whole core: the machine is idle enough). Measured, not the load average, which
-    counts niced and waiting tasks alike: at a load average of 13 on 2 cores a thread got a
-    third of a core (N = 5), and two threads a quarter each (N = 6), where the load
-    average would say an eighth."""
-    start, cpu = time.perf_counter(), time.thread_time()
-    while time.perf_counter() - start < seconds:
-        pass
-    share = (time.thread_time() - cpu) / max(time.perf_counter() - start, 1e-9)
-    return 0.0 if share > 0.9 else (os.cpu_count() or 1) / max(share, 0.01) - 1.0
+    """Threads' worth of other work running on this machine's cores now, as new work meets
+    it: one thread per core hashes for ``seconds`` (hashlib lets go of the GIL) and each gets
+    a share s of a core; C threads beside N others on C cores get C / (C + N) each, so
+    N = C (1/s - 1) (0 on an idle machine). Measured, not the load average, which counts
+    niced and waiting tasks alike: at a load average of 13 on 2 cores a thread got a third
+    of a core here, where the load average would say an eighth."""
+    cores = os.cpu_count() or 1
+    shares = [0.0] * cores
+    buffer = bytes(1 << 16)
+
+    def spin(k: int) -> None:
+        start, cpu = time.perf_counter(), time.thread_time()
+        while time.perf_counter() - start < seconds:
+            hashlib.sha256(buffer).digest()
+        shares[k] = (time.thread_time() - cpu) / max(time.perf_counter() - start, 1e-9)
+
+    threads = [threading.Thread(target=spin, args=(k,)) for k in range(cores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    share = min(1.0, max(sum(shares) / cores, 0.01))
+    return cores * (1.0 / share - 1.0)
 
 
 def core_share(busy: int, cores: int, load: float) -> float:

@@ -189,8 +189,9 @@ COMPILE_SECONDS = {"overdamped_slice": 5.0, "second_order_slice": 4.0, "langevin
                    "synchronous_slice": 12.0}
 #: ... to load one from numba's cache on disk.
 CACHED_SECONDS = 0.2
-#: Mean-drift prediction: seconds per Runge-Kutta step, and per step and block.
-THEORY_STEP_SECONDS, THEORY_BLOCK_SECONDS = 1e-4, 1.7e-7
+#: Mean-drift prediction: seconds per Runge-Kutta step, and per step and block (measured: the
+#: 48 cells of the README's diagram in 4.9-7.7 CPU seconds, T = 1000, L = 7).
+THEORY_STEP_SECONDS, THEORY_BLOCK_SECONDS = 8e-5, 1.7e-7
 #: ... integrated in log time (horizons > 1e4): seconds, and per block.
 THEORY_LOGTIME_SECONDS, THEORY_LOGTIME_BLOCK_SECONDS = 0.05, 6e-5
 #: Seconds a process-pool worker takes to start (a fresh interpreter importing the package).
@@ -278,12 +279,22 @@ class Estimate:
         return self.kernels + self.compile + self.theory
 
     @functools.cached_property
+    def load(self) -> float:
+        """Other work on this machine's cores, measured (:func:`phasecore.executors.busy_load`,
+        0.2 s) when a run may be announced."""
+        return 0.0 if self.total < 1.0 else busy_load()
+
+    @property
     def share(self) -> float:
-        """The share of a core each thread gets beside this machine's other work, measured
-        (:func:`phasecore.executors.busy_load`, 0.2 s) when a run may be announced."""
-        if self.total < 1.0:
-            return 1.0
-        return core_share(self.threads, os.cpu_count() or 1, busy_load())
+        """The share of a core each of the kernels' threads gets beside the other work."""
+        return core_share(self.threads, os.cpu_count() or 1, self.load)
+
+    @property
+    def on_this_machine(self) -> tuple[float, float, float]:
+        """(kernels, compile, theory) seconds here: the kernels on their threads, the
+        compilation and the prediction on one (each part divided by its share of a core)."""
+        one = core_share(1, os.cpu_count() or 1, self.load)
+        return self.kernels / self.share, self.compile / one, self.theory / one
 
 
 def simulate_seconds(cfg: ChainConfig, n_seeds: int, with_theory: bool,
@@ -333,16 +344,17 @@ def format_seconds(seconds: float) -> str:
 
 def describe(label: str, estimate: Estimate) -> str:
     """One line: the expected run time and its parts, on this machine as busy as it is."""
-    slow = 1.0 / estimate.share
-    parts = [f"the kernels {format_seconds(estimate.kernels * slow)}"]
-    if estimate.compile * slow >= 1:
-        parts.append(f"numba compilation on first use {format_seconds(estimate.compile * slow)}")
-    if estimate.theory * slow >= 1:
-        parts.append(f"the mean-drift prediction {format_seconds(estimate.theory * slow)}")
-    if slow > 1.05:
-        parts.append(f"{slow:.2g}x an idle machine's: other work keeps the cores busy")
-    line = (f"{label}: expected run time {format_seconds(estimate.total * slow)} "
-            f"({', '.join(parts)})")
+    kernels, compile_, theory_ = estimate.on_this_machine
+    here = kernels + compile_ + theory_
+    parts = [f"the kernels {format_seconds(kernels)}"]
+    if compile_ >= 1:
+        parts.append(f"numba compilation on first use {format_seconds(compile_)}")
+    if theory_ >= 1:
+        parts.append(f"the mean-drift prediction {format_seconds(theory_)}")
+    if here > 1.05 * estimate.total:
+        parts.append(f"{here / estimate.total:.2g}x an idle machine's: other work keeps the "
+                     "cores busy")
+    line = (f"{label}: expected run time {format_seconds(here)} ({', '.join(parts)})")
     return line + (f"; {estimate.note}" if estimate.note else "")
 
 
@@ -356,5 +368,5 @@ def check_time(label: str, estimate: Estimate) -> None:
 
 def announce(label: str, estimate: Estimate, stream=None) -> None:
     """Print :func:`describe` on stderr if the run will take ANNOUNCE_SECONDS or more."""
-    if estimate.total / estimate.share >= ANNOUNCE_SECONDS:
+    if sum(estimate.on_this_machine) >= ANNOUNCE_SECONDS:
         print(describe(label, estimate), file=stream or sys.stderr, flush=True)
