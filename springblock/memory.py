@@ -34,6 +34,7 @@ import numba
 from phasecore.checks import check_memory as phasecore_check_memory
 from phasecore.checks import check_run_time, host_available_memory
 from phasecore.executors import busy_load, core_share
+from phasecore.progress import say
 from springblock import theory
 from springblock.config import ChainConfig
 
@@ -369,4 +370,4 @@ def check_time(label: str, estimate: Estimate) -> None:
 def announce(label: str, estimate: Estimate, stream=None) -> None:
     """Print :func:`describe` on stderr if the run will take ANNOUNCE_SECONDS or more."""
     if sum(estimate.on_this_machine) >= ANNOUNCE_SECONDS:
-        print(describe(label, estimate), file=stream or sys.stderr, flush=True)
+        say(describe(label, estimate), stream or sys.stderr)  # (above a progress bar)
