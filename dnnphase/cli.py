@@ -373,7 +373,7 @@ def _worst_figure(figure) -> Path:
 def cmd_fit(args) -> None:
     from dnnphase.compare import fit_chain
     from dnnphase.knobs import larger_is_noisier
-    from phasecore.results import check_output, load, save
+    from phasecore.results import all_or_nothing, check_output, load, save
 
     check_output(args.output, args.overwrite)
     if Path(args.output).resolve() == Path(args.network).resolve():
@@ -397,20 +397,27 @@ def cmd_fit(args) -> None:
         for flag, _, default, _ in FINAL_FIT_OPTIONS}
     fit = fit_chain(network, measure=args.measure, trajectory=args.trajectory,
                     source=str(args.network), **options)
-    save(fit, args.output, overwrite=args.overwrite)
-    if args.figure:
-        from dnnphase.compare.figures import plot_fit, plot_worst_fit
-        from phasecore.panels import save_figure
+    figures = [args.figure, *([_worst_figure(args.figure)] if args.trajectory else [])] \
+        if args.figure else []
+    with all_or_nothing([args.output, *figures]):  # a rerun must not find half of them
+        save(fit, args.output, overwrite=args.overwrite)
+        if args.figure:
+            from dnnphase.compare.figures import plot_fit, plot_worst_fit
+            from phasecore.panels import save_figure
 
-        if args.trajectory:  # only a trajectory fit keeps the curves the worst fit shows
-            worst = _worst_figure(args.figure)
-            save_figure(plot_worst_fit(fit), worst)
-            print(f"wrote {worst}: the worst-fitted cell beside its best chain")
-        save_figure(plot_fit(fit, network.attrs["knob"], larger_is_noisier(network)),
-                    args.figure)
+            if args.trajectory:  # only a trajectory fit keeps the curves the worst fit shows
+                save_figure(plot_worst_fit(fit), figures[1])
+            save_figure(plot_fit(fit, network.attrs["knob"], larger_is_noisier(network)),
+                        args.figure)
+    if args.figure and args.trajectory:
+        print(f"wrote {figures[1]}: the worst-fitted cell beside its best chain")
+    if args.figure:
         print(f"wrote {args.figure}: the fitted parameters over the grid")
     explained = ""
-    if "acceptable" in fit:
+    if "acceptable" in fit and not fit.attrs.get("weighted_by_seed_variance", 1):
+        explained = (", cells explained to within their seed noise: n/a (one seed, no seed "
+                     "noise to measure)")
+    elif "acceptable" in fit:
         explained = (f", chi2/dof median {float(fit['chi2_per_dof'].median()):.3g}, "
                      f"{int(fit['acceptable'].sum())} of {fit['acceptable'].size} cells "
                      "explained to within their seed noise")

@@ -16,10 +16,10 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["ConfigError", "SEED_LIMIT", "as_config", "check_distinct", "check_grid", "check_int",
-           "check_memory", "check_pool_can_start", "check_result_size", "check_run_time",
-           "host_available_memory", "is_finite", "is_int", "is_real", "parse_axis", "parse_values",
-           "require", "seed_list"]
+__all__ = ["MAX_RESULT_BYTES", "ConfigError", "SEED_LIMIT", "as_config", "check_bools",
+           "check_distinct", "check_grid", "check_int", "check_memory", "check_pool_can_start",
+           "check_result_size", "check_run_time", "host_available_memory", "is_finite", "is_int",
+           "is_real", "parse_axis", "parse_values", "plain_fields", "require", "seed_list"]
 
 
 class ConfigError(ValueError):
@@ -53,6 +53,13 @@ def is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+def check_bools(**flags) -> None:
+    """Each keyword a bool (or numpy bool): a yes/no option given "no", 0 or None would be
+    read by its truth ("no" is true), so anything else is refused naming it."""
+    for name, value in flags.items():
+        require(isinstance(value, (bool, np.bool_)), name, "True or False", value)
+
+
 def check_int(name: str, value, *, minimum: int = 0) -> int:
     """``value`` as an int, or a ConfigError naming ``name`` and the minimum."""
     require(is_int(value) and value >= minimum, name, f"an integer >= {minimum}", value)
@@ -74,6 +81,16 @@ def as_config(config, cls, params: dict):
             f"a {cls.__name__}, or None with its fields as keywords (a dict d: **d)",
             type(config).__name__)
     return config.replace(**params) if params else config
+
+
+def plain_fields(config) -> None:
+    """A frozen dataclass's numpy scalars as Python numbers, in place (for ``__post_init__``):
+    ``np.int8(100)`` blocks would overflow the first product it meets (a memory estimate),
+    and a configuration is stored as JSON."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if isinstance(value, np.generic):
+            object.__setattr__(config, f.name, value.item())
 
 
 def check_distinct(name: str, values) -> None:
@@ -215,6 +232,9 @@ def check_run_time(name: str, seconds: float, what: str, hint: str) -> None:
 def parse_values(text: str, name: str = "values") -> np.ndarray:
     """``"0:0.3:16"`` (start:stop:count, inclusive) or ``"0.1,0.2,0.5"`` -> array."""
     text = str(text).strip()
+    if ":" not in text and "," in text and any(v.strip() == "" for v in text.split(",")):
+        raise ConfigError(f"{name} must be a comma-separated list of numbers without empty "
+                          f"entries (got {text!r}: a number left out?)")
     try:
         if ":" in text:
             start, stop, count = text.split(":")

@@ -15,6 +15,7 @@ import warnings
 
 from phasecore.checks import ConfigError
 from phasecore.executors import interrupt_once
+from phasecore.progress import say
 from phasecore.results import OutputExistsError
 
 __all__ = ["Parser", "add_options", "folder_command", "output_options", "run"]
@@ -53,7 +54,7 @@ def output_options(parser, what: str, quiet: bool = True) -> None:
 def _one_line_warning(prog: str):
     """Warnings as ``<prog>: warning: ...``: a user of the command reads no file or line."""
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"{prog}: warning: {message}", file=sys.stderr)
+        say(f"{prog}: warning: {message}", sys.stderr)  # above a progress bar
     return show
 
 
@@ -87,11 +88,12 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
     return 130
 
 
-def folder_command(description: str, main, argv=None, default: str = "figures/paper") -> int:
+def folder_command(description: str, main, argv=None, default: str = "figures/paper",
+                   holds: str = "dnn_<knob>.nc") -> int:
     """Run ``main(folder)`` from a command line of one optional argument, the folder holding
-    ``dnn_<knob>.nc`` (the docs' scripts); bad input is one line and exit code 2."""
+    ``holds`` (the docs' scripts); bad input is one line and exit code 2."""
     parser = Parser(description=description)
     parser.add_argument("folder", nargs="?", default=default,
-                        help=f"the folder holding dnn_<knob>.nc (default {default})")
+                        help=f"the folder holding {holds} (default {default})")
     parser.set_defaults(func=lambda args: main(args.folder))
     return run(parser, argv)

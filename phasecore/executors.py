@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import hashlib
 import multiprocessing
 import os
 import signal
@@ -30,11 +31,44 @@ import time
 
 from phasecore.checks import ConfigError, is_int
 
-__all__ = ["check_reachable", "interrupt_once", "run_tasks", "validate_scheduler",
-           "validate_workers"]
+__all__ = ["busy_load", "check_reachable", "core_share", "interrupt_once", "run_tasks",
+           "validate_scheduler", "validate_workers"]
 
 SCHEDULERS = ("serial", "processes")
 DASK_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://")
+
+
+def busy_load(seconds: float = 0.2) -> float:
+    """Threads' worth of other work running on this machine's cores now, as new work meets
+    it: one thread per core hashes for ``seconds`` (hashlib lets go of the GIL) and each gets
+    a share s of a core; C threads beside N others on C cores get C / (C + N) each, so
+    N = C (1/s - 1) (0 on an idle machine). Measured, not the load average, which counts
+    niced and waiting tasks alike: at a load average of 13 on 2 cores a thread got a third
+    of a core here, where the load average would say an eighth."""
+    cores = os.cpu_count() or 1
+    shares = [0.0] * cores
+    buffer = bytes(1 << 16)
+
+    def spin(k: int) -> None:
+        start, cpu = time.perf_counter(), time.thread_time()
+        while time.perf_counter() - start < seconds:
+            hashlib.sha256(buffer).digest()
+        shares[k] = (time.thread_time() - cpu) / max(time.perf_counter() - start, 1e-9)
+
+    threads = [threading.Thread(target=spin, args=(k,)) for k in range(cores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    share = min(1.0, max(sum(shares) / cores, 0.01))
+    return cores * (1.0 / share - 1.0)
+
+
+def core_share(busy: int, cores: int, load: float) -> float:
+    """The fraction of a core each of ``busy`` threads gets on ``cores`` cores with ``load``
+    threads of other work (:func:`busy_load`) beside them: what a time estimated for an
+    idle machine is divided by."""
+    return min(1.0, cores / max(busy + max(load, 0.0), 1.0))
 
 
 def validate_scheduler(scheduler: str) -> str:

@@ -6,7 +6,30 @@ import contextlib
 import sys
 import time
 
-__all__ = ["Progress", "overall_progress", "progress_for", "weighted"]
+__all__ = ["Progress", "overall_progress", "progress_for", "say", "weighted"]
+
+#: Bars on the terminal now (a line printed meanwhile goes above them, not onto their end).
+_BARS: list = []
+#: How a bar shows its count, by unit: whole chunks and steps as integers; stages, which
+#: advance by fractions (a stage's chunks), as the percentage alone.
+_BAR_FORMATS = {
+    "chunk": None,  # tqdm's own
+    "stage": "{l_bar}{bar}| [{elapsed}<{remaining}]",
+}
+_COUNTED = "{l_bar}{bar}| {n:.0f}/{total:.0f} {unit}s [{elapsed}<{remaining}]"
+
+
+def say(text: str, stream=None) -> None:
+    """Print a line (on stdout unless ``stream``): with a progress bar on the terminal, above
+    the bar, which is drawn again below it, rather than onto the bar's end."""
+    stream = stream or sys.stdout
+    if _BARS:
+        from tqdm import tqdm
+
+        tqdm.write(text, file=stream)
+        stream.flush()
+    else:
+        print(text, file=stream, flush=True)
 
 
 class Progress:
@@ -39,8 +62,8 @@ class Progress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, initial=done, desc=label, unit=unit, file=self.stream,
-                            bar_format=None if unit == "chunk" else
-                            "{l_bar}{bar}| {n:.1f}/{total:g} {unit}s [{elapsed}<{remaining}]")
+                            bar_format=_BAR_FORMATS.get(unit, _COUNTED))
+            _BARS.append(self.bar)
         else:
             self._line()
 
@@ -74,9 +97,17 @@ class Progress:
         print(f"progress {self.label}: {done}/{self.total:g} {self.unit}s ({pct:.1f}%) "
               f"elapsed {elapsed:.1f}s eta {eta}s", file=self.stream, flush=True)
 
+    def finish(self) -> None:
+        """The job is done: the bar (or the last line) shows all of it, whatever the
+        estimated stage weights' rounding left (a stale 89 % above the final report)."""
+        self.weight = 1.0
+        self.advance(self.total - self.done)
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            if self.bar in _BARS:
+                _BARS.remove(self.bar)
 
 
 class _StageOfOverall:
@@ -120,6 +151,7 @@ def overall_progress(stages: int, label: str, quiet: bool = False):
     _OVERALL.append(progress)
     try:
         yield progress
+        progress.finish()
     finally:
         _OVERALL.pop()
         progress.close()

@@ -9,11 +9,13 @@ write never leaves a half-written result under the final name.
 
 from __future__ import annotations
 
+import errno
 import importlib.metadata
 import json
 import os
 import platform
 import shutil
+import stat
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,8 +27,8 @@ from phasecore.checks import ConfigError, require
 
 __all__ = ["ENGINE", "OutputExistsError", "OutputWriteError", "all_or_nothing", "as_result",
            "check_output", "check_output_folder", "check_variables", "config_of", "load",
-           "provenance", "replace_atomically", "save", "write_atomic", "write_failed",
-           "write_text_atomic"]
+           "provenance", "replace_atomically", "save", "write_atomic", "write_error",
+           "write_failed", "write_text_atomic"]
 
 ENGINE = "netcdf4"  # the fastest NetCDF4 writer for many small chunk files
 
@@ -53,6 +55,22 @@ def check_path(name: str, path) -> Path:
             path)
     require(str(os.fspath(path)).strip() != "", name, "a file name", str(os.fspath(path)))
     return Path(path)
+
+
+#: What a path that is not a regular file is, by its stat mode.
+_NOT_FILES = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+              (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+              (stat.S_ISBLK, "a block device"))
+
+
+def check_regular_file(path: Path) -> None:
+    """A ConfigError unless ``path`` (which exists) is a regular file: reading a named pipe
+    would wait for a writer forever, deaf to Ctrl-C and SIGTERM, and a device never ends."""
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        what = next((words for test, words in _NOT_FILES if test(mode)), "not a regular file")
+        raise ConfigError(f"input {str(path)!r} must be a regular file, a result written "
+                          f"by this project (got {what})")
 
 
 def package_versions() -> dict[str, str]:
@@ -138,6 +156,32 @@ def _check_folder_accepts(folder: Path, what: str, create: bool) -> None:
     if reason:
         raise ConfigError(f"{what} cannot be written: the folder {str(existing)!r} does not "
                           f"accept new files (making one there failed: {reason})")
+    if _space_left(existing) == 0:  # (the probe could still be made: it is empty)
+        raise ConfigError(f"{what} cannot be written: no space left on device (the file "
+                          f"system of {str(existing)!r} has 0 bytes free)")
+
+
+def _space_left(folder: Path) -> int | None:
+    """Bytes an unprivileged writer may still use on ``folder``'s file system (None: unknown)."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):  # (no statvfs on Windows)
+        return None
+    return st.f_bavail * st.f_frsize if st.f_blocks else None  # (/proc, /sys: no blocks)
+
+
+def _disk_full(err: BaseException, folder: Path) -> bool:
+    """Whether a failed write ran out of space: ENOSPC or a quota said so, or the file
+    system is full now (netCDF4 reports a full disk as "NetCDF: HDF error")."""
+    return getattr(err, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or \
+        _space_left(folder) == 0
+
+
+def write_error(what: str, path, err: BaseException) -> OutputWriteError:
+    """"<what> '<path>' could not be written (<err>)", saying "no space left on device" when
+    that is why (the system's own words may not: "NetCDF: HDF error")."""
+    why = ": no space left on device" if _disk_full(err, Path(path).parent) else ""
+    return OutputWriteError(f"{what} {str(path)!r} could not be written{why} ({err})")
 
 
 def _write_probe(folder: Path) -> str:
@@ -178,8 +222,8 @@ def replace_atomically(path: Path, write) -> None:
         write(tmp)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports a full disk as a RuntimeError
-        raise OutputWriteError(f"output {str(path)!r} could not be written ({err}); nothing "
-                               "was left under its name") from err
+        raise OutputWriteError(f"{write_error('output', path, err)}; nothing was left under "
+                               "its name") from err
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -248,6 +292,7 @@ def load(path, kind: str | None = None) -> xr.Dataset:
     path = check_path("path", path)
     if not path.exists():
         raise FileNotFoundError(f"no such result file: {str(path)!r}")
+    check_regular_file(path)
     try:
         with xr.open_dataset(path, engine=ENGINE) as ds:
             ds = ds.load()

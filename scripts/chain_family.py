@@ -22,7 +22,6 @@ compares them with another folder's (a run under other CPU kernels: docs/fit.md)
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -30,6 +29,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+from phasecore.commandline import Parser
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",
@@ -164,7 +165,7 @@ def held_out_rows(knob: str, fam, prediction) -> list[str]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default="figures/paper")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         help="processes, one knob each (default: 2 or the cores)")

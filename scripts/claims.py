@@ -10,18 +10,18 @@ modules of :mod:`dnnphase.compare.claims`; nothing is trained or simulated here 
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import sys
 from pathlib import Path
 
 from dnnphase.compare.claims import collect, render
+from phasecore.commandline import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=str(ROOT),
                         help="the checkout whose committed files are read (default: this one)")
     parser.add_argument("--out", default=None,

@@ -35,7 +35,9 @@ from dnnphase.sweeps.experiments import (
 from dnnphase.sweeps.sweep import SweepConfig, default_scheduler
 from phasecore import results
 from phasecore.checks import ConfigError
+from phasecore.commandline import Parser
 from phasecore.panels import save_figure
+from phasecore.results import check_output_folder
 
 
 def _cell(values) -> str:
@@ -56,7 +58,7 @@ def _seeds(text: str, scale: str) -> tuple[int, ...]:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="scripts/cnn_dropout.py",
         description="Fig. S2: the CNN with dropout introduced mid-training.")
     parser.add_argument("folder", nargs="?", default="figures/supplement",
@@ -79,9 +81,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         for name in args.combine or ():
             if not Path(name).is_file():
                 raise ConfigError(f"--combine: {name!r} is not a file")
-        folder = Path(args.folder)
-        if folder.exists() and not folder.is_dir():
-            raise ConfigError(f"folder {args.folder!r} is a file, not a folder")
+        check_output_folder(args.folder)
     except ConfigError as err:
         parser.error(str(err))
     return args

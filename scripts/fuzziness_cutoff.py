@@ -25,11 +25,12 @@ Deterministic: fixed seeds, one thread (``dnnphase.training.train.TrainConfig``)
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
 import numpy as np
+
+from phasecore.commandline import Parser
 
 #: The float32 computation's relative cut-off: max(m, n) * eps for 100 x 100 float32.
 FLOAT32_RCOND = 100 * float(np.finfo(np.float32).eps)  # 1.19e-5
@@ -173,9 +174,11 @@ def print_tables(r: dict[str, np.ndarray]) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=100, help="full-batch epochs (100)")
     args = parser.parse_args(argv)
+    if args.epochs < 1:
+        parser.error(f"--epochs must be an integer >= 1 (got {args.epochs})")
     start = time.perf_counter()
     features, labels = train(args.epochs)
     trained = time.perf_counter()

@@ -18,7 +18,6 @@ chain for nothing. Those cells are flagged ``stationary`` in the files.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -26,9 +25,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from phasecore.commandline import Parser, run
 from phasecore.loadcurve import curvature_scaled, phase_label
 from phasecore.panels import PhasePanel, save_figure
-from phasecore.results import load, provenance, save
+from phasecore.results import check_output_folder, load, provenance, save
 from springblock.algorithm import infinite_horizon_steps
 from springblock.config import ChainConfig
 from springblock.ensemble import run_ensemble
@@ -145,17 +145,27 @@ def plot(folder: Path):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=["compute", "plot"])
     parser.add_argument("folder", type=Path)
-    args = parser.parse_args(argv)
-    if args.what == "compute":
+    parser.set_defaults(func=lambda args: draw(args.what, args.folder))
+    return run(parser, argv)
+
+
+def draw(what: str, folder: Path) -> None:
+    """``compute``: every panel's diagram, then the figure; ``plot``: the figure alone."""
+    if what == "compute":
+        check_output_folder(folder).mkdir(parents=True, exist_ok=True)
         for stem, horizon, dist in PANELS:
-            save(compute(horizon, dist), args.folder / f"{stem}.nc", overwrite=True)
-            print(f"wrote {args.folder / stem}.nc", flush=True)
-    save_figure(plot(args.folder), args.folder / "horizons.png", dpi=DPI)
-    print(f"wrote {args.folder / 'horizons.png'}")
-    return 0
+            save(compute(horizon, dist), folder / f"{stem}.nc", overwrite=True)
+            print(f"wrote {folder / stem}.nc", flush=True)
+    else:
+        missing = [f"{stem}.nc" for stem, _, _ in PANELS if not (folder / f"{stem}.nc").exists()]
+        if missing:
+            raise FileNotFoundError(f"{str(folder)!r} lacks {', '.join(missing)} (run "
+                                    "'compute' first)")
+    save_figure(plot(folder), folder / "horizons.png", dpi=DPI)
+    print(f"wrote {folder / 'horizons.png'}")
 
 
 if __name__ == "__main__":

@@ -10,17 +10,18 @@ and the training accuracy. About 30 s on one core (``--quick``: 5 s).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from dnnphase.sweeps.experiments import linear_network, plot_linear_network
 from phasecore import results
+from phasecore.commandline import Parser, run
 from phasecore.panels import save_figure
+from phasecore.results import check_output_folder
 
 
 def main(folder: str = "figures/supplement", scale: str = "paper") -> None:
-    folder = Path(folder)
+    folder = check_output_folder(folder)
     folder.mkdir(parents=True, exist_ok=True)
     ds = linear_network(scale)
     results.save(ds, folder / "linear_network.nc", overwrite=True)
@@ -33,6 +34,16 @@ def main(folder: str = "figures/supplement", scale: str = "paper") -> None:
         print(f"| {name} | {np.mean(c):+.3f} ± {np.std(c):.3f} | {np.mean(acc):.2f} |")
 
 
+def cli(argv=None) -> None:
+    """The command line: bad input is one line and exit code 2, as every command's."""
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default="figures/supplement",
+                        help="where to write (default figures/supplement)")
+    parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
+                        default="paper", help="seconds: a smoke test")
+    parser.set_defaults(func=lambda args: main(args.folder, scale=args.scale))
+    sys.exit(run(parser, argv))
+
+
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--quick"]
-    main(*args[:1], scale="quick" if "--quick" in sys.argv else "paper")
+    cli()

@@ -18,6 +18,7 @@ import numpy as np
 from dnnphase.compare.peaks import row_shape
 from dnnphase.compare.words import boundary_summary, tied_set
 from phasecore import results
+from phasecore.commandline import folder_command
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",
@@ -39,7 +40,7 @@ def main(folder: str = "figures/paper") -> None:
     reports = {k: results.load(p) for k in KNOB_ORDER
                if (p := Path(folder) / f"report_{k}.nc").exists()}
     if not reports:
-        raise SystemExit(f"no report_<knob>.nc in {folder}")
+        raise FileNotFoundError(f"no report_<knob>.nc in {folder!r}")
     alphas = next(iter(reports.values()))["alpha"].values
     print("| α | " + " | ".join(TITLES[k] for k in reports) + " |")
     print("|---|" + "---|" * len(reports))
@@ -69,5 +70,11 @@ def main(folder: str = "figures/paper") -> None:
         print(f"{TITLES[knob]}: {boundary_summary(rep)}")
 
 
+def cli(argv=None) -> None:
+    """The command line: bad input is one line and exit code 2, as every command's."""
+    sys.exit(folder_command(__doc__.splitlines()[0], main, argv, default="figures/paper",
+                            holds="report_<knob>.nc"))
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    cli()

@@ -25,6 +25,8 @@ from dnnphase.compare import compare, figures, fit_chain
 from dnnphase.compare.presets import PRESETS, _dynamics_figure
 from dnnphase.knobs import larger_is_noisier
 from phasecore import results
+from phasecore.checks import ConfigError
+from phasecore.commandline import Parser, run
 from phasecore.panels import save_figure
 
 SPRING = Path("figures/spring_phase.nc")
@@ -73,10 +75,17 @@ FIT_PRESETS = {"figures": "quick", "figures/knobs": "knobs", "figures/paper": "p
 
 
 def main(*args: str) -> None:
-    spring = results.load(SPRING)
     fits = "--fits" in args
-    folders = [a for a in args if a != "--fits"]
-    for folder in folders or (("figures/knobs", "figures/paper") if fits else FOLDERS):
+    folders = [a for a in args if a != "--fits"] or (
+        ("figures/knobs", "figures/paper") if fits else FOLDERS)
+    for folder in folders:  # every folder checked before any work
+        if not any(Path(folder).glob("dnn_*.nc")):
+            raise FileNotFoundError(f"no dnn_<knob>.nc in {folder!r} (a folder of sweeps)")
+        if fits and folder.rstrip("/") not in FIT_PRESETS:
+            raise ConfigError(f"--fits takes the folders {', '.join(FIT_PRESETS)}, whose fits "
+                              f"were made with a known preset (got {folder!r})")
+    spring = results.load(SPRING)
+    for folder in folders:
         if fits:
             written = refit(Path(folder), spring, PRESETS[FIT_PRESETS[folder.rstrip("/")]])
         else:
@@ -85,5 +94,17 @@ def main(*args: str) -> None:
             print(f"wrote {path}")
 
 
+def cli(argv=None) -> None:
+    """The command line: bad input is one line and exit code 2, as every command's."""
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="*", help="folders of dnn_<knob>.nc (default: "
+                        f"{' '.join(FOLDERS)}; with --fits figures/knobs figures/paper)")
+    parser.add_argument("--fits", action="store_true",
+                        help="the final-curve fits and their figures instead of the reports")
+    parser.set_defaults(func=lambda args: main(*args.folders, *(["--fits"] if args.fits
+                                                                 else [])))
+    sys.exit(run(parser, argv))
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    cli()

@@ -295,8 +295,8 @@ def run(folder: Path) -> str:
     from phasecore.panels import save_figure
 
     out = folder / "reversal"
+    networks = {k: load(folder / "paper" / f"dnn_{k}.nc") for k in KNOBS}  # (before out exists)
     out.mkdir(parents=True, exist_ok=True)
-    networks = {k: load(folder / "paper" / f"dnn_{k}.nc") for k in KNOBS}
     rows, maps, kappa, opposite = [], [], {}, {}
     for c in CANDIDATES:
         chain = simulate(c, out / f"{c.stem}.nc")

@@ -25,7 +25,6 @@ Adam, alpha = :data:`ALPHA`) and one knob over its range (:data:`RANGES`). For e
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -35,6 +34,7 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.data import ClassificationData, load_dataset, register_dataset
+from phasecore.commandline import Parser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tune_evaluation import (  # noqa: E402  (a sibling script, not a package)
@@ -44,6 +44,7 @@ from tune_evaluation import (  # noqa: E402  (a sibling script, not a package)
     VAL_FRACTION,
     axis_values,
     budget_values,
+    check_run_options,
     mean_se,
     stratified_split,
 )
@@ -316,7 +317,7 @@ def plot(rows: list[dict]):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default=str(ROOT / "figures" / "tune"))
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
@@ -324,6 +325,7 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=None,
                    help="override every network's epochs: a quick smoke test only")
     args = p.parse_args(argv)
+    check_run_options(p, args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     nc = out / "cases.nc"

@@ -24,7 +24,6 @@ an interrupted run leaves a table; ``--resume`` skips cells already in the .nc.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -35,6 +34,7 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.data import ClassificationData, load_dataset, register_dataset
+from phasecore.commandline import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOBS = ("dropout", "lr")
@@ -352,8 +352,23 @@ def summary(d: xr.Dataset, knob: str) -> list[str]:
     ]
 
 
+def check_run_options(parser, args) -> None:
+    """--workers, --epochs and --out before any work: each bad one is one line, exit 2."""
+    from phasecore.checks import ConfigError
+    from phasecore.results import check_output_folder
+
+    if args.workers < 1:
+        parser.error(f"--workers must be an integer >= 1 (got {args.workers})")
+    if args.epochs is not None and args.epochs < 1:
+        parser.error(f"--epochs must be an integer >= 1 (got {args.epochs})")
+    try:
+        check_output_folder(args.out)
+    except ConfigError as err:
+        parser.error(f"--out: {err}")
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--knobs", nargs="+", default=list(KNOBS), choices=KNOBS)
     p.add_argument("--alphas", nargs="+", type=float, default=list(ALPHAS))
     p.add_argument("--out", default=str(ROOT / "figures" / "tune"))
@@ -363,6 +378,10 @@ def main(argv=None) -> int:
     p.add_argument("--resume", action="store_true",
                    help="keep the cells already finished in <out>/evaluation.nc")
     args = p.parse_args(argv)
+    check_run_options(p, args)
+    if not all(math.isfinite(a) and 0 <= a <= 1 for a in args.alphas) or \
+            len(set(args.alphas)) != len(args.alphas):
+        p.error(f"--alphas must be distinct slopes in [0, 1] (got {args.alphas})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     nc, md = out / "evaluation.nc", out / "evaluation.md"

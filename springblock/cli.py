@@ -92,6 +92,9 @@ def _chain_parent() -> argparse.ArgumentParser:
 
 def _chain_params(args) -> dict:
     """The chain options given on the command line, as ChainConfig's keywords."""
+    if args.stop_window is not None and args.stop_tol is None:  # the window of no rule
+        raise ConfigError(f"--stop-window applies with --stop-tol only (got --stop-window "
+                          f"{args.stop_window} and no stopping rule)")
     params = {dest: getattr(args, dest) for _, dest, *_ in CHAIN_OPTIONS
               if getattr(args, dest) is not None}
     if args.synchronous:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phasecore.checks import ConfigError, is_finite, is_int, require
+from phasecore.checks import ConfigError, is_finite, is_int, plain_fields, require
 from springblock import dynamics as _dyn
 from springblock.checks import (
     check_modulus,
@@ -170,6 +170,7 @@ class ChainConfig:
     algorithm: str = "steps"
 
     def __post_init__(self):
+        plain_fields(self)
         steps = self.steps
         if isinstance(steps, float) and math.isfinite(steps) and steps == int(steps):
             object.__setattr__(self, "steps", int(steps))  # 1e10 -> 10000000000

@@ -21,7 +21,14 @@ import numpy as np
 import xarray as xr
 
 from phasecore import loadcurve
-from phasecore.checks import ConfigError, as_config, check_result_size, require
+from phasecore.checks import (
+    MAX_RESULT_BYTES,
+    ConfigError,
+    as_config,
+    check_bools,
+    check_result_size,
+    require,
+)
 from phasecore.results import OutputWriteError, check_output, provenance, save, write_failed
 from phasecore.store import config_hash
 from springblock import memory as budget
@@ -92,7 +99,14 @@ def chain_seed_list(seeds, config: ChainConfig, what: str = "seeds",
     ``values_per_seed``: float64 numbers of the result per seed, refused above the result
     limit (:func:`~phasecore.checks.check_result_size`, named ``what``); a count or a range
     is refused before its seeds are built (``seeds=10**12`` would need 8 TB for them alone).
+    One seed's values beyond the limit are the chain's size, not the seeds: named as such.
     """
+    if 8.0 * values_per_seed > MAX_RESULT_BYTES:
+        recorded = f", record_every = {config.record_every}" if config.record_every else ""
+        check_result_size(f"{what.replace('seeds', 'one seed')} with blocks = {config.blocks}"
+                          f"{recorded}", values_per_seed, hint="fewer blocks" + (
+                              ", a coarser record_every or fewer steps" if recorded else "")
+                          + (", or a smaller grid" if "rows" in what else ""))
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         if seeds < 1:
             raise ConfigError(f"seeds must be a count >= 1 or a list of integers (got {seeds})")
@@ -275,7 +289,10 @@ def simulate(config: ChainConfig | None = None, *, seeds=1, theory_prediction: b
     >>> ds["load_curve"].dims
     ('seed', 'layer')
     """
+    check_bools(theory_prediction=theory_prediction, overwrite=overwrite, quiet=quiet)
     config = as_config(config, ChainConfig, params)
+    require(config.noise_decay == 0 or config.noise > 0, "noise_decay",
+            "0 for a chain without noise (noise = 0: nothing to decay)", config.noise_decay)
     records = config.steps // config.record_every + 1 if config.record_every else 1
     seed_values = chain_seed_list(seeds, config,
                              "seeds x recorded times" if config.record_every else "seeds",

@@ -22,6 +22,7 @@ then give the ETA from the rate it measures itself.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -32,6 +33,8 @@ import numba
 
 from phasecore.checks import check_memory as phasecore_check_memory
 from phasecore.checks import check_run_time, host_available_memory
+from phasecore.executors import busy_load, core_share
+from phasecore.progress import say
 from springblock import theory
 from springblock.algorithm import LONG_HORIZON, choose_algorithm, expected_events, resolved_steps
 from springblock.config import ChainConfig
@@ -171,8 +174,10 @@ def check_phase_memory(cfg: ChainConfig, n_cells: int, n_seeds: int, chains_per_
 
 # --- time -------------------------------------------------------------------------------------
 
-#: Block-steps per second and thread of the step kernels (Gaussian, independent noise).
-STEP_RATE = {"overdamped": 3.0e8, "second_order": 1.5e8, "langevin": 1.5e8}
+#: Block-steps per second and thread of the step kernels (Gaussian, independent noise; CPU
+#: seconds measured on the 2-core Xeon of the README, L = 7, 8-64 chains: overdamped
+#: 1.7-2.1e8, second order 1.2e8, Langevin 1.35e8).
+STEP_RATE = {"overdamped": 2.0e8, "second_order": 1.2e8, "langevin": 1.35e8}
 #: ... of the legacy Mersenne-Twister kernel (serial).
 LEGACY_RATE = 4.0e7
 #: Events per second and thread of the event-driven kernels (L = 7), and the seconds an
@@ -186,8 +191,9 @@ COMPILE_SECONDS = {"overdamped_slice": 5.0, "second_order_slice": 4.0, "langevin
                    "synchronous_slice": 12.0}
 #: ... to load one from numba's cache on disk.
 CACHED_SECONDS = 0.2
-#: Mean-drift prediction: seconds per Runge-Kutta step, and per step and block.
-THEORY_STEP_SECONDS, THEORY_BLOCK_SECONDS = 1e-4, 1.7e-7
+#: Mean-drift prediction: seconds per Runge-Kutta step, and per step and block (measured: the
+#: 48 cells of the README's diagram in 4.9-7.7 CPU seconds, T = 1000, L = 7).
+THEORY_STEP_SECONDS, THEORY_BLOCK_SECONDS = 8e-5, 1.7e-7
 #: ... integrated in log time (horizons > 1e4): seconds, and per block.
 THEORY_LOGTIME_SECONDS, THEORY_LOGTIME_BLOCK_SECONDS = 0.05, 6e-5
 #: Seconds a process-pool worker takes to start (a fresh interpreter importing the package).
@@ -259,10 +265,32 @@ class Estimate:
     compile: float
     theory: float
     note: str = ""
+    #: Threads the kernels run on: the seconds above are an idle machine's; what is
+    #: printed is divided by the share of a core each gets beside other work (:attr:`share`).
+    threads: int = 1
 
     @property
     def total(self) -> float:
+        """Seconds on an idle machine (what the year's limit is checked against)."""
         return self.kernels + self.compile + self.theory
+
+    @functools.cached_property
+    def load(self) -> float:
+        """Other work on this machine's cores, measured (:func:`phasecore.executors.busy_load`,
+        0.2 s) when a run may be announced."""
+        return 0.0 if self.total < 1.0 else busy_load()
+
+    @property
+    def share(self) -> float:
+        """The share of a core each of the kernels' threads gets beside the other work."""
+        return core_share(self.threads, os.cpu_count() or 1, self.load)
+
+    @property
+    def on_this_machine(self) -> tuple[float, float, float]:
+        """(kernels, compile, theory) seconds here: the kernels on their threads, the
+        compilation and the prediction on one (each part divided by its share of a core)."""
+        one = core_share(1, os.cpu_count() or 1, self.load)
+        return self.kernels / self.share, self.compile / one, self.theory / one
 
 
 def simulate_seconds(cfg: ChainConfig, n_seeds: int, with_theory: bool,
@@ -277,7 +305,8 @@ def simulate_seconds(cfg: ChainConfig, n_seeds: int, with_theory: bool,
             note = (f"--algorithm auto (algorithm='auto') would take about "
                     f"{format_seconds(faster * n_seeds / threads)}")
     return Estimate(per_chain * n_seeds / threads, compile_seconds(kernel_names(cfg)),
-                    theory_seconds(cfg, with_theory), note)
+                    theory_seconds(cfg, with_theory), note,
+                    threads)
 
 
 def phase_seconds(cells: list[ChainConfig], n_seeds: int, scheduler: str, workers: int | None,
@@ -295,7 +324,8 @@ def phase_seconds(cells: list[ChainConfig], n_seeds: int, scheduler: str, worker
     start = compile_seconds(names, here) + (0.0 if here else WORKER_START_SECONDS)
     return Estimate(kernels, start,
                     sum(theory_seconds(cfg, with_theory) for cfg in cells) / (
-                        1 if scheduler == "serial" else parallel))
+                        1 if scheduler == "serial" else parallel), "",
+                    parallel)
 
 
 def format_seconds(seconds: float) -> str:
@@ -309,14 +339,18 @@ def format_seconds(seconds: float) -> str:
 
 
 def describe(label: str, estimate: Estimate) -> str:
-    """One line: the expected run time and its parts."""
-    parts = [f"the kernels {format_seconds(estimate.kernels)}"]
-    if estimate.compile >= 1:
-        parts.append(f"numba compilation on first use {format_seconds(estimate.compile)}")
-    if estimate.theory >= 1:
-        parts.append(f"the mean-drift prediction {format_seconds(estimate.theory)}")
-    line = (f"{label}: expected run time {format_seconds(estimate.total)} "
-            f"({', '.join(parts)})")
+    """One line: the expected run time and its parts, on this machine as busy as it is."""
+    kernels, compile_, theory_ = estimate.on_this_machine
+    here = kernels + compile_ + theory_
+    parts = [f"the kernels {format_seconds(kernels)}"]
+    if compile_ >= 1:
+        parts.append(f"numba compilation on first use {format_seconds(compile_)}")
+    if theory_ >= 1:
+        parts.append(f"the mean-drift prediction {format_seconds(theory_)}")
+    if here > 1.05 * estimate.total:
+        parts.append(f"{here / estimate.total:.2g}x an idle machine's: other work keeps the "
+                     "cores busy")
+    line = (f"{label}: expected run time {format_seconds(here)} ({', '.join(parts)})")
     return line + (f"; {estimate.note}" if estimate.note else "")
 
 
@@ -330,5 +364,5 @@ def check_time(label: str, estimate: Estimate) -> None:
 
 def announce(label: str, estimate: Estimate, stream=None) -> None:
     """Print :func:`describe` on stderr if the run will take ANNOUNCE_SECONDS or more."""
-    if estimate.total >= ANNOUNCE_SECONDS:
-        print(describe(label, estimate), file=stream or sys.stderr, flush=True)
+    if sum(estimate.on_this_machine) >= ANNOUNCE_SECONDS:
+        say(describe(label, estimate), stream or sys.stderr)  # (above a progress bar)

@@ -19,9 +19,11 @@ from phasecore import loadcurve
 from phasecore.checks import (
     ConfigError,
     as_config,
+    check_bools,
     check_grid,
     check_pool_can_start,
     parse_axis,
+    require,
 )
 from phasecore.executors import validate_scheduler, validate_workers
 from phasecore.results import check_output
@@ -54,7 +56,10 @@ def parse_grid(spec: str) -> tuple[str, np.ndarray]:
 def _axes(rows, cols) -> tuple[tuple[str, np.ndarray], tuple[str, np.ndarray]]:
     """Both axes as (name, float array), checked: chain parameters, distinct, non-empty."""
     axes = []
-    for axis in (rows, cols):
+    for which, axis in (("rows", rows), ("cols", cols)):
+        require(isinstance(axis, str) or (isinstance(axis, (tuple, list)) and len(axis) == 2),
+                which, "a (name, values) pair, e.g. ('noise', [0, 0.01]), or a spec string "
+                "'name=start:stop:count'", axis)
         name, values = parse_grid(axis) if isinstance(axis, str) else axis
         _check_axis(name)
         values = np.asarray(check_grid(f"the {name} axis", values), dtype=np.float64)
@@ -86,6 +91,10 @@ def _check_axis_matters(names: tuple[str, str], config: ChainConfig) -> None:
     if "damping" in names and config.dynamics == "overdamped":
         raise ConfigError("a damping axis needs the second_order or langevin dynamics "
                           "(--dynamics); the overdamped chain has no damping")
+    if (config.noise_decay > 0 or "noise_decay" in names) and config.noise == 0 \
+            and "noise" not in names:
+        raise ConfigError("noise_decay applies to a chain with noise (noise = 0 and no noise "
+                          "axis here: nothing decays); set noise > 0 or leave noise_decay 0")
 
 
 def _check_axis(name: str) -> None:
@@ -175,6 +184,7 @@ def phase_diagram(
         built, and so checked, before any work), or a diagram that needs more
         memory than the machine has.
     """
+    check_bools(theory_prediction=theory_prediction, overwrite=overwrite, quiet=quiet)
     (row_name, row_values), (col_name, col_values) = _axes(rows, cols)
     for axis in (row_name, col_name):
         if axis in params:  # every cell sets it: the value given would be dropped

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from phasecore.progress import Progress
-from phasecore.results import OutputExistsError, OutputWriteError, write_failed
+from phasecore.results import OutputExistsError, write_error, write_failed
 from springblock import dynamics, events
 from springblock.config import ChainConfig
 from springblock.randomness import seed_states
@@ -373,16 +373,15 @@ class Checkpoint:
 
     def save(self, plan: Plan, st: ChainState) -> None:
         start = time.monotonic()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as out:
                 np.savez(out, digest=np.array(self.digest), **_resumable(plan, st).arrays())
             os.replace(tmp, self.path)
         except OSError as err:  # a full disk: the earlier state, if any, stays resumable
-            raise write_failed(OutputWriteError(
-                f"the run's state {str(self.path)!r} could not be written ({err})"),
-                self.path.parent) from err
+            raise write_failed(write_error("the run's state", self.path, err),
+                               self.path.parent) from err
         finally:
             tmp.unlink(missing_ok=True)
         self.last = time.monotonic()

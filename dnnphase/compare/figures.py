@@ -319,6 +319,9 @@ def plot_trajectory_fit_maps(fit: xr.Dataset, knob: str, larger_is_noisier: bool
         fig.colorbar(image, ax=ax, fraction=0.05)
     if "acceptable" not in fit:
         note = ""
+    elif _threshold(fit) == "n/a":
+        note = ("no seed noise to judge the fit by (one seed): parameters in every fitted "
+                "cell; ")
     elif explained.any():
         note = (f"parameters only where {_threshold(fit)} (grey: not explained to within the "
                 f"seed noise, {int((~explained).sum())} of {explained.size} cells); ")

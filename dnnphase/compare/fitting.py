@@ -18,7 +18,7 @@ import xarray as xr
 
 from dnnphase.compare.alignment import check_network
 from dnnphase.defaults import MEASURE
-from phasecore.checks import ConfigError, require
+from phasecore.checks import ConfigError, check_bools, require
 from phasecore.results import as_result, provenance
 from springblock.fit.spring import fit_spring
 from springblock.fit.trajectory import fit_trajectory
@@ -35,13 +35,33 @@ def _grid_dims(network: xr.Dataset) -> list[str]:
     return dims
 
 
+def _finite_seeds(curves: xr.DataArray, what: str) -> xr.DataArray:
+    """Each seed's curve where it is not infinite at any layer, else NaN (left out of the
+    seed mean): a curve at -inf or +inf somewhere (features with no within- or between-class
+    spread; the sweep warned) has no shape to fit, and its mean would be infinite. Said
+    once; a sweep with no finite curve at all is refused."""
+    finite = ~np.isinf(curves).any("layer")  # (NaN: a diverged model, left out anyway)
+    if bool(finite.all()):
+        return curves
+    within = [d for d in finite.dims if d in ("seed", "epoch")]
+    cells = (finite & curves.notnull().any("layer")).any(within)
+    require(bool(cells.any()), "network", f"a sweep with a finite {what} in some cell (a "
+            "chain needs a finite curve to fit)", f"{int((~finite).sum())} infinite curves")
+    warnings.warn(f"{int((~finite).sum())} {what}s are -inf or +inf at some layer (collapsed "
+                  "features); they are left out of the seed means "
+                  f"({int((~cells).sum())} of {cells.size} cells have none left and are not "
+                  "fitted)", stacklevel=3)
+    return curves.where(finite)
+
+
 def fit_sweep_final(network: xr.Dataset, measure: str = MEASURE, **kwargs) -> xr.Dataset:
     """:func:`fit_spring` on each cell's seed-mean final curve -> Dataset over the grid dims."""
     dims = _grid_dims(network)
     curves = network["load_curve"]
     if "measure" in curves.dims:
         curves = curves.sel(measure=measure)
-    curves = curves.mean("seed", skipna=True).transpose(*dims, "layer")
+    curves = _finite_seeds(curves, "load curve").mean("seed", skipna=True).transpose(
+        *dims, "layer")
     ds = fit_spring(curves.values, **kwargs).to_dataset(
         dims=dims, coords={d: network[d].values for d in dims})
     ds.attrs["source_kind"] = str(network.attrs.get("kind", ""))
@@ -57,10 +77,12 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     and layers). Adds ``epoch``-resolved ``frame_residual`` and the cell's
     ``residual``; keyword arguments go to :func:`fit_trajectory`.
     """
+    check_bools(weighted=weighted)
     require("load_curve_epochs" in network, "network",
             "a sweep recorded with record_every (load_curve_epochs)", sorted(network.data_vars))
     dims = _grid_dims(network)
-    per_seed = network["load_curve_epochs"].transpose(*dims, "seed", "epoch", "layer")
+    per_seed = _finite_seeds(network["load_curve_epochs"], "recorded load curve").transpose(
+        *dims, "seed", "epoch", "layer")
     epochs = network["epoch"].values.astype(np.float64)
     mean = per_seed.mean("seed", skipna=True).values
     weights = None
@@ -73,12 +95,25 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     return ds
 
 
-#: Keyword arguments only one of the two fits takes (the rest go to both: a typo is
-#: left to the fitter's own TypeError).
+#: Keyword arguments only one of the two fits takes (the rest go to both; one neither
+#: takes is named, with the options, by :func:`_check_options`).
 FINAL_ONLY = frozenset({"horizon", "mu_left_ratio", "mu_right", "grid", "refine",
                         "refine_threshold", "sim_seeds", "sim_iterations", "step"})
 TRAJECTORY_ONLY = frozenset({"start", "weighted", "n_starts", "profile_values", "variant",
                              "acceptable_chi2"})
+
+
+def _check_options(options: dict, trajectory: bool) -> None:
+    """A keyword the chosen fit does not take (a typo) is named with the ones it does."""
+    import inspect
+
+    fit = fit_trajectory if trajectory else fit_spring
+    known = {name for name, p in inspect.signature(fit).parameters.items()
+             if p.kind == p.KEYWORD_ONLY or p.default is not p.empty}
+    known = (known | {"weighted"}) - {"weights"} if trajectory else known
+    unknown = sorted(set(options) - known)
+    require(not unknown, "fit option", f"one of {', '.join(sorted(known))}",
+            ", ".join(unknown))
 
 
 def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
@@ -118,6 +153,7 @@ def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
     """
     if source is None and isinstance(network, (str, os.PathLike)):
         source = str(network)
+    check_bools(trajectory=trajectory)
     network = as_result(network, "network", "dnnphase.sweep")
     check_network(network, measure)
     misplaced = sorted(set(fit_options) & (FINAL_ONLY if trajectory else TRAJECTORY_ONLY))
@@ -127,6 +163,7 @@ def fit_chain(network, *, measure: str = MEASURE, trajectory: bool = False,
         raise ConfigError(f"{', '.join(misplaced)} {'applies' if len(misplaced) == 1 else 'apply'}"
                           f" to the {fit_only} (got "
                           f"{', '.join(f'{k}={fit_options[k]!r}' for k in misplaced)})")
+    _check_options(fit_options, trajectory)
     if trajectory:
         if "load_curve_epochs" not in network:
             raise ConfigError("a trajectory fit needs load curves recorded during training: "

@@ -39,9 +39,21 @@ from dnnphase.compare.report import compare
 from dnnphase.compare.words import dictionary_summary, summary
 from dnnphase.knobs import larger_is_noisier
 from phasecore import results
-from phasecore.checks import ConfigError, check_distinct, check_pool_can_start, parse_axis
-from phasecore.executors import check_reachable, validate_scheduler, validate_workers
-from phasecore.progress import overall_progress, weighted
+from phasecore.checks import (
+    ConfigError,
+    check_bools,
+    check_distinct,
+    check_pool_can_start,
+    parse_axis,
+)
+from phasecore.executors import (
+    busy_load,
+    check_reachable,
+    core_share,
+    validate_scheduler,
+    validate_workers,
+)
+from phasecore.progress import overall_progress, say, weighted
 from springblock import defaults as chain
 
 __all__ = ["CHUNK_SECONDS", "GPU_CHUNK_SECONDS", "GPU_SECONDS_PER_MODEL", "POOL_START_SECONDS",
@@ -113,8 +125,8 @@ PRESETS = {
 
 
 def _say(text: str, quiet: bool) -> None:
-    if not quiet:
-        print(text, flush=True)
+    if not quiet:  # (above the progress bar, not onto its end)
+        say(text)
 
 
 #: Times measured on a 2-core Xeon (one model alone, in core-seconds; the quick preset end to
@@ -138,12 +150,6 @@ GPU_SECONDS_PER_MODEL = 0.04
 GPU_CHUNK_SECONDS = 1.0
 
 
-def core_share(busy: int, cores: int, load: float) -> float:
-    """The fraction of a core each of ``busy`` threads gets on ``cores`` cores with ``load``
-    (runnable processes of other work, the 1-minute load average) beside them."""
-    return min(1.0, cores / max(busy + max(load, 0.0), 1.0))
-
-
 def stage_seconds(preset: dict, cores: int | None = None, load: float | None = None,
                   workers: int | None = None, serial: bool = False,
                   on_cuda: bool = False) -> list[float]:
@@ -160,11 +166,12 @@ def stage_seconds(preset: dict, cores: int | None = None, load: float | None = N
     from dnnphase.sweeps.sweep import SweepConfig, chunk_plan
 
     cores = cores or os.cpu_count() or 1
-    load = os.getloadavg()[0] if load is None and hasattr(os, "getloadavg") else (load or 0.0)
+    load = busy_load() if load is None else load
     chain_spec = preset["spring"]
     chains = len(chain_spec["rows"][1]) * len(chain_spec["cols"][1]) * chain_spec["seeds"]
     chain_core_seconds = CHAIN_CORE_SECONDS_PER_STEP * chains * chain_spec["steps"]
-    stages = [CHAIN_START_SECONDS
+    one = core_share(1, cores, load)  # what runs on one core: starts, the analysis
+    stages = [CHAIN_START_SECONDS / one
               + chain_core_seconds / (cores * core_share(cores, cores, load))]
     for net in preset["networks"]:
         cfg = SweepConfig(**net)
@@ -185,10 +192,11 @@ def stage_seconds(preset: dict, cores: int | None = None, load: float | None = N
             rounds = math.ceil(chunks / pool)
             sweep = rounds * (CHUNK_SECONDS + cfg.models_per_chunk * per_model) \
                 / core_share(pool, cores, load)
-            stages.append(sweep + (POOL_START_SECONDS if pool > 1 else 0.0))
+            stages.append(sweep + (POOL_START_SECONDS / core_share(pool, cores, load)
+                                   if pool > 1 else 0.0))
         fixed, per_cell = ANALYSIS_SECONDS
         grid = preset["fit_grid"][0] * preset["fit_grid"][1] / 24**2
-        stages.append(fixed + per_cell * grid * len(cfg.values) * len(cfg.alphas))
+        stages.append((fixed + per_cell * grid * len(cfg.values) * len(cfg.alphas)) / one)
     return stages
 
 
@@ -273,6 +281,7 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     """
     from dnnphase.sweeps.sweep import SweepConfig, default_scheduler, runs_on_cuda, sweep
 
+    check_bools(overwrite=overwrite, quiet=quiet)
     if preset not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)} (got {preset!r})")
     spec = PRESETS[preset]
@@ -291,7 +300,7 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     out.mkdir(parents=True, exist_ok=True)
     n_models = sum(len(c.values) * len(c.alphas) * len(c.seeds) for c in configs)
     cores = os.cpu_count() or 1
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    load = busy_load()
     serial = net_scheduler == "serial"
     on_cuda = any(runs_on_cuda(c.device) for c in configs)
     stages = stage_seconds(spec, cores, load, workers, serial, on_cuda)

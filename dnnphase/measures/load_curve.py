@@ -403,6 +403,8 @@ def measure_model(
     require(isinstance(model, nn.Module), "model", "a torch.nn.Module", type(model).__name__)
     measures = _check_options(measures, rcond, batch_size)
     sources = _splits(data, split, batch_size)
+    require(not isinstance(layers, (str, bytes)), "layers", "a list of module names (one "
+            f"layer: [{layers!r}])", layers)  # list("blocks") would be six one-letter names
     layers = default_layers(model) if layers is None else list(layers)
     require(len(layers) >= 1 and all(isinstance(n, str) for n in layers), "layers",
             "a non-empty list of module names", layers)

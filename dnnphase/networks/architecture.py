@@ -25,7 +25,7 @@ import torch
 
 from dnnphase.defaults import CHANNELS, DEPTH, KERNEL_SIZE, NORM, WIDTH
 from dnnphase.networks.mlp import MLP, check_norm, check_weight_init
-from phasecore.checks import is_int, require
+from phasecore.checks import is_int, plain_fields, require
 
 __all__ = ["ARCHS", "Architecture", "check_arch"]
 
@@ -63,6 +63,7 @@ class Architecture:
     weight_init: str = "default"
 
     def __post_init__(self) -> None:
+        plain_fields(self)
         self.validate()
 
     def validate(self) -> None:

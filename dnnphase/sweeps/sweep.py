@@ -35,6 +35,7 @@ from dnnphase.training.schedule import own_value_used
 from dnnphase.training.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore.checks import (
     as_config,
+    check_bools,
     check_distinct,
     check_grid,
     check_pool_can_start,
@@ -353,6 +354,7 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
         A bad configuration, data, device or memory need, all before any training.
     """
     # a config is already checked by its construction; a change makes (and checks) a new one
+    check_bools(overwrite=overwrite, quiet=quiet)
     cfg = as_config(config, SweepConfig, params)
     if output is not None:
         check_output(output, overwrite)

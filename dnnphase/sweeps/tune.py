@@ -51,6 +51,7 @@ from dnnphase.sweeps.tune_search import (  # noqa: F401 (the search's defaults, 
 from phasecore.checks import (
     ConfigError,
     as_config,
+    check_bools,
     is_finite,
     is_int,
     is_real,
@@ -80,6 +81,11 @@ SEEDS = defaults.TUNE_SEEDS
 _OWN_FIELDS = {"knob": "knob", "values": "low / high", "alphas": "alpha", "seeds": "seeds"}
 
 
+#: The most values one round trains together: a round of a million values was a million
+#: models per seed, in 125 000 chunks, where a few values already narrow the bracket.
+MAX_VALUES_PER_ROUND = 100
+
+
 @dataclass(frozen=True)
 class TuneSettings:
     """The search's own parameters, checked (see :func:`tune`)."""
@@ -107,9 +113,11 @@ class TuneSettings:
         require(is_real(self.alpha), "alpha", "one number in [0, 1] (tune works at one "
                 "nonlinearity)", self.alpha)
         knobs.check("alpha", self.alpha)
-        require(is_int(self.values_per_round) and self.values_per_round >= 2,
-                "values_per_round", "an integer >= 2 (the first round needs both ends of the "
-                "range to bracket a sign change)", self.values_per_round)
+        require(is_int(self.values_per_round)
+                and 2 <= self.values_per_round <= MAX_VALUES_PER_ROUND, "values_per_round",
+                f"an integer in 2..{MAX_VALUES_PER_ROUND} (the first round needs both ends of "
+                "the range to bracket a sign change; each round trains its values together)",
+                self.values_per_round)
         require(is_int(self.rounds) and self.rounds >= 1, "rounds", "an integer >= 1",
                 self.rounds)
         require(is_finite(self.tolerance) and 0 < self.tolerance < 1, "tolerance",
@@ -314,6 +322,7 @@ def tune(config: SweepConfig | None = None, *, knob: str | None = None,
     ConfigError
         A bad argument or configuration (naming the parameter), before any training.
     """
+    check_bools(overwrite=overwrite, quiet=quiet)
     if config is not None:  # a dict or a path is named before its fields are read
         as_config(config, SweepConfig, {})
     knob, low, high, alpha, seeds = _defaults_from(config, knob, low, high, alpha, seeds)

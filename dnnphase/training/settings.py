@@ -13,7 +13,7 @@ import torch
 
 from dnnphase.defaults import EPOCHS, LOSS_THRESHOLD, LR, PATIENCE, REL_TOL
 from dnnphase.knobs import check
-from phasecore.checks import is_finite, is_int, require
+from phasecore.checks import is_finite, is_int, plain_fields, require
 
 from .optim import OptimizerSettings
 from .schedule import check_lr_drops, check_schedule, normalise, normalise_drops
@@ -77,6 +77,7 @@ class TrainingSettings:
     lr_drops: tuple = ()  # fractions of the run: lr / 10 after each
 
     def __post_init__(self) -> None:
+        plain_fields(self)
         if dtype_name(self.dtype) in DTYPES:  # held by name: a configuration is JSON
             object.__setattr__(self, "dtype", dtype_name(self.dtype))
         object.__setattr__(self, "schedule", normalise(self.schedule))  # JSON lists: tuples

@@ -23,8 +23,9 @@ from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.per_model import per_model
 from dnnphase.networks.randomness import fixed_random_labels
 from dnnphase.networks.stack import EnsembleMLP
-from phasecore.checks import require
+from phasecore.checks import as_config, require
 
+from .inputs import check_data, check_seeds
 from .loop import Retired, StackData, StackMembers, TrainingStack
 from .optim import OptimizerSettings
 from .settings import DTYPES, TrainingSettings
@@ -207,21 +208,23 @@ class ModelKnobs:
     def __post_init__(self) -> None:
         if self.random_labels is None:
             object.__setattr__(self, "random_labels", (0.0,) * len(self.seeds))
+        check_seeds(self.seeds, "knobs.seeds")
         # Plain Python numbers, so a model's value does not depend on how it was given.
         for name, kind in (("seeds", int), ("alpha", float), ("dropout", float), ("lr", float),
                            ("label_noise", float), ("random_labels", float)):
             object.__setattr__(self, name, tuple(kind(v) for v in getattr(self, name)))
         object.__setattr__(self, "batch_size",
                            tuple(None if v is None else int(v) for v in self.batch_size))
-        assert all(len(getattr(self, f.name)) == len(self.seeds) for f in fields(self)), \
-            "ModelKnobs: one value per model in every field"
+        require(all(len(getattr(self, f.name)) == len(self.seeds) for f in fields(self)),
+                "knobs", f"one value per model ({len(self.seeds)}) in every field",
+                {f.name: len(getattr(self, f.name)) for f in fields(self)})
 
 
 def _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n: int, cfg: TrainConfig,
            model: EnsembleMLP | None, random_labels=0.0) -> ModelKnobs:
     """Broadcast and check :func:`train_ensemble`'s per-model knobs (ConfigError before
     any work); the ranges are :mod:`dnnphase.knobs`'."""
-    seeds = [int(s) for s in seeds]
+    seeds = check_seeds(seeds)
     m = len(seeds)
     require(m >= 1 and min(seeds) >= 0, "seeds", "one integer >= 0 per model", seeds)
     values = {
@@ -405,7 +408,7 @@ def train_ensemble(
     Every argument is checked (ConfigError before any work); then
     :func:`train_models` trains.
     """
-    cfg = config or TrainConfig()
+    cfg = as_config(config, TrainConfig, {})
     net = _network(network)
     return _train(x_train, y_train, x_test, y_test, cfg, record_fn, model, net, image_shape,
                   lambda n: _knobs(seeds, alpha, dropout, lr, label_noise, batch_size, n, cfg,
@@ -431,8 +434,10 @@ def train_models(
     check of the knobs' values (each batch size must be at most N). ``network``: the
     :class:`~dnnphase.networks.architecture.Architecture` (checked when it was made;
     None: the default MLP)."""
-    cfg = config or TrainConfig()
+    cfg = as_config(config, TrainConfig, {})
     net = _network(network)
+    require(isinstance(knobs, ModelKnobs), "knobs", "a ModelKnobs (one value per model in "
+            "each field)", type(knobs).__name__)
     return _train(x_train, y_train, x_test, y_test, cfg, record_fn, None, net, image_shape,
                   lambda n: knobs, test_record_fn=test_record_fn)
 
@@ -452,6 +457,8 @@ def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,
            test_record_fn=None) -> TrainResult:
     """Both entry points: the data on the device, then ``per_model_knobs(N)`` (checked
     or trusted), the initial models, and every stack trained."""
+    check_data(x_train, y_train, x_test, y_test, getattr(model, "n_classes", None),
+               record_fn=record_fn, test_record_fn=test_record_fn)
     device = resolve_device(cfg.device)
     with _threads(device, cfg.cpu_threads):
         data, xt, yt = _device_data(x_train, y_train, x_test, y_test, cfg, device, record_fn,

@@ -34,7 +34,8 @@ import warnings
 import numpy as np
 from scipy.stats import t as student_t
 
-from phasecore.checks import is_finite, is_int, require
+from phasecore.checks import ConfigError, is_finite, is_int, require
+from phasecore.loadcurve import MIN_RELATIVE_DROP
 from springblock.fit.optimiser import levenberg_marquardt
 from springblock.fit.shapes import as_curves
 from springblock.fit.trajectory_result import (
@@ -280,6 +281,24 @@ def _fittable(count, dof, need: int, frame) -> np.ndarray:
     return np.flatnonzero(dof > 0)
 
 
+def _with_a_drop(flat, wf) -> np.ndarray:
+    """The weights ``wf`` with 0 for the cells whose last fitted frame has no drop
+    (|D_0 - D_L| below MIN_RELATIVE_DROP of the cell's largest |D|, or not finite): a flat
+    curve has no shape for a chain to meet (any chain "fits" it, in units of a zero drop),
+    so it is left out (NaN) with a warning rather than called acceptable."""
+    with np.errstate(invalid="ignore"):
+        drop = np.abs(flat[:, -1, 0] - flat[:, -1, -1])
+        scale = np.max(np.where(wf > 0, np.abs(flat), 0.0), axis=(1, 2))
+        ok = np.isfinite(drop) & (drop > 0) & (drop >= MIN_RELATIVE_DROP * scale)
+    flat_cells = ~ok & (wf > 0).any(axis=(1, 2))
+    if flat_cells.any():
+        warnings.warn(f"{int(flat_cells.sum())} of {ok.size} cells are not fitted (NaN): "
+                      "their load curve has no drop at the last frame (|D_0 - D_L| below "
+                      f"{MIN_RELATIVE_DROP:g} of the curve's size, or not finite), no shape "
+                      "for a chain to fit", stacklevel=3)
+    return np.where(ok[:, None, None], wf, 0.0)
+
+
 def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
                    modulus: float = 1.0, bounds=None, n_starts: int = 3, max_iter: int = 60,
                    profile_values: int = 4,
@@ -321,6 +340,9 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
     acceptable_chi2 : float
         Cells with a larger chi2/dof are not explained by the chain: they keep their
         best estimate but get no interval (NaN; ``inf`` gives every cell intervals).
+        Without ``weights`` there is no seed noise to judge by: every fitted cell is
+        acceptable and the result's ``weighted`` is False. A cell whose last frame has no
+        drop (a flat curve) is not fitted (NaN).
     variant : ChainVariant, optional
         A :class:`springblock.fit.variants.ChainVariant` (None: the paper's chain,
         the default): a time map, decaying noise or a friction profile, its
@@ -354,7 +376,7 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
     blocks = frame[1] - 1
     w = _frame_weights(weights, epochs, data.shape, start)
     flat = data.reshape((-1,) + frame)
-    wf = np.where(np.isfinite(flat), w.reshape((-1,) + frame), 0.0)
+    wf = _with_a_drop(flat, np.where(np.isfinite(flat), w.reshape((-1,) + frame), 0.0))
     first_flat = None if first is None else first.reshape(-1, frame[1])
     if first_flat is not None:  # a cell without a usable first curve cannot start there
         wf = np.where(np.isfinite(first_flat).all(axis=1)[:, None, None], wf, 0.0)
@@ -390,7 +412,10 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
         se[rows] = _log_standard_errors(jac[first_of], wf[rows].reshape(len(rows), -1),
                                         rss[rows], dof[rows])
     q = student_t.ppf(0.5 + LEVEL / 2, np.maximum(dof, 1))[:, None]
-    acceptable = np.isfinite(rss) & (rss / np.maximum(dof, 1) <= acceptable_chi2)
+    # without weights there is no seed noise to judge a misfit by: every fitted cell
+    # gets its intervals (as acceptable_chi2=inf), and the result says so (weighted)
+    acceptable = np.isfinite(rss) & ((rss / np.maximum(dof, 1) <= acceptable_chi2)
+                                     | (weights is None))
     with np.errstate(invalid="ignore", over="ignore"):
         z_lo, z_hi = est - q * se, est + q * se
     if acceptable.any() and profile_values > 0:
@@ -400,7 +425,7 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
     return dataclasses.replace(
         _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, wf, lo, hi, lead, used, blocks,
                   modulus, b, params, start, origin, acceptable, acceptable_chi2),
-        variant=model.variant)
+        variant=model.variant, weighted=weights is not None)
 
 
 def _frame_weights(weights, epochs, shape, start: str) -> np.ndarray:
@@ -414,7 +439,11 @@ def _frame_weights(weights, epochs, shape, start: str) -> np.ndarray:
         w = w[..., 1:, :] if start == "network" else w[..., e > 0, :]
     require(np.all(np.isfinite(w)) and np.all(w >= 0), "weights",
             "finite numbers >= 0 shaped like the curves", "other")
-    return np.broadcast_to(w, shape)
+    try:
+        return np.broadcast_to(w, shape)
+    except ValueError:
+        raise ConfigError(f"weights must be shaped like the curves {tuple(shape)} or their "
+                          f"fitted frames (got shape {w.shape})") from None
 
 
 class _RowsOf:

@@ -46,7 +46,9 @@ class TrajectoryFit:
     observations, fitted : (..., E, L+1) network curves and the best chain curves.
     epochs : (E,) the epochs fitted; origin: the epoch where the chain starts;
     start: "rest" or "network"; blocks, modulus, bounds: the settings; variant: the chain
-    (:class:`springblock.fit.variants.ChainVariant`; the paper's by default).
+    (:class:`springblock.fit.variants.ChainVariant`; the paper's by default); weighted:
+    whether the points had weights (seed noise); without, chi2_per_dof has no noise to be
+    judged by and ``acceptable`` is every fitted cell.
     """
 
     estimate: np.ndarray
@@ -70,6 +72,7 @@ class TrajectoryFit:
     acceptable: np.ndarray | None = None
     acceptable_chi2: float = ACCEPTABLE_CHI2
     variant: ChainVariant = field(default_factory=ChainVariant)
+    weighted: bool = True
 
     @property
     def horizon(self) -> np.ndarray:
@@ -102,7 +105,9 @@ class TrajectoryFit:
                                 {"long_name": "T = c * (last epoch - start epoch)"})
         data_vars["acceptable"] = (dims, self.acceptable, {
             "long_name": f"chi2/dof <= {self.acceptable_chi2:g}: the chain explains the cell "
-                         "to within its seed noise (intervals only there)"})
+                         "to within its seed noise (intervals only there)" if self.weighted
+            else "n/a: no seed noise to judge the misfit by (unweighted: one seed); every "
+                 "fitted cell has intervals"})
         data_vars["residual"] = (dims, self.residual,
                                  {"long_name": "RMS misfit / final drop", "units": "1"})
         data_vars["frame_residual"] = (dims + ["epoch"], self.frame_residual,

@@ -77,7 +77,7 @@ def test_phase_diagram_python_api_matches_cli_layout():
     (["phase", "--rows", "mu_right=0,0"], "the mu_right axis values must be distinct"),
     (["simulate", "--seeds", "100000000"], "seeds would make a result of 5.96 GiB"),
     (["simulate", "--algorithm", "events", "--steps", "1e9", "--record-every", "10"],
-     "seeds x recorded times would make a result"),
+     "one seed x recorded times with blocks = 7, record_every = 10 would make a result"),
     (["phase", "--rows", "mu_right=0:1:3000", "--cols", "noise=0:1:3000"],
      "rows x cols x seeds would make a result"),
 ])
