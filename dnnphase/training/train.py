@@ -206,9 +206,9 @@ class ModelKnobs:
     random_labels: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, "knobs.seeds")
         if self.random_labels is None:
             object.__setattr__(self, "random_labels", (0.0,) * len(self.seeds))
-        check_seeds(self.seeds, "knobs.seeds")
         # Plain Python numbers, so a model's value does not depend on how it was given.
         for name, kind in (("seeds", int), ("alpha", float), ("dropout", float), ("lr", float),
                            ("label_noise", float), ("random_labels", float)):
