@@ -59,7 +59,6 @@ def _seeds(text: str, scale: str) -> tuple[int, ...]:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = Parser(
-        prog="scripts/cnn_dropout.py",
         description="Fig. S2: the CNN with dropout introduced mid-training.")
     parser.add_argument("folder", nargs="?", default="figures/supplement",
                         help="where cnn_dropout.nc and cnn_dropout.png go")

@@ -17,7 +17,6 @@ already written.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -25,6 +24,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+from phasecore.commandline import Parser
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",
@@ -182,7 +183,7 @@ def print_tables(sets: dict) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default="figures/paper")
     parser.add_argument("--draws", type=int, default=DEFAULT_DRAWS,
                         help=f"seed resamples per diagram (default {DEFAULT_DRAWS})")

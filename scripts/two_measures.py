@@ -28,7 +28,6 @@ Prints the numbers as Markdown. Nothing else is trained; a few minutes on one co
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -48,6 +47,7 @@ from dnnphase.compare.measure_agreement import (
 from dnnphase.compare.peaks import row_accuracy_peaks
 from dnnphase.knobs import KNOBS, larger_is_noisier
 from phasecore import results
+from phasecore.commandline import Parser
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -267,7 +267,7 @@ def _print(ds: xr.Dataset) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default=str(ROOT / "figures/supplement/two_measures"),
                         help="where the results and figures go")
     parser.add_argument("--reuse-linear", action="store_true",
