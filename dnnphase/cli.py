@@ -102,6 +102,8 @@ def _sweep_options():
         ("--dataset", "dataset", str, ", ".join(DATASETS)),
         ("--root", "root", str, "folder holding the mnist / fashion-mnist / cifar10 files"),
         ("--n-train", "n_train", int, "training samples (default: the data set's own)"),
+        ("--size", "size", int, "resize an image data set's images to size x size "
+                                "(default: the data set's own; mnist5k 10)"),
         ("--data-seed", "data_seed", int, "seed of the train/test split and data generators"),
         ("--arch", "arch", str,
          f"the network, one of {', '.join(ARCHS)} (cnn: the paper's Fig. S2 CNN, on images; "
@@ -119,6 +121,7 @@ def _sweep_options():
          "random orthogonal weights, zero biases)"),
         ("--optimizer", "optimizer", str, " or ".join(OPTIMIZERS)),
         ("--lr", "lr", float, knob("lr")),
+        ("--momentum", "momentum", float, "SGD's momentum in [0, 1) (sgd only)"),
         ("--epochs", "epochs", int, "training epochs (at most)"),
         ("--batch-size", "batch_size", int, knob("batch_size", "default: full batch; ")),
         ("--dropout", "dropout", float, knob("dropout")),

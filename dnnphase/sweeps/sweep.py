@@ -64,6 +64,7 @@ class SweepConfig(TrainingSettings):
         (seeds 0..n-1, as ``--seeds n`` and springblock's ``seeds``) or a list of
         distinct integers >= 0.
     dataset, data_seed, n_train, root : see :func:`dnnphase.data.load_dataset`.
+    size : an image data set's side after resizing (its ``size`` option; None: its own).
     arch, depth, width, channels, kernel_size, norm, bias, weight_init : the network,
         :class:`dnnphase.networks.architecture.Architecture` (their meaning and checks): "mlp"
         (L hidden layers of width n), "cnn" (L conv layers of ``channels`` channels, on
@@ -104,6 +105,7 @@ class SweepConfig(TrainingSettings):
     data_seed: int = 0
     n_train: int | None = None
     root: str | None = None
+    size: int | None = None
     arch: str = "mlp"
     depth: int = defaults.DEPTH
     width: int = defaults.WIDTH
@@ -149,6 +151,8 @@ class SweepConfig(TrainingSettings):
         for name in ("seeds", "values", "alphas"):  # a repeated cell would be trained twice
             check_distinct(name, getattr(self, name))
         dataset_key(self.dataset)
+        require(self.size is None or (is_int(self.size) and self.size >= 1), "size",
+                "an integer >= 1, or unset (the data set's own)", self.size)
         self.architecture().check_alphas(self.alphas)  # and its own fields, on construction
         # A sweep measures every model's load curve, whose curvature (the second difference
         # over layers 0..L) needs L >= 2; a single network may have one hidden layer.
@@ -262,7 +266,7 @@ class SweepConfig(TrainingSettings):
 _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 #: Fields added after results were stored (figures/): left out of a stored configuration
 #: while at their default, so such results resume and are reused as before.
-_LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule")
+_LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule", "size", "momentum")
 
 
 def default_scheduler(device: str, workers: int | None = None) -> str:
@@ -297,15 +301,16 @@ def runs_on_cuda(device: str) -> bool:
 
 
 @functools.lru_cache(maxsize=4)
-def _data(dataset: str, n_train, data_seed: int, root):
+def _data(dataset: str, n_train, data_seed: int, root, size=None):
     from dnnphase.data import load_dataset
 
-    return load_dataset(dataset, n_train=n_train, data_seed=data_seed, root=root)
+    options = {} if size is None else {"size": size}  # a data set without it refuses one
+    return load_dataset(dataset, n_train=n_train, data_seed=data_seed, root=root, **options)
 
 
 def load_data(cfg: SweepConfig):
     """The sweep's data set (cached per process)."""
-    return _data(cfg.dataset, cfg.n_train, cfg.data_seed, cfg.root)
+    return _data(cfg.dataset, cfg.n_train, cfg.data_seed, cfg.root, cfg.size)
 
 
 def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = False,

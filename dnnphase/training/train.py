@@ -77,6 +77,7 @@ class TrainingSettings:
     batch_size : samples per optimizer step (None: full batch; range in
         :data:`dnnphase.knobs.KNOBS`).
     optimizer, lr : "adam" or "sgd", and the learning rate (> 0; :mod:`dnnphase.knobs`).
+    momentum : SGD's momentum, a number in [0, 1) (0: plain SGD; Adam takes none).
     loss_threshold, patience, rel_tol : the early-stopping rules (0 switches a rule off).
     dtype : "float32" or "float64" (:data:`DTYPES`; a torch dtype too, held by name).
     device : "auto" (CUDA if present), "cpu", "cuda" or "cuda:N" (a torch device too).
@@ -92,6 +93,7 @@ class TrainingSettings:
     batch_size: int | None = None  # None: full batch
     optimizer: str = "adam"  # "adam" | "sgd"
     lr: float = LR
+    momentum: float = 0.0  # SGD
     loss_threshold: float = LOSS_THRESHOLD
     patience: int = PATIENCE
     rel_tol: float = REL_TOL
@@ -111,6 +113,10 @@ class TrainingSettings:
                 self.epochs)
         check("batch_size", self.batch_size, unset="full batch")
         OptimizerSettings(self.optimizer)  # the optimizer's name (home: dnnphase.training.optim)
+        # Adam would ignore a momentum silently: a run would not be the one asked for.
+        require(is_finite(self.momentum) and 0 <= self.momentum < 1
+                and (self.momentum == 0 or self.optimizer == "sgd"), "momentum",
+                "a number in [0, 1) with optimizer sgd (0 with adam)", self.momentum)
         check("lr", self.lr)
         require(is_finite(self.loss_threshold) and self.loss_threshold >= 0, "loss_threshold",
                 "a number >= 0", self.loss_threshold)
@@ -169,7 +175,6 @@ class TrainConfig(TrainingSettings):
     weight_decay: float = 0.0  # L2 added to the gradient, as torch.optim
     betas: tuple[float, float] = (0.9, 0.999)  # Adam
     eps: float = 1e-8  # Adam
-    momentum: float = 0.0  # SGD
     nesterov: bool = False  # SGD
     explode_factor: float = 1e3
     stack_size: int | None = None
