@@ -5,6 +5,7 @@
 * ``memory`` — what a sweep's chunk needs in memory, checked before training;
 * ``tune``, ``tune_search`` — the knob value where the load curve turns linear;
 * ``experiments`` — the supplement's single-figure experiments;
+* ``universality`` — the supplement's universality diagrams (Figs. S5, S6, S7) as presets;
 * ``plotting`` — a sweep's phase diagram and load curves (matplotlib).
 
 May import: the top-level base modules, :mod:`dnnphase.networks`,
