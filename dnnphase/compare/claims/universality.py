@@ -58,24 +58,27 @@ def _scale(net: xr.Dataset) -> str:
 
 
 def _rows_text(net: xr.Dataset) -> str:
-    """Per alpha row: best p (its accuracy), the tied p, the boundary and its distance."""
+    """Per alpha row: best p (its accuracy), the tied p, the most linear p, the boundary
+    and its distance."""
     peaks = sweep_row_peaks(net, MEASURE)
-    curvature, _, _ = sweep_cells(net, MEASURE)
+    curvature, _, values = sweep_cells(net, MEASURE)
+    with np.errstate(invalid="ignore"):
+        mean_curvature = np.nanmean(curvature, axis=2)  # (R, C), as the rule reads it
     alphas = np.sort(net["alpha"].values)[::-1]  # the rows' order: alpha decreasing
     parts = []
     for i, alpha in enumerate(alphas):
         if not np.isfinite(peaks["peak_value"][i]):
             parts.append(f"α {alpha:g}: no finite accuracy")
             continue
+        linear = values[int(np.nanargmin(np.abs(mean_curvature[i])))]
         text = (f"α {alpha:g}: best p {peaks['peak_value'][i]:g} "
                 f"(acc {peaks['peak_accuracy'][i]:.3f}), ties p {peaks['tied_low'][i]:g}–"
-                f"{peaks['tied_high'][i]:g}, ")
+                f"{peaks['tied_high'][i]:g}, most linear p {linear:g}, ")
         if np.isfinite(peaks["boundary_value"][i]):
             text += (f"boundary p {peaks['boundary_value'][i]:.3g} "
                      f"({peaks['peak_to_boundary_steps'][i]:.1f} steps from best)")
         else:
-            with np.errstate(invalid="ignore"):
-                text += row_shape(np.nanmean(curvature[i], axis=1))
+            text += row_shape(mean_curvature[i])
         parts.append(text)
     return "; ".join(parts)
 
