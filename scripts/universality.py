@@ -8,9 +8,10 @@ Writes ``<diagram>.nc`` (the sweep, resumable: rerun the same command after an
 interruption) and ``<diagram>.png`` (mean load curves per cell over the test accuracy and
 over the curvature) in FOLDER (default figures/supplement/universality), and prints each
 figure's wall time. A diagram whose file holds the same configuration is reused, one with
-another configuration is an error. The committed ("reduced") scale runs each figure in at
-most 30 minutes on 2 cores; ``--full`` is the paper's scale (a GPU or a cluster);
-``--quick`` seconds (tests). Every option, the configurations and the data are checked
+another configuration is an error; a diagram with the configuration of another one's file
+(S5's depth 7 is S6's width 100) is copied from it. The committed ("reduced") scale runs
+each figure in at most 30 minutes on 2 cores; ``--full`` is the paper's scale (a GPU or a
+cluster); ``--quick`` seconds (tests). Every option, the configurations and the data are checked
 before any work.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -72,9 +74,9 @@ def parse(argv: list[str] | None = None):
     return args, configs, scheduler
 
 
-def _stored_matches(path: Path, cfg) -> bool:
+def _stored_matches(path: Path, cfg, strict: bool = True) -> bool:
     """Whether ``path`` holds this configuration's finished sweep (False: none there);
-    another configuration there is an error."""
+    another configuration there is an error (``strict``) or False."""
     from phasecore import results
     from phasecore.checks import ConfigError
 
@@ -82,9 +84,22 @@ def _stored_matches(path: Path, cfg) -> bool:
         return False
     stored = json.loads(results.load(path, kind="dnnphase.sweep").attrs["config"])
     if _what(stored) != _what(json.loads(json.dumps(cfg.to_dict(), default=str))):
+        if not strict:
+            return False
         raise ConfigError(f"{path} holds another configuration (another scale?); move it or "
                           "choose another folder")
     return True
+
+
+def _twin(folder: Path, name: str, cfg) -> Path | None:
+    """Another diagram's finished file in ``folder`` with this configuration (S5's depth 7
+    and S6's width 100 are both the paper's network), or None."""
+    for figure in universality.FIGURES.values():
+        for other in figure:
+            path = folder / f"{other}.nc"
+            if other != name and path.exists() and _stored_matches(path, cfg, strict=False):
+                return path
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, cfg in configs.items():
         path = folder / f"{name}.nc"
         begun = time.monotonic()
+        twin = _twin(folder, name, cfg)
+        if not path.exists() and twin is not None:  # the same networks under another name
+            shutil.copyfile(twin, path)
+            print(f"{name}: the configuration of {twin.name}, copied", flush=True)
         if _stored_matches(path, cfg):
             print(f"reusing {path}", flush=True)
             ds = results.load(path, kind="dnnphase.sweep")
