@@ -111,9 +111,10 @@ def diagram_title(ds, name: str, scale: str) -> str:
     optimizer = config.get("optimizer", "adam")
     if config.get("momentum"):
         optimizer += f" (momentum {config['momentum']:g})"
+    n_train = (f"{config['n_train']} training samples" if config.get("n_train")
+               else f"{config['dataset']}'s default training split")
     return (f"Fig. {figure_of(name)}: depth {config['depth']}, width {config['width']}, "
-            f"{optimizer} lr {config['lr']:g}, {config['epochs']} epochs, "
-            f"{config.get('n_train') or 'all'} training samples\n"
+            f"{optimizer} lr {config['lr']:g}, {config['epochs']} epochs, {n_train}\n"
             f"data: {data}; {SCALE_NOTES.get(scale, scale)}")
 
 
