@@ -25,8 +25,8 @@ diagrams were computed; a mismatch with the paper is a finding, not a reason to 
 The reduced scale on a 2-core Xeon with little other work (load 1.5-4), measured: Fig. S7a
 196 s, Fig. S5 356 s (depths 3, 5, 7, 11: 79, 83, 82, 104 s). Measured core-seconds of one
 network at 100 epochs, 1.2, 3.1, 9.4 and 25 for widths 25, 100, 200 and 400, put Fig. S6
-(13 width-100 diagrams' worth) at about 18 minutes. With the
-machine shared by other work (load 6-20) the same figures took 8, 37 and 65 minutes.
+(13 width-100 diagrams' worth) at about 18 minutes. With the machine shared by other work
+(load 6-20) the same figures took 8, 37 and 65 minutes.
 """
 
 from __future__ import annotations
