@@ -109,6 +109,8 @@ def _sweep_options():
         ("--dataset", "dataset", str, ", ".join(DATASETS)),
         ("--root", "root", str, "folder holding the mnist / fashion-mnist / cifar10 files"),
         ("--n-train", "n_train", int, "training samples (default: the data set's own)"),
+        ("--size", "size", int, "resize an image data set's images to size x size "
+                                "(default: the data set's own; mnist5k 10)"),
         ("--data-seed", "data_seed", int, "seed of the train/test split and data generators"),
         ("--arch", "arch", str,
          f"the network, one of {', '.join(ARCHS)} (cnn: the paper's Fig. S2 CNN, on images; "
