@@ -77,6 +77,13 @@ def _shown(default) -> str:
     return f" (default {default})"
 
 
+def _knob_help(name: str, default: str = "") -> str:
+    """The help of a knob's option when the sweep holds that knob fixed."""
+    from dnnphase.knobs import KNOBS
+
+    return f"{KNOBS[name].label}, {KNOBS[name].allowed} ({default}unless it is the knob)"
+
+
 def _sweep_options():
     """(flag, SweepConfig field, type, help): the ``dnnphase sweep`` options.
 
@@ -93,9 +100,6 @@ def _sweep_options():
     from dnnphase.training.schedule import LR_DROP_DIVISOR, SCHEDULED
     from dnnphase.training.train import DTYPES
 
-    def knob(name: str, default: str = "") -> str:  # a knob held fixed in this sweep
-        return f"{KNOBS[name].label}, {KNOBS[name].allowed} ({default}unless it is the knob)"
-
     grids = "; ".join(f"{name} {','.join(f'{v:g}' for v in k.default_values)}"
                       for name, k in KNOBS.items())
     return [
@@ -109,6 +113,8 @@ def _sweep_options():
         ("--dataset", "dataset", str, ", ".join(DATASETS)),
         ("--root", "root", str, "folder holding the mnist / fashion-mnist / cifar10 files"),
         ("--n-train", "n_train", int, "training samples (default: the data set's own)"),
+        ("--size", "size", int, "resize an image data set's images to size x size "
+                                "(default: the data set's own; mnist5k 10)"),
         ("--data-seed", "data_seed", int, "seed of the train/test split and data generators"),
         ("--arch", "arch", str,
          f"the network, one of {', '.join(ARCHS)} (cnn: the paper's Fig. S2 CNN, on images; "
@@ -129,17 +135,17 @@ def _sweep_options():
          "SGD's momentum, in [0, 1), with --optimizer sgd only (He & Su, Galanti et al.: 0.9)"),
         ("--weight-decay", "weight_decay", float,
          "L2 weight decay added to the gradient, in [0, 1) (the papers: 5e-4)"),
-        ("--lr", "lr", float, knob("lr")),
+        ("--lr", "lr", float, _knob_help("lr")),
         ("--lr-drops", "lr_drops", str,
          f"fractions of the run after which every learning rate is divided by "
          f"{LR_DROP_DIVISOR}, increasing in (0, 1), relative to --epochs: 1/3,2/3 is He & "
          "Su's schedule (default: none)"),
         ("--epochs", "epochs", int, "training epochs (at most)"),
-        ("--batch-size", "batch_size", int, knob("batch_size", "default: full batch; ")),
-        ("--dropout", "dropout", float, knob("dropout")),
-        ("--label-noise", "label_noise", float, knob("label_noise")),
+        ("--batch-size", "batch_size", int, _knob_help("batch_size", "default: full batch; ")),
+        ("--dropout", "dropout", float, _knob_help("dropout")),
+        ("--label-noise", "label_noise", float, _knob_help("label_noise")),
         ("--random-labels", "random_labels", float,
-         knob("random_labels") + "; reassigned once, before training, from each model's "
+         _knob_help("random_labels") + "; reassigned once, before training, from each model's "
          "seed (--label-noise redraws every step)"),
         ("--measures", "measures", str,
          f"comma-separated, from {', '.join(MEASURE_NAMES)}; the first is recorded "

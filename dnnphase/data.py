@@ -27,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dnnphase.defaults import DATASET
+from dnnphase.defaults import DATASET, FASHION_MNIST_DIR, FASHION_MNIST_PACKAGE
 from dnnphase.idx import FILES as _IDX_FILES
 from dnnphase.idx import read_idx as _read_idx
 from phasecore.checks import ConfigError, check_int, check_memory, host_available_memory, require
 
-__all__ = ["ClassificationData", "DATASETS", "MIN_PER_CLASS", "check_class_sizes", "dataset_key",
-           "load_dataset", "register_dataset"]
+__all__ = ["ClassificationData", "DATASETS", "DEFAULT_ROOTS", "MIN_PER_CLASS",
+           "check_class_sizes", "dataset_key", "load_dataset", "register_dataset"]
 
 #: Images are resized in chunks of this many, to bound peak memory on full CIFAR-10.
 _RESIZE_CHUNK = 8192
@@ -135,7 +135,8 @@ def load_dataset(name: str = DATASET, *, n_train: int | None = None, data_seed: 
         set's default. Must be at least the number of classes.
     data_seed : non-negative int fixing the split / subsample / generation.
     root : directory with the files of ``mnist``, ``fashion-mnist``, ``cifar10``;
-        rejected for the other data sets.
+        rejected for the other data sets. None: the folder of :data:`DEFAULT_ROOTS`
+        (``fashion-mnist``: the Debian package's), else an error naming ``root``.
     **options : data-set specific (e.g. ``size`` for image data sets).
     """
     key = dataset_key(name)
@@ -475,16 +476,27 @@ def _load_orthogonal(*, n_train, data_seed, dim=100, n_test=20):
 # ---------------------------------------------------------------------------
 # Local files in their standard distribution formats
 
+#: Where a data set's files are looked for when ``root`` is not given, and the Debian
+#: package that puts them there (read at each load, so a test can point it elsewhere).
+DEFAULT_ROOTS = {"fashion-mnist": (FASHION_MNIST_DIR, FASHION_MNIST_PACKAGE)}
+
+
 def _missing(name: str, root, expected: list[str], searched: list[Path]) -> FileNotFoundError:
-    where = ("root was not given" if root is None
+    where = ("root was not given" if not searched
              else "looked in " + ", ".join(repr(str(p)) for p in searched))
+    if name in DEFAULT_ROOTS:  # one line: what to install, or what to pass
+        folder, package = DEFAULT_ROOTS[name]
+        return FileNotFoundError(
+            f"dataset {name!r} needs {', '.join(expected)}: install the Debian package "
+            f"{package} (it puts them in {folder}, read with no option) or give --root "
+            f"(root=<directory>) holding them; {where}")
     return FileNotFoundError(
         f"dataset {name!r} needs root=<directory> holding {', '.join(expected)}; {where}")
 
 
-def _candidate_dirs(root, subdirs: tuple[str, ...]) -> list[Path]:
+def _candidate_dirs(root, subdirs: tuple[str, ...], name: str = "") -> list[Path]:
     if root is None:
-        return []
+        return [Path(DEFAULT_ROOTS[name][0])] if name in DEFAULT_ROOTS else []
     base = Path(root).expanduser()
     return [base] + [base / s for s in subdirs]
 
@@ -492,7 +504,7 @@ def _candidate_dirs(root, subdirs: tuple[str, ...]) -> list[Path]:
 # IDX type codes (http://yann.lecun.com/exdb/mnist/, "THE IDX FILE FORMAT"); big-endian.
 def _find_idx_files(name: str, root, subdir: str) -> list[Path]:
     """The four IDX paths (plain or .gz) from the first candidate directory that has all."""
-    searched = _candidate_dirs(root, (subdir,))
+    searched = _candidate_dirs(root, (subdir,), name)
     for d in searched:
         found = []
         for f in _IDX_FILES:

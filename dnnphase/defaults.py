@@ -6,11 +6,11 @@ The knobs' ranges and default grids are in :mod:`dnnphase.knobs`, the measures'
 names in :data:`dnnphase.measures.separation_numpy.MEASURES`.
 """
 
-__all__ = ["CHANNELS", "DATASET", "DEPTH", "EPOCHS", "KERNEL_SIZE", "LOSS_THRESHOLD", "LR",
-           "MAX_SEEDS", "MEASURE", "MIN_CHUNKS", "MODELS_PER_CHUNK", "MODELS_PER_CHUNK_CUDA",
-           "NORM", "PATIENCE", "PYTHON_SCHEDULER", "REL_TOL", "SCHEDULER", "SWEEP_MEASURES",
-           "TUNE_ROUNDS", "TUNE_SEEDS", "TUNE_TOLERANCE", "TUNE_VALUES_PER_ROUND", "TUNE_WITHIN_SE",
-           "WIDTH"]
+__all__ = ["CHANNELS", "DATASET", "DEPTH", "EPOCHS", "FASHION_MNIST_DIR", "FASHION_MNIST_PACKAGE",
+           "KERNEL_SIZE", "LOSS_THRESHOLD", "LR", "MAX_SEEDS", "MEASURE", "MIN_CHUNKS",
+           "MODELS_PER_CHUNK", "MODELS_PER_CHUNK_CUDA", "NORM", "PATIENCE", "PYTHON_SCHEDULER",
+           "REL_TOL", "SCHEDULER", "SWEEP_MEASURES", "TUNE_ROUNDS", "TUNE_SEEDS",
+           "TUNE_TOLERANCE", "TUNE_VALUES_PER_ROUND", "TUNE_WITHIN_SE", "WIDTH"]
 
 DEPTH = 7  # hidden layers L
 WIDTH = 100  # hidden width n
@@ -18,6 +18,10 @@ CHANNELS = 16  # the CNN's conv output channels, every hidden layer
 KERNEL_SIZE = 3  # the CNN's convolutions
 NORM = "batchnorm"  # hidden-layer normalisation (SM S3): BatchNorm on the input and every layer
 DATASET = "mnist5k"  # 2 560 training digits, resized to 10 x 10
+#: Fashion-MNIST's IDX files where no root is given: the folder the Debian package
+#: ``dataset-fashion-mnist`` installs them in.
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+FASHION_MNIST_PACKAGE = "dataset-fashion-mnist"
 LR = 1e-3  # Adam
 EPOCHS = 100  # full batch
 LOSS_THRESHOLD = 1e-4  # stop when the training loss is below this

@@ -7,6 +7,7 @@
 * ``tune``, ``tune_search`` — the knob value where the load curve turns linear;
 * ``experiments`` — the supplement's single-figure experiments;
 * ``regression`` — the supplement's regression diagram (Fig. S12: MSE, the regression load);
+* ``universality`` — the supplement's universality diagrams (Figs. S5, S6, S7) as presets;
 * ``plotting`` — a sweep's phase diagram and load curves (matplotlib).
 
 May import: the top-level base modules, :mod:`dnnphase.networks`,

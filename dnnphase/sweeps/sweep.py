@@ -67,6 +67,8 @@ class SweepConfig(TrainingSettings):
         The model seeds (all of a model's randomness): n (0..n-1) or distinct integers >= 0.
     dataset, data_seed, n_train, root
         The data, see :func:`dnnphase.data.load_dataset`.
+    size : int, optional
+        An image data set's side after resizing (its ``size`` option; None: its own).
     arch, depth, width, channels, kernel_size, norm, bias, weight_init
         The network, :class:`dnnphase.networks.architecture.Architecture` (meaning, checks;
         ``norm`` in :data:`dnnphase.networks.mlp.NORMS`, ``weight_init`` in
@@ -108,6 +110,7 @@ class SweepConfig(TrainingSettings):
     data_seed: int = 0
     n_train: int | None = None
     root: str | None = None
+    size: int | None = None
     arch: str = "mlp"
     depth: int = defaults.DEPTH
     width: int = defaults.WIDTH
@@ -154,6 +157,8 @@ class SweepConfig(TrainingSettings):
         for name in ("seeds", "values", "alphas"):  # a repeated cell would be trained twice
             check_distinct(name, getattr(self, name))
         dataset_key(self.dataset)
+        require(self.size is None or (is_int(self.size) and self.size >= 1), "size",
+                "an integer >= 1, or unset (the data set's own)", self.size)
         self.architecture().check_alphas(self.alphas)  # and its own fields, on construction
         # A sweep measures every model's load curve, whose curvature (the second difference
         # over layers 0..L) needs L >= 2; a single network may have one hidden layer.
@@ -268,7 +273,7 @@ _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 #: Fields added after results were stored (figures/): left out of a stored configuration
 #: while at their default, so such results resume and are reused as before.
 _LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule", "momentum", "weight_decay",
-                 "lr_drops", "random_labels")
+                 "lr_drops", "random_labels", "size")
 
 
 def default_scheduler(device: str, workers: int | None = None) -> str:
@@ -303,15 +308,16 @@ def runs_on_cuda(device: str) -> bool:
 
 
 @functools.lru_cache(maxsize=4)
-def _data(dataset: str, n_train, data_seed: int, root):
+def _data(dataset: str, n_train, data_seed: int, root, size=None):
     from dnnphase.data import load_dataset
 
-    return load_dataset(dataset, n_train=n_train, data_seed=data_seed, root=root)
+    options = {} if size is None else {"size": size}  # a data set without it refuses one
+    return load_dataset(dataset, n_train=n_train, data_seed=data_seed, root=root, **options)
 
 
 def load_data(cfg: SweepConfig):
     """The sweep's data set (cached per process)."""
-    return _data(cfg.dataset, cfg.n_train, cfg.data_seed, cfg.root)
+    return _data(cfg.dataset, cfg.n_train, cfg.data_seed, cfg.root, cfg.size)
 
 
 def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = False,

@@ -86,7 +86,8 @@ def check_data(x_train, y_train, x_test, y_test, n_classes: int | None = None,
     if x_test is None:
         return
     xt = _values(x_test, "x_test")
-    require(xt.ndim == 2 and xt.shape[0] >= 1 and xt.shape[1] == d, "x_test",
+    # an empty test set is allowed: its curves and accuracy are NaN (a data set without one)
+    require(xt.ndim == 2 and xt.shape[1] == d, "x_test",
             f"an (N', {d}) array, the training set's {d} features", tuple(xt.shape))
     _finite(xt, "x_test")
     lo, hi, _ = _labels(_values(y_test, "y_test"), "y_test", xt.shape[0])

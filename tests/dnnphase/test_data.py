@@ -257,6 +257,44 @@ def test_fashion_mnist_torchvision_layout_and_constant_resize(tmp_path):
     np.testing.assert_allclose(d.x_test, 0.2, atol=1e-6)
 
 
+def test_fashion_mnist_found_in_the_debian_folder_without_root(tmp_path, monkeypatch):
+    """Without root the files come from the Debian package's folder (here a tmp stand-in
+    with the package's .gz names); a root given is still read, and wins."""
+    assert data.DEFAULT_ROOTS["fashion-mnist"] == ("/usr/share/datasets/fashion-mnist",
+                                                   "dataset-fashion-mnist")
+    debian, own = tmp_path / "debian", tmp_path / "own"
+    _tiny_mnist(debian, gz=True, rng=np.random.default_rng(4))
+    _tiny_mnist(own, gz=False, rng=np.random.default_rng(5), n_test=7)
+    monkeypatch.setitem(data.DEFAULT_ROOTS, "fashion-mnist",
+                        (str(debian), "dataset-fashion-mnist"))
+    d = load_dataset("fashion-mnist", n_train=20, size=10)
+    assert d.x_train.shape == (20, 100) and d.x_test.shape == (12, 100)
+    assert str(debian) in d.info["source"]
+    assert load_dataset("fashion-mnist", root=own).x_test.shape == (7, 784)
+    with pytest.raises(FileNotFoundError):  # the default folder is Fashion-MNIST's alone
+        load_dataset("mnist")
+
+
+@pytest.mark.skipif(not data.Path(data.FASHION_MNIST_DIR).is_dir(),
+                    reason="the Debian package dataset-fashion-mnist is not installed")
+def test_fashion_mnist_from_the_installed_package():
+    d = load_dataset("fashion-mnist", n_train=20, size=10)
+    assert d.x_train.shape == (20, 100) and d.x_test.shape == (10_000, 100)
+    assert np.bincount(d.y_test).tolist() == [1000] * 10  # the official test set, whole
+
+
+def test_fashion_mnist_missing_names_the_package_and_root(tmp_path, monkeypatch):
+    monkeypatch.setitem(data.DEFAULT_ROOTS, "fashion-mnist",
+                        (str(tmp_path / "absent"), "dataset-fashion-mnist"))
+    for root in (None, tmp_path / "does-not-exist"):
+        with pytest.raises(FileNotFoundError) as err:
+            load_dataset("fashion-mnist", root=root)
+        message = str(err.value)
+        assert "\n" not in message
+        assert "dataset-fashion-mnist" in message and "--root" in message
+        assert "train-images-idx3-ubyte" in message
+
+
 def test_idx_corrupt_file_is_named(tmp_path):
     _tiny_mnist(tmp_path, gz=False, rng=np.random.default_rng(2))
     (tmp_path / "train-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x1e" + b"1")
@@ -312,7 +350,10 @@ def test_cifar10_reads_what_was_written(tmp_path):
     ("fashion-mnist", "train-labels-idx1-ubyte"),
     ("cifar10", "data_batch_1"),
 ])
-def test_missing_root_names_parameter_and_files(tmp_path, name, expected):
+def test_missing_root_names_parameter_and_files(tmp_path, name, expected, monkeypatch):
+    # Not the machine's own Fashion-MNIST folder, which may hold the files.
+    monkeypatch.setitem(data.DEFAULT_ROOTS, "fashion-mnist",
+                        (str(tmp_path / "absent"), "dataset-fashion-mnist"))
     for root in (None, tmp_path, tmp_path / "does-not-exist"):
         with pytest.raises(FileNotFoundError, match="root") as err:
             load_dataset(name, root=root)

@@ -367,3 +367,21 @@ def test_the_command_line_trains_on_one_gpu_in_this_process(monkeypatch):
     for command in ("sweep", "tune", "reproduce"):
         args = cli.build_parser().parse_args([command, "-o", "x"])
         assert args.scheduler is None  # resolved from the device when the command runs
+
+
+def test_image_size_and_momentum_reach_the_data_and_the_trainer():
+    """``size`` resizes the sweep's images (a data set without the option refuses it before
+    any work); ``momentum`` is SGD's; both stay out of a stored configuration at their
+    defaults, so sweeps stored before they existed are reused as they were."""
+    from dnnphase.sweeps.sweep import load_data
+
+    cfg = SweepConfig(**{**SMALL, "size": 4, "optimizer": "sgd", "momentum": 0.9})
+    assert load_data(cfg).n_features == 16 and cfg.train_config().momentum == 0.9
+    assert {"size", "momentum"} <= set(cfg.to_dict())
+    assert not {"size", "momentum"} & set(SweepConfig(**SMALL).to_dict())
+    assert SweepConfig(**cfg.to_dict()) == cfg
+    for bad, fragment in ((dict(size=0), "size"), (dict(momentum=0.5), "momentum")):
+        with pytest.raises(ConfigError, match=fragment):
+            SweepConfig(**{**SMALL, **bad})
+    with pytest.raises(ConfigError, match="option size"):
+        SweepConfig(**{**SMALL, "dataset": "gmm", "size": 4}).preflight("serial")

@@ -1,0 +1,139 @@
+"""The supplement's universality figures (Figs. S5, S6, S7a, S7b): one network sweep and
+one figure per diagram (:mod:`dnnphase.sweeps.universality`).
+
+    python scripts/universality.py [FOLDER] [--only S5,S6,S7a,S7b] [--full | --quick]
+                                   [--workers N]
+
+Writes ``<diagram>.nc`` (the sweep, resumable: rerun the same command after an
+interruption) and ``<diagram>.png`` (mean load curves per cell over the test accuracy and
+over the curvature) in FOLDER (default figures/supplement/universality), and prints each
+figure's wall time. A diagram whose file holds the same configuration is reused, one with
+another configuration is an error; a diagram with the configuration of another one's file
+(S5's depth 7 is S6's width 100) is copied from it. The committed ("reduced") scale runs
+each figure in at most 30 minutes on 2 cores; ``--full`` is the paper's scale (a GPU or a
+cluster); ``--quick`` seconds (tests). Every option, the configurations and the data are checked
+before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from dnnphase.sweeps import universality
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDER = "figures/supplement/universality"
+#: How a sweep was computed, not what: reused across these (as dnnphase reproduce does).
+HOW_NOT_WHAT = ("models_per_chunk", "device")
+
+
+def _what(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in HOW_NOT_WHAT}
+
+
+def parse(argv: list[str] | None = None):
+    """The options, and every diagram's configuration, all checked: a bad one exits 2 with
+    one line (argparse's), before anything is written."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", nargs="?", default=FOLDER,
+                        help=f"output folder (created if missing; default {FOLDER})")
+    parser.add_argument("--only", default=None,
+                        help="these figures, comma-separated, of "
+                             f"{', '.join(universality.FIGURES)} (default: all)")
+    scale = parser.add_mutually_exclusive_group()
+    scale.add_argument("--full", action="store_const", dest="scale", const="full",
+                       help="the paper's scale: 6 alphas x 16 dropout rates x 10 seeds")
+    scale.add_argument("--quick", action="store_const", dest="scale", const="quick",
+                       help="seconds: the 8 x 8 digits, 5 epochs (a test)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes (default: one per core; --quick: none)")
+    parser.set_defaults(scale="reduced")
+    args = parser.parse_args(argv)
+    from dnnphase.sweeps.sweep import load_data
+    from phasecore.checks import ConfigError
+    from phasecore.executors import validate_workers
+
+    scheduler = "serial" if args.scale == "quick" and args.workers is None else "processes"
+    try:
+        validate_workers(args.workers, scheduler)
+        configs = universality.configs(args.scale, args.only)
+        folder = Path(args.folder)
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"folder must be a folder (got the file {str(folder)!r})")
+        for name, cfg in configs.items():
+            _stored_matches(folder / f"{name}.nc", cfg)
+            cfg.check_device()
+            cfg.check_data(load_data(cfg))  # a missing data set: one line naming its fix
+    except (ConfigError, FileNotFoundError, ValueError) as err:
+        parser.error(str(err))
+    return args, configs, scheduler
+
+
+def _stored_matches(path: Path, cfg, strict: bool = True) -> bool:
+    """Whether ``path`` holds this configuration's finished sweep (False: none there);
+    another configuration there is an error (``strict``) or False."""
+    from phasecore import results
+    from phasecore.checks import ConfigError
+
+    if not path.exists():
+        return False
+    stored = json.loads(results.load(path, kind="dnnphase.sweep").attrs["config"])
+    if _what(stored) != _what(json.loads(json.dumps(cfg.to_dict(), default=str))):
+        if not strict:
+            return False
+        raise ConfigError(f"{path} holds another configuration (another scale?); move it or "
+                          "choose another folder")
+    return True
+
+
+def _twin(folder: Path, name: str, cfg) -> Path | None:
+    """Another diagram's finished file in ``folder`` with this configuration (S5's depth 7
+    and S6's width 100 are both the paper's network), or None."""
+    for figure in universality.FIGURES.values():
+        for other in figure:
+            path = folder / f"{other}.nc"
+            if other != name and path.exists() and _stored_matches(path, cfg, strict=False):
+                return path
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, configs, scheduler = parse(argv)
+    from dnnphase.sweeps.sweep import sweep
+    from phasecore import results
+    from phasecore.panels import save_figure
+
+    folder = Path(args.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    started, figure_seconds = time.monotonic(), {}
+    for name, cfg in configs.items():
+        path = folder / f"{name}.nc"
+        begun = time.monotonic()
+        twin = _twin(folder, name, cfg)
+        if not path.exists() and twin is not None:  # the same networks under another name
+            shutil.copyfile(twin, path)
+            print(f"{name}: the configuration of {twin.name}, copied", flush=True)
+        if _stored_matches(path, cfg):
+            print(f"reusing {path}", flush=True)
+            ds = results.load(path, kind="dnnphase.sweep")
+        else:
+            n = len(cfg.alphas) * len(cfg.values) * len(cfg.seeds)
+            print(f"{name}: {n} networks", flush=True)
+            ds = sweep(cfg, output=path, scheduler=scheduler, workers=args.workers,
+                       quiet=args.scale == "quick")
+        save_figure(universality.plot_diagram(ds, name, args.scale), folder / f"{name}.png")
+        figure = universality.figure_of(name)
+        figure_seconds[figure] = figure_seconds.get(figure, 0.0) + time.monotonic() - begun
+    for figure, seconds in figure_seconds.items():
+        print(f"Fig. {figure}: {seconds:.0f} s")
+    print(f"done in {time.monotonic() - started:.0f} s; results and figures in {folder}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""scripts/universality.py (Figs. S5, S6, S7a, S7b) end to end at its quick scale, its
+refusals, and the ledger rows read from what it writes."""
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+from dnnphase import data
+from dnnphase.compare.claims import universality as ledger
+from dnnphase.sweeps import universality
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "universality.py"
+
+
+def _main():
+    return runpy.run_path(str(SCRIPT), run_name="script")["main"]
+
+
+def _refused(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as done:
+        _main()(argv)
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2 and "\n" not in err.splitlines()[-1], err
+    return err.splitlines()[-1]
+
+
+def test_quick_figures_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, capsys):
+    folder = tmp_path / "figures" / "supplement" / "universality"
+    assert _main()([str(folder), "--quick", "--only", "S7a,S7b"]) == 0
+    names = [*universality.FIGURES["S7a"], *universality.FIGURES["S7b"]]
+    for name in names:
+        assert (folder / f"{name}.nc").is_file() and (folder / f"{name}.png").stat().st_size
+    out = capsys.readouterr().out
+    assert "Fig. S7a:" in out and "Fig. S7b:" in out
+    before = (folder / f"{names[0]}.nc").stat().st_mtime_ns
+    assert _main()([str(folder), "--quick", "--only", "S7a"]) == 0  # reused, not retrained
+    assert "reusing" in capsys.readouterr().out
+    assert (folder / f"{names[0]}.nc").stat().st_mtime_ns == before
+
+    rows = {row.id: row for row in ledger.claims(tmp_path)}
+    assert len(rows) == sum(len(d) for d in universality.FIGURES.values()) + 1
+    for figure in ("S7a", "S7b"):
+        row = next(r for i, r in rows.items() if i.startswith(f"Fig. {figure} "))
+        assert row.files and row.verdict in ("holds", "partly", "differs")
+        assert "quick scale" in row.why and "best p" in row.ours and "ties p" in row.ours
+    assert rows["Fig. S5 (depth 3)"].verdict == "cannot"  # not written here
+    assert "not committed" in rows["Fig. S5 (depth 3)"].why
+    assert rows["Fig. S8, S9"].verdict == "cannot" and "offline" in rows["Fig. S8, S9"].why
+
+    # Another scale's diagram in the folder is refused, before any work.
+    assert "another configuration" in _refused([str(folder), "--only", "S7a"], capsys)
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--only", "S9"], "only must be one or more of S5, S6, S7a, S7b"),
+    (["--only", "S5,S5"], "only"),
+    (["--workers", "0"], "workers"),
+    (["--full", "--quick"], "not allowed with"),
+    (["--banana"], "unrecognized arguments"),
+])
+def test_bad_options_are_one_line_before_any_work(tmp_path, capsys, argv, fragment):
+    folder = tmp_path / "out"
+    assert fragment in _refused([str(folder), *argv], capsys)
+    assert not folder.exists()
+
+
+def test_missing_fashion_mnist_names_the_package_and_root(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(data.DEFAULT_ROOTS, "fashion-mnist",
+                        (str(tmp_path / "absent"), "dataset-fashion-mnist"))
+    from dnnphase.sweeps import sweep
+
+    sweep._data.cache_clear()  # the machine's own files may be cached from another test
+    folder = tmp_path / "out"
+    line = _refused([str(folder), "--only", "S7b"], capsys)
+    sweep._data.cache_clear()
+    assert "dataset-fashion-mnist" in line and "--root" in line
+    assert not folder.exists()
+
+
+def test_a_diagram_with_another_ones_configuration_is_its_twin(tmp_path):
+    """S5's depth 7 and S6's width 100 are the same networks: one file serves both."""
+    from dnnphase.sweeps.sweep import sweep
+
+    script = runpy.run_path(str(SCRIPT), run_name="script")
+    configs = universality.configs("quick", "S5,S6")
+    assert configs["S5_depth7"] == configs["S6_width100"]
+    sweep(configs["S5_depth7"], output=tmp_path / "S5_depth7.nc")
+    assert script["_twin"](tmp_path, "S6_width100", configs["S6_width100"]) == \
+        tmp_path / "S5_depth7.nc"
+    assert script["_twin"](tmp_path, "S6_width25", configs["S6_width25"]) is None
