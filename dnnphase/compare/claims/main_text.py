@@ -83,6 +83,9 @@ def _chain_rows(root: Path) -> list[Claim]:
     cells = chain["curvature_scaled"].sortby("mu_right", ascending=False).transpose(
         "mu_right", "noise", "seed").values  # (R, C, S), the highest friction first
     ours, verdict, why = _corners(cells[0, 0], cells[-1, -1])
+    if why and float(chain["mu_right"].min()) == 0.0:
+        why += ("; the least-friction row is μ→ = 0, where no friction leaves the chain "
+                "linear at any noise (Eq. 8: F* = 0)")
     rows = [Claim("Fig. 3", "the chain's diagram: high friction + low noise is concave, low "
                   "friction + high noise convex (friction in the role of nonlinearity)", CHAIN,
                   "concave top right, convex bottom left", ours, verdict, why, (name,))]
