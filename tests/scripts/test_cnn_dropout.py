@@ -59,6 +59,10 @@ def test_the_paper_preset_is_the_text_and_the_authors_differ_in_channels_only():
     (["--banana"], "unrecognized arguments"),
     (["--seeds", "0,11"], "--seeds must be distinct seeds"),
     (["--combine", "missing.nc"], "is not a file"),
+    (["--quick", "--paper"], "give one scale"),
+    (["--quick", "--scale", "authors"], "give one scale"),
+    (["--quick", "--seeds", ""], "--seeds must be"),
+    (["--scale", "quick", "--combine", "missing.nc"], "--combine trains nothing"),
 ])
 def test_bad_options_are_one_line_before_any_work(tmp_path, args, words):
     out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), *args],
