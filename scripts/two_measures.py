@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder, root = Path(args.folder), Path(args.root)
     linear_path = folder / "linear_network.nc"
+    if folder.exists() and not folder.is_dir():
+        parser.error(f"folder {args.folder!r} is a file, not a folder")
     if not (root / "figures").is_dir():
         parser.error(f"--root must be a checkout with a figures/ folder (got {args.root!r})")
     if args.reuse_linear and not linear_path.is_file():

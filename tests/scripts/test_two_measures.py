@@ -81,3 +81,12 @@ def test_the_diagrams_found_and_the_ones_left_out_cover_every_sweep():
     assert sorted(both + fewer) == sorted(str(p.relative_to(ROOT))
                                           for p in (ROOT / "figures").rglob("dnn_*.nc"))
     assert np.all([p.startswith("figures/") for p in both])
+
+
+def test_a_file_where_the_folder_goes_is_one_line(tmp_path):
+    folder = tmp_path / "out"
+    folder.write_text("")
+    out = subprocess.run([sys.executable, str(SCRIPT), str(folder)], capture_output=True,
+                         text=True, cwd=ROOT, check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "is a file, not a folder" in out.stderr
