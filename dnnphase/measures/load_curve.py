@@ -66,6 +66,15 @@ def _blocks(module: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
     return out
 
 
+def _layer_names(model: nn.Module, layers) -> list[str]:
+    """``layers`` as a list (the default where None); one string is refused, not spelled out."""
+    if layers is None:
+        return default_layers(model)
+    require(not isinstance(layers, (str, bytes)), "layers",
+            "a list of module names (one name as a list: ['name'])", layers)
+    return list(layers)
+
+
 def default_layers(model: nn.Module) -> list[str]:
     """The layers measured when none are named.
 
@@ -403,7 +412,7 @@ def measure_model(
     require(isinstance(model, nn.Module), "model", "a torch.nn.Module", type(model).__name__)
     measures = _check_options(measures, rcond, batch_size)
     sources = _splits(data, split, batch_size)
-    layers = default_layers(model) if layers is None else list(layers)
+    layers = _layer_names(model, layers)
     require(len(layers) >= 1 and all(isinstance(n, str) for n in layers), "layers",
             "a non-empty list of module names", layers)
     device, dtype = _device_and_dtype(model)
@@ -524,7 +533,7 @@ class LoadCurveRecorder:
         self.measures = _check_options(measures, rcond, batch_size)
         self.data = {"train": train} if test is None else {"train": train, "test": test}
         _splits(self.data, "train", batch_size)  # the data's form, checked now
-        self.layers = default_layers(model) if layers is None else list(layers)
+        self.layers = _layer_names(model, layers)
         _Features(model, self.layers).remove()  # the names, checked now
         self.model, self.every = model, every
         self.batch_size, self.rcond = batch_size, rcond

@@ -363,3 +363,13 @@ def test_streaming_memory_does_not_grow_with_the_data():
         assert out.returncode == 0, out.stderr
         grow.append(float(out.stdout.split()[-1]))
     assert abs(grow[1] - grow[0]) < 5, grow
+
+
+def test_one_layer_name_as_a_string_is_refused_naming_layers():
+    model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
+    x, y = torch.randn(20, 4), torch.arange(20) % 2
+    for call in (lambda: measure_model(model, (x, y), layers="1"),
+                 lambda: LoadCurveRecorder(model, (x, y), layers="1")):
+        with pytest.raises(ConfigError, match=r"layers must be a list of module names"):
+            call()
+    assert list(measure_model(model, (x, y), layers=["1"])["layer"].values) == ["1"]
