@@ -19,6 +19,7 @@ such parts' ``cnn_dropout.nc`` files, run on disjoint seeds of one scale, into F
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -126,5 +127,15 @@ def print_table(ds) -> None:
               f"| {np.nanmean(cell[f'train_loss{suffix}'].values):.2g} |")
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``main``, with Ctrl-C or SIGTERM one line on stderr and exit code 130."""
+    try:
+        main(argv)
+    except KeyboardInterrupt as err:
+        print(f"scripts/cnn_dropout.py: {err or 'interrupted'}", file=sys.stderr)
+        return 130
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(cli())

@@ -70,3 +70,20 @@ def test_bad_options_are_one_line_before_any_work(tmp_path, args, words):
     assert out.returncode == 2, out.stderr
     assert words in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_interrupted_run_is_one_line_and_exit_code_130(tmp_path, monkeypatch, capsys):
+    import runpy
+
+    from phasecore.sweeps import SweepInterrupted
+
+    cli = runpy.run_path(str(SCRIPT), run_name="cnn_dropout")["cli"]
+
+    def interrupted(*args, **kwargs):
+        raise SweepInterrupted("interrupted: nothing was stored (no output file)")
+
+    monkeypatch.setitem(cli.__globals__, "cnn_dropout", interrupted)
+    assert cli([str(tmp_path / "out"), "--quick"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "scripts/cnn_dropout.py: interrupted: nothing was stored (no output file)"
+    assert not (tmp_path / "out").exists()
