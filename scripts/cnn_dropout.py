@@ -23,7 +23,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 from dnnphase.sweeps.experiments import (
     CNN_DROPOUT,
@@ -97,8 +96,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     folder = Path(args.folder)
     if args.combine:
-        parts = [xr.load_dataset(name) for name in args.combine]
-        ds = combine_cnn_dropout(parts)
+        try:
+            parts = [results.load(name, kind="dnnphase.experiments.cnn_dropout")
+                     for name in args.combine]
+            ds = combine_cnn_dropout(parts)
+        except (ConfigError, ValueError) as err:
+            raise ConfigError(f"--combine: {err}") from None
     else:
         changes = {"seeds": args.seeds} if args.seeds else {}
         config = SweepConfig(**{**CNN_DROPOUT, **CNN_DROPOUT_SCALES[args.scale], **changes})
@@ -131,6 +134,9 @@ def cli(argv: list[str] | None = None) -> int:
     """``main``, with Ctrl-C or SIGTERM one line on stderr and exit code 130."""
     try:
         main(argv)
+    except ConfigError as err:
+        print(f"scripts/cnn_dropout.py: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as err:
         print(f"scripts/cnn_dropout.py: {err or 'interrupted'}", file=sys.stderr)
         return 130

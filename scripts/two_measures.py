@@ -285,10 +285,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--reuse-linear: {linear_path} does not exist (run without it once)")
     if not diagram_files(root)[0]:
         parser.error(f"--root: no diagram under {root / 'figures'} holds both {MEASURES}")
-    folder.mkdir(parents=True, exist_ok=True)
+    linear = None
     if args.reuse_linear:
-        linear = xr.load_dataset(linear_path)
-    else:
+        try:
+            linear = results.load(linear_path, kind="dnnphase.experiments.linear_network")
+        except ValueError as err:
+            parser.error(f"--reuse-linear: {err}")
+        if "setting" not in linear.dims:
+            parser.error(f"--reuse-linear: {linear_path} is not this script's linear_network.nc"
+                         " (no setting dimension; run without --reuse-linear once)")
+    folder.mkdir(parents=True, exist_ok=True)
+    if linear is None:
         linear = linear_run()
         results.save(linear, linear_path, overwrite=True)
     ds = statistics_dataset(root, linear)

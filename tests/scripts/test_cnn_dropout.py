@@ -87,3 +87,21 @@ def test_an_interrupted_run_is_one_line_and_exit_code_130(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert err.strip() == "scripts/cnn_dropout.py: interrupted: nothing was stored (no output file)"
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("what", ["not_netcdf", "other_kind", "same_seeds"])
+def test_combine_of_wrong_files_is_one_line(tmp_path, what):
+    if what == "not_netcdf":
+        (tmp_path / "a.nc").write_text("hello")
+        parts = [tmp_path / "a.nc"]
+    elif what == "other_kind":
+        parts = [ROOT / "figures" / "supplement" / "two_measures" / "linear_network.nc"]
+    else:
+        parts = [REDUCED, REDUCED]
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), "--combine",
+                          *map(str, parts)], capture_output=True, text=True, cwd=tmp_path,
+                         check=False)
+    assert out.returncode == 2, out.stderr
+    assert "--combine" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
