@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from phasecore.checks import ConfigError
 from phasecore.commandline import Parser
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
@@ -237,7 +238,10 @@ def main(args) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     if args.refit:
-        net = xr.load_dataset(network_file)
+        try:
+            net = results.load(network_file, kind="fig4.network")
+        except ValueError as err:
+            raise ConfigError(f"--refit: {err}") from None
     else:
         net = train(args.seeds, args.epochs, args.record_every, args.quick)
         results.save(net, network_file, overwrite=True)

@@ -74,3 +74,17 @@ def test_a_file_where_the_folder_goes_is_one_line(tmp_path, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "is a file" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content", ["not_netcdf", "other_kind"])
+def test_refit_of_a_wrong_network_file_is_one_line(tmp_path, capsys, content):
+    target = tmp_path / "fig4_network.nc"
+    if content == "not_netcdf":
+        target.write_text("hello")
+    else:
+        target.write_bytes((_PATH.parents[1] / "figures" / "supplement" / "cnn_dropout.nc")
+                           .read_bytes())
+    assert fig4.cli([str(tmp_path), "--refit"]) == 2
+    err = capsys.readouterr().err
+    assert "--refit" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig4_network.nc"]
