@@ -46,7 +46,7 @@ import torch
 from dnnphase.measures.separation_numpy import EFFECTIVE_DEPTH_THRESHOLD
 from dnnphase.measures.separation_numpy import effective_depth as _first_reaching
 from phasecore import loadcurve
-from phasecore.checks import require
+from phasecore.checks import is_real, require
 
 __all__ = ["EFFECTIVE_DEPTH_THRESHOLD", "EQUI_SEPARATION", "Centres", "class_centres",
            "effective_depth", "equi_separation", "ncc_to_centres"]
@@ -109,6 +109,10 @@ def effective_depth(ncc_accuracy, threshold: float = EFFECTIVE_DEPTH_THRESHOLD,
     acc = np.asarray(ncc_accuracy, dtype=np.float64)
     require(acc.ndim >= 1, "ncc_accuracy", "an array (..., L+1) of NCC accuracies", acc.shape)
     require(first in (0, 1), "first", "0 or 1 (skip the input)", first)
+    require(is_real(threshold) and 0.0 < threshold <= 1.0, "threshold", "in (0, 1]", threshold)
+    outside = acc[~np.isnan(acc) & ((acc < 0.0) | (acc > 1.0))]
+    require(outside.size == 0, "ncc_accuracy", "accuracies in [0, 1] (or NaN)",
+            outside[:3].tolist())
     if acc.shape[-1] <= first:
         return np.full(acc.shape[:-1], np.nan)
     hidden = acc[..., first:]

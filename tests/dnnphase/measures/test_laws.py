@@ -220,3 +220,12 @@ def test_features_labels_and_centres_of_the_wrong_shape_are_refused_by_name():
         laws.ncc_to_centres([torch.randn(1, 10, 3), torch.randn(1, 10, 3)], y, centres)
     with pytest.raises(ConfigError, match=r"labels must be \(N,\)"):
         laws.ncc_to_centres(feats, y[:4], centres)
+
+
+@pytest.mark.parametrize(("acc", "threshold", "name"), [
+    ([0.5, 5.0, 1.0], 0.99, "ncc_accuracy"), ([0.5, -0.1, 1.0], 0.99, "ncc_accuracy"),
+    ([0.5, 1.0, 1.0], 0.0, "threshold"), ([0.5, 1.0, 1.0], float("nan"), "threshold")])
+def test_effective_depth_refuses_accuracies_and_thresholds_outside_their_range(acc, threshold,
+                                                                               name):
+    with pytest.raises(ConfigError, match=f"^{name} must be"):
+        laws.effective_depth(acc, threshold=threshold)
