@@ -39,7 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--out must name a file, not a folder (got {str(out)!r})")
     if not args.check and not out.parent.is_dir():
         parser.error(f"--out: folder {str(out.parent)!r} does not exist")
-    text = render(collect(root))
+    try:
+        text = render(collect(root))
+    except FileNotFoundError as err:
+        parser.error(f"--root must be a checkout holding the committed result files "
+                     f"({err.filename or err} is missing)")
     if args.check:
         old = out.read_text() if out.is_file() else ""
         if old != text:

@@ -105,3 +105,13 @@ def test_out_that_is_not_a_file_is_one_line(tmp_path, kind):
     assert "--out" in out.stderr and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].count("\n") == 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_root_without_the_result_files_is_one_line(tmp_path):
+    (tmp_path / "figures").mkdir()
+    out = subprocess.run([sys.executable, str(SCRIPT), "--root", str(tmp_path), "--out",
+                          str(tmp_path / "claims.md")], capture_output=True, text=True,
+                         cwd=ROOT, check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--root must be a checkout holding the committed result files" in out.stderr
+    assert not (tmp_path / "claims.md").exists()
