@@ -32,8 +32,18 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.root)
     if not (root / "figures").is_dir():
         parser.error(f"--root must be a checkout with a figures/ folder (got {args.root!r})")
-    out = Path(args.out) if args.out else root / "docs" / "claims.md"
-    text = render(collect(root))
+    if args.out is not None and not args.out.strip():
+        parser.error("--out must name a file (got an empty name)")
+    out = Path(args.out) if args.out is not None else root / "docs" / "claims.md"
+    if out.is_dir():
+        parser.error(f"--out must name a file, not a folder (got {str(out)!r})")
+    if not args.check and not out.parent.is_dir():
+        parser.error(f"--out: folder {str(out.parent)!r} does not exist")
+    try:
+        text = render(collect(root))
+    except FileNotFoundError as err:
+        parser.error(f"--root must be a checkout holding the committed result files "
+                     f"({err.filename or err} is missing)")
     if args.check:
         old = out.read_text() if out.is_file() else ""
         if old != text:
@@ -43,8 +53,6 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"{out}: up to date")
         return 0
-    if not out.parent.is_dir():
-        parser.error(f"--out: folder {str(out.parent)!r} does not exist")
     out.write_text(text)
     print(f"wrote {out}")
     return 0

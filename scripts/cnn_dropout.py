@@ -19,10 +19,10 @@ such parts' ``cnn_dropout.nc`` files, run on disjoint seeds of one scale, into F
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 from dnnphase.sweeps.experiments import (
     CNN_DROPOUT,
@@ -62,21 +62,26 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         description="Fig. S2: the CNN with dropout introduced mid-training.")
     parser.add_argument("folder", nargs="?", default="figures/supplement",
                         help="where cnn_dropout.nc and cnn_dropout.png go")
-    parser.add_argument("--scale", choices=sorted(CNN_DROPOUT_SCALES), default="reduced",
+    parser.add_argument("--scale", choices=sorted(CNN_DROPOUT_SCALES), default=None,
                         help="the preset (default: reduced, the committed one)")
-    parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
-                        help="--scale quick")
-    parser.add_argument("--paper", dest="scale", action="store_const", const="paper",
-                        help="--scale paper")
+    parser.add_argument("--quick", action="store_true", help="--scale quick")
+    parser.add_argument("--paper", action="store_true", help="--scale paper")
     parser.add_argument("--seeds", default=None,
                         help="train only these seeds of the scale, e.g. 0,1")
     parser.add_argument("--combine", nargs="+", metavar="RUN.nc", default=None,
                         help="join these results (disjoint seeds of one scale); trains nothing")
     args = parser.parse_args(argv)
     try:
-        if args.combine and args.seeds:
-            raise ConfigError("--combine trains nothing: give it without --seeds")
-        args.seeds = _seeds(args.seeds, args.scale) if args.seeds else None
+        given = [f"--scale {args.scale}"] if args.scale else []
+        given += [f"--{name}" for name in ("quick", "paper") if getattr(args, name)]
+        if len(given) > 1:
+            raise ConfigError(f"give one scale, not {' and '.join(given)}")
+        if args.combine and (args.seeds is not None or given):
+            raise ConfigError("--combine trains nothing: give it without --seeds, --scale, "
+                              "--quick or --paper (the parts' scale is read from them)")
+        args.scale = ("quick" if args.quick else "paper" if args.paper
+                      else args.scale or "reduced")
+        args.seeds = _seeds(args.seeds, args.scale) if args.seeds is not None else None
         for name in args.combine or ():
             if not Path(name).is_file():
                 raise ConfigError(f"--combine: {name!r} is not a file")
@@ -90,8 +95,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     folder = Path(args.folder)
     if args.combine:
-        parts = [xr.load_dataset(name) for name in args.combine]
-        ds = combine_cnn_dropout(parts)
+        try:
+            parts = [results.load(name, kind="dnnphase.experiments.cnn_dropout")
+                     for name in args.combine]
+            ds = combine_cnn_dropout(parts)
+        except (ConfigError, ValueError) as err:
+            raise ConfigError(f"--combine: {err}") from None
     else:
         changes = {"seeds": args.seeds} if args.seeds else {}
         config = SweepConfig(**{**CNN_DROPOUT, **CNN_DROPOUT_SCALES[args.scale], **changes})
@@ -120,5 +129,18 @@ def print_table(ds) -> None:
               f"| {np.nanmean(cell[f'train_loss{suffix}'].values):.2g} |")
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``main``, with Ctrl-C or SIGTERM one line on stderr and exit code 130."""
+    try:
+        main(argv)
+    except ConfigError as err:
+        print(f"scripts/cnn_dropout.py: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as err:
+        print(f"scripts/cnn_dropout.py: {err or 'interrupted'}", file=sys.stderr)
+        return 130
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(cli())

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from phasecore.checks import ConfigError
 from phasecore.commandline import Parser
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
@@ -68,7 +69,7 @@ def train(seeds: int, epochs: int, record_every: int, quick: bool) -> xr.Dataset
     for name, (lr, batch, dropout) in SETTINGS.items():
         ds = sweep(knob="lr", values=(lr,), alphas=(ALPHA,), seeds=tuple(range(seeds)),
                    batch_size=batch, dropout=dropout, record_every=record_every,
-                   measures=("trace_ratio",), **({"epochs": epochs} | extra))
+                   measures=("trace_ratio",), **(extra | {"epochs": epochs}))
         cell = ds.isel(alpha=0, lr=0).sel(measure="trace_ratio")
         parts.append(xr.Dataset({
             "load_curve_epochs": cell["load_curve_epochs"].transpose("seed", "epoch", "layer"),
@@ -237,7 +238,10 @@ def main(args) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     if args.refit:
-        net = xr.load_dataset(network_file)
+        try:
+            net = results.load(network_file, kind="fig4.network")
+        except ValueError as err:
+            raise ConfigError(f"--refit: {err}") from None
     else:
         net = train(args.seeds, args.epochs, args.record_every, args.quick)
         results.save(net, network_file, overwrite=True)
@@ -264,12 +268,13 @@ def build_parser() -> Parser:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="figures/paper/fig4",
                         help="where the files go (default figures/paper/fig4)")
-    parser.add_argument("--seeds", type=_positive, default=10,
+    parser.add_argument("--seeds", type=_positive, default=None,
                         help="networks per setting (default 10, the paper's count)")
     parser.add_argument("--chain-seeds", type=_positive, default=32,
                         help="chains averaged per setting (default 32)")
-    parser.add_argument("--epochs", type=_positive, default=100, help="(default 100)")
-    parser.add_argument("--record-every", type=_positive, default=2,
+    parser.add_argument("--epochs", type=_positive, default=None,
+                        help=f"(default 100; --quick {QUICK['epochs']})")
+    parser.add_argument("--record-every", type=_positive, default=None,
                         help="epochs between recorded load curves (default 2)")
     parser.add_argument("--refit", action="store_true",
                         help="reuse FOLDER/fig4_network.nc; only fit, simulate and draw")
@@ -282,6 +287,19 @@ def build_parser() -> Parser:
 def cli(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.refit:
+        given = [f"--{name.replace('_', '-')}" for name in ("seeds", "epochs", "record_every",
+                                                          "quick") if getattr(args, name)]
+        if given:
+            parser.error(f"--refit reuses FOLDER/fig4_network.nc: {', '.join(given)} would do "
+                         "nothing (give --refit without them)")
+    if Path(args.folder).exists() and not Path(args.folder).is_dir():
+        parser.error(f"folder {args.folder!r} is a file, not a folder")
+    defaults = {"seeds": 10, "epochs": QUICK["epochs"] if args.quick else 100, "record_every": 2}
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            parser.set_defaults(**{name: value})
+            setattr(args, name, value)
     if args.record_every > args.epochs:
         parser.error(f"--record-every must be in 1..--epochs ({args.epochs}) "
                      f"(got {args.record_every})")

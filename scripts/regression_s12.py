@@ -29,6 +29,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from phasecore.checks import ConfigError  # noqa: E402
 from phasecore.commandline import Parser  # noqa: E402
 from phasecore.commandline import run as run_command  # noqa: E402
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label  # noqa: E402
@@ -78,6 +79,8 @@ def main(args) -> None:
     from phasecore.panels import save_figure
 
     folder = Path(args.folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"folder {args.folder!r} is a file, not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     settings = dict(QUICK if args.quick else REGRESSION)
     if args.seeds is not None:

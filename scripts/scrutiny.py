@@ -183,15 +183,21 @@ def print_tables(sets: dict) -> None:
 
 
 def main(argv=None) -> None:
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default="figures/paper")
-    parser.add_argument("--draws", type=int, default=DEFAULT_DRAWS,
+    parser = Parser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("folder", nargs="?", default="figures/paper",
+                        help="the folder holding dnn_<knob>.nc and family_<knob>.nc "
+                        "(default figures/paper)")
+    parser.add_argument("--draws", type=int, default=None,
                         help=f"seed resamples per diagram (default {DEFAULT_DRAWS})")
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+    parser.add_argument("--workers", type=int, default=None,
                         help="processes, one knob each (default: 2 or the cores)")
     parser.add_argument("--tables-only", action="store_true",
                         help="print the tables from the scrutiny_*.nc files already written")
     args = parser.parse_args(argv)
+    if args.tables_only and (args.draws is not None or args.workers is not None):
+        parser.error("--tables-only computes nothing: give it without --draws or --workers")
+    args.draws = DEFAULT_DRAWS if args.draws is None else args.draws
+    args.workers = min(2, os.cpu_count() or 1) if args.workers is None else args.workers
     if args.workers < 1:
         parser.error(f"--workers must be an integer >= 1 (got {args.workers})")
     if args.draws < 0:

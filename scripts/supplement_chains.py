@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from phasecore.checks import ConfigError
 from phasecore.commandline import Parser
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE
@@ -122,6 +123,8 @@ def main(args) -> None:
     from phasecore.panels import save_figure
 
     folder = Path(args.folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"folder {args.folder!r} is a file, not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     for name in args.only:
         start = time.perf_counter()

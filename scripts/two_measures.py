@@ -277,16 +277,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder, root = Path(args.folder), Path(args.root)
     linear_path = folder / "linear_network.nc"
+    if folder.exists() and not folder.is_dir():
+        parser.error(f"folder {args.folder!r} is a file, not a folder")
     if not (root / "figures").is_dir():
         parser.error(f"--root must be a checkout with a figures/ folder (got {args.root!r})")
     if args.reuse_linear and not linear_path.is_file():
         parser.error(f"--reuse-linear: {linear_path} does not exist (run without it once)")
     if not diagram_files(root)[0]:
         parser.error(f"--root: no diagram under {root / 'figures'} holds both {MEASURES}")
-    folder.mkdir(parents=True, exist_ok=True)
+    linear = None
     if args.reuse_linear:
-        linear = xr.load_dataset(linear_path)
-    else:
+        try:
+            linear = results.load(linear_path, kind="dnnphase.experiments.linear_network")
+        except ValueError as err:
+            parser.error(f"--reuse-linear: {err}")
+        if "setting" not in linear.dims:
+            parser.error(f"--reuse-linear: {linear_path} is not this script's linear_network.nc"
+                         " (no setting dimension; run without --reuse-linear once)")
+    folder.mkdir(parents=True, exist_ok=True)
+    if linear is None:
         linear = linear_run()
         results.save(linear, linear_path, overwrite=True)
     ds = statistics_dataset(root, linear)

@@ -46,7 +46,7 @@ import torch
 from dnnphase.measures.separation_numpy import EFFECTIVE_DEPTH_THRESHOLD
 from dnnphase.measures.separation_numpy import effective_depth as _first_reaching
 from phasecore import loadcurve
-from phasecore.checks import require
+from phasecore.checks import is_real, require
 
 __all__ = ["EFFECTIVE_DEPTH_THRESHOLD", "EQUI_SEPARATION", "Centres", "class_centres",
            "effective_depth", "equi_separation", "ncc_to_centres"]
@@ -109,6 +109,10 @@ def effective_depth(ncc_accuracy, threshold: float = EFFECTIVE_DEPTH_THRESHOLD,
     acc = np.asarray(ncc_accuracy, dtype=np.float64)
     require(acc.ndim >= 1, "ncc_accuracy", "an array (..., L+1) of NCC accuracies", acc.shape)
     require(first in (0, 1), "first", "0 or 1 (skip the input)", first)
+    require(is_real(threshold) and 0.0 < threshold <= 1.0, "threshold", "in (0, 1]", threshold)
+    outside = acc[~np.isnan(acc) & ((acc < 0.0) | (acc > 1.0))]
+    require(outside.size == 0, "ncc_accuracy", "accuracies in [0, 1] (or NaN)",
+            outside[:3].tolist())
     if acc.shape[-1] <= first:
         return np.full(acc.shape[:-1], np.nan)
     hidden = acc[..., first:]
@@ -128,6 +132,25 @@ class Centres(NamedTuple):
     present: torch.Tensor  # (M, K) bool: the model has samples of the class
 
 
+def _check_features(features) -> None:
+    """features: a non-empty list of (M, N, d_l) tensors sharing M and N."""
+    shapes = [tuple(h.shape) if torch.is_tensor(h) else type(h).__name__
+              for h in (features if isinstance(features, (list, tuple)) else [features])]
+    require(isinstance(features, (list, tuple)) and len(features) >= 1
+            and all(isinstance(s, tuple) and len(s) == 3 and s[:2] == shapes[0][:2]
+                    for s in shapes),
+            "features", "a non-empty list of (M, N, d_l) tensors, one per layer, sharing M "
+            "and N", shapes)
+
+
+def _integer_labels(labels) -> torch.Tensor:
+    """labels as a tensor; a non-integral value (0.5, NaN) is refused, not truncated."""
+    y = torch.as_tensor(labels)
+    require(not y.is_floating_point() or bool((y == torch.round(y)).all()), "labels",
+            "integer class labels", "non-integral values")
+    return y
+
+
 def class_centres(features: Sequence[torch.Tensor], labels) -> Centres:
     """The class means of every layer, float64: the centres of the NCC classifier.
 
@@ -145,8 +168,9 @@ def class_centres(features: Sequence[torch.Tensor], labels) -> Centres:
     (the sorted label values present in any model); a class a model has no sample of is
     marked absent in ``present`` and is never its nearest centre.
     """
+    _check_features(features)
     h0 = features[0]
-    y = torch.as_tensor(labels).to(h0.device, torch.long)
+    y = _integer_labels(labels).to(h0.device, torch.long)
     m, n = h0.shape[0], h0.shape[1]
     require(y.shape in ((n,), (m, n)), "labels", f"(N,) or (M, N) with M = {m}, N = {n}",
             tuple(y.shape))
@@ -179,9 +203,17 @@ def ncc_to_centres(features: Sequence[torch.Tensor], labels, centres: Centres) -
     features or centres are not finite. Equal to
     :func:`dnnphase.measures.separation_numpy.ncc_accuracy` with ``means=`` the centres.
     """
+    _check_features(features)
     require(len(features) == len(centres.means), "centres",
             f"one per layer ({len(features)})", len(centres.means))
-    y = torch.as_tensor(labels).to(features[0].device, torch.long)
+    m, n = features[0].shape[:2]
+    shapes = [(tuple(h.shape[::2]), (c.shape[0], c.shape[-1]))
+              for h, c in zip(features, centres.means, strict=True)]
+    require(all(a == b for a, b in shapes), "centres",
+            "of the same M models and feature sizes d_l as the features (M, d_l per layer: "
+            "features, centres)", shapes)
+    y = _integer_labels(labels).to(features[0].device, torch.long)
+    require(tuple(y.shape) == (n,), "labels", f"(N,) with N = {n}", tuple(y.shape))
     present = centres.present.to(features[0].device)  # (M, K)
     k = present.sum(-1, keepdim=True).clamp(min=1).to(_F64)  # (M, 1)
     out = []

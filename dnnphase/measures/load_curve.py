@@ -66,6 +66,15 @@ def _blocks(module: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
     return out
 
 
+def _layer_names(model: nn.Module, layers) -> list[str]:
+    """``layers`` as a list (the default where None); one string is refused, not spelled out."""
+    if layers is None:
+        return default_layers(model)
+    require(not isinstance(layers, (str, bytes)), "layers",
+            "a list of module names (one name as a list: ['name'])", layers)
+    return list(layers)
+
+
 def default_layers(model: nn.Module) -> list[str]:
     """The layers measured when none are named.
 
@@ -188,13 +197,13 @@ class _Features:
     """Forward hooks on the chosen modules; one forward pass → the features of each
     call of those modules, flattened to (n, d), in the order they ran."""
 
-    def __init__(self, model: nn.Module, layers: Sequence[str]) -> None:
+    def __init__(self, model: nn.Module, layers: Sequence[str], defaulted: bool = False) -> None:
         modules = dict(model.named_modules())
         unknown = [name for name in layers if name != INPUT and name not in modules]
         require(not unknown, "layers", "names of the model's modules (model.named_modules(), "
                 f"e.g. {[n for n in modules if n][:6]}) or {INPUT!r}", unknown)
         require(len(set(layers)) == len(layers), "layers", "distinct names", list(layers))
-        self.model, self.layers = model, list(layers)
+        self.model, self.layers, self.defaulted = model, list(layers), defaulted
         self._out: list[tuple[str, torch.Tensor]] = []
         self._handles = [modules[name].register_forward_hook(self._hook(name))
                          for name in layers if name != INPUT]
@@ -224,8 +233,9 @@ class _Features:
             names.append(name if calls[name] == 1 else f"{name}#{calls[name]}")
             feats.append(t)
         silent = [name for name in self.layers if name != INPUT and name not in calls]
-        require(not silent, "layers", "modules that run in the model's forward pass",
-                f"{silent} produced no output")
+        require(not silent, "layers", "modules that run in the model's forward pass"
+                + (" (these are the default layers: name the ones to measure, layers=[...])"
+                   if self.defaulted else ""), f"{silent} produced no output")
         if self.names is None:
             self.names = names
         require(names == self.names, "layers", "the same module calls in every forward pass",
@@ -403,13 +413,12 @@ def measure_model(
     require(isinstance(model, nn.Module), "model", "a torch.nn.Module", type(model).__name__)
     measures = _check_options(measures, rcond, batch_size)
     sources = _splits(data, split, batch_size)
-    require(not isinstance(layers, (str, bytes)), "layers", "a list of module names (one "
-            f"layer: [{layers!r}])", layers)  # list("blocks") would be six one-letter names
-    layers = default_layers(model) if layers is None else list(layers)
+    defaulted = layers is None
+    layers = _layer_names(model, layers)
     require(len(layers) >= 1 and all(isinstance(n, str) for n in layers), "layers",
             "a non-empty list of module names", layers)
     device, dtype = _device_and_dtype(model)
-    features = _Features(model, layers)
+    features = _Features(model, layers, defaulted)
     was_training = model.training
     curves, sizes, centres, ncc = {}, {}, {}, {}
     try:
@@ -526,7 +535,7 @@ class LoadCurveRecorder:
         self.measures = _check_options(measures, rcond, batch_size)
         self.data = {"train": train} if test is None else {"train": train, "test": test}
         _splits(self.data, "train", batch_size)  # the data's form, checked now
-        self.layers = default_layers(model) if layers is None else list(layers)
+        self.layers = _layer_names(model, layers)
         _Features(model, self.layers).remove()  # the names, checked now
         self.model, self.every = model, every
         self.batch_size, self.rcond = batch_size, rcond

@@ -92,3 +92,26 @@ def test_the_readme_quotes_the_ledgers_count():
     counts = next(line for line in ledger.splitlines() if line.startswith("**")
                   and " claims: " in line)
     assert counts in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("kind", ["folder", "empty", "folder_check"])
+def test_out_that_is_not_a_file_is_one_line(tmp_path, kind):
+    out_arg = "" if kind == "empty" else str(tmp_path)
+    argv = [sys.executable, str(SCRIPT), "--out", out_arg]
+    if kind == "folder_check":
+        argv.append("--check")
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr
+    assert "--out" in out.stderr and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].count("\n") == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_root_without_the_result_files_is_one_line(tmp_path):
+    (tmp_path / "figures").mkdir()
+    out = subprocess.run([sys.executable, str(SCRIPT), "--root", str(tmp_path), "--out",
+                          str(tmp_path / "claims.md")], capture_output=True, text=True,
+                         cwd=ROOT, check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--root must be a checkout holding the committed result files" in out.stderr
+    assert not (tmp_path / "claims.md").exists()

@@ -59,10 +59,49 @@ def test_the_paper_preset_is_the_text_and_the_authors_differ_in_channels_only():
     (["--banana"], "unrecognized arguments"),
     (["--seeds", "0,11"], "--seeds must be distinct seeds"),
     (["--combine", "missing.nc"], "is not a file"),
+    (["--quick", "--paper"], "give one scale"),
+    (["--quick", "--scale", "authors"], "give one scale"),
+    (["--quick", "--seeds", ""], "--seeds must be"),
+    (["--scale", "quick", "--combine", "missing.nc"], "--combine trains nothing"),
 ])
 def test_bad_options_are_one_line_before_any_work(tmp_path, args, words):
     out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), *args],
                          capture_output=True, text=True, cwd=tmp_path, check=False)
     assert out.returncode == 2, out.stderr
     assert words in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_interrupted_run_is_one_line_and_exit_code_130(tmp_path, monkeypatch, capsys):
+    import runpy
+
+    from phasecore.sweeps import SweepInterrupted
+
+    cli = runpy.run_path(str(SCRIPT), run_name="cnn_dropout")["cli"]
+
+    def interrupted(*args, **kwargs):
+        raise SweepInterrupted("interrupted: nothing was stored (no output file)")
+
+    monkeypatch.setitem(cli.__globals__, "cnn_dropout", interrupted)
+    assert cli([str(tmp_path / "out"), "--quick"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "scripts/cnn_dropout.py: interrupted: nothing was stored (no output file)"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("what", ["not_netcdf", "other_kind", "same_seeds"])
+def test_combine_of_wrong_files_is_one_line(tmp_path, what):
+    if what == "not_netcdf":
+        (tmp_path / "a.nc").write_text("hello")
+        parts = [tmp_path / "a.nc"]
+    elif what == "other_kind":
+        parts = [ROOT / "figures" / "supplement" / "two_measures" / "linear_network.nc"]
+    else:
+        parts = [REDUCED, REDUCED]
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), "--combine",
+                          *map(str, parts)], capture_output=True, text=True, cwd=tmp_path,
+                         check=False)
+    assert out.returncode == 2, out.stderr
+    assert "--combine" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()

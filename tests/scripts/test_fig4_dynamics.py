@@ -29,9 +29,10 @@ def test_the_misfit_is_zero_for_an_affine_image_and_grows_with_a_bend():
 
 
 def test_quick_run_writes_network_chain_and_figure(tmp_path, capsys):
-    argv = [str(tmp_path), "--quick", "--seeds", "2", "--chain-seeds", "2"]
+    argv = [str(tmp_path), "--quick", "--seeds", "2", "--chain-seeds", "2", "--epochs", "4"]
     assert fig4.cli(argv) == 0
     net = results.load(tmp_path / "fig4_network.nc", kind="fig4.network")
+    assert net["epoch"].values[-1] == 4  # --epochs is honoured with --quick too
     assert list(net["setting"].values) == ["b", "c", "d"]
     assert list(net["batch_size"].values) == [200, 100, 50]
     assert net.sizes["seed"] == 2 and net["load_curve_epochs"].ndim == 4
@@ -42,7 +43,7 @@ def test_quick_run_writes_network_chain_and_figure(tmp_path, capsys):
     assert (tmp_path / "fig4.png").stat().st_size > 10_000
     assert "| b |" in capsys.readouterr().out
     # --refit reuses the networks: the same fit
-    assert fig4.cli([*argv, "--refit"]) == 0
+    assert fig4.cli([str(tmp_path), "--chain-seeds", "2", "--refit"]) == 0
     again = results.load(tmp_path / "fig4_chain.nc", kind="fig4.chain")
     np.testing.assert_allclose(again["mu_right"].values, chain["mu_right"].values)
 
@@ -50,7 +51,9 @@ def test_quick_run_writes_network_chain_and_figure(tmp_path, capsys):
 @pytest.mark.parametrize("argv, word", [
     (["--seeds", "0"], "--seeds"), (["--record-every", "0"], "--record-every"),
     (["--epochs", "5", "--record-every", "10"], "--record-every"),
-    (["--refit"], "--refit"), (["--bogus"], "unrecognized")])
+    (["--refit"], "--refit"), (["--bogus"], "unrecognized"),
+    (["--quick", "--record-every", "7"], "--record-every"),
+    (["--refit", "--seeds", "2"], "--seeds"), (["--refit", "--quick"], "--quick")])
 def test_bad_options_are_one_line_before_any_work(tmp_path, capsys, argv, word):
     folder = tmp_path / "out"
     try:
@@ -61,3 +64,27 @@ def test_bad_options_are_one_line_before_any_work(tmp_path, capsys, argv, word):
     err = capsys.readouterr().err
     assert word in err and len(err.strip().splitlines()) == 1
     assert not folder.exists()
+
+
+def test_a_file_where_the_folder_goes_is_one_line(tmp_path, capsys):
+    folder = tmp_path / "out"
+    folder.write_text("")
+    with pytest.raises(SystemExit) as stop:
+        fig4.cli([str(folder), "--quick"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "is a file" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content", ["not_netcdf", "other_kind"])
+def test_refit_of_a_wrong_network_file_is_one_line(tmp_path, capsys, content):
+    target = tmp_path / "fig4_network.nc"
+    if content == "not_netcdf":
+        target.write_text("hello")
+    else:
+        target.write_bytes((_PATH.parents[1] / "figures" / "supplement" / "cnn_dropout.nc")
+                           .read_bytes())
+    assert fig4.cli([str(tmp_path), "--refit"]) == 2
+    err = capsys.readouterr().err
+    assert "--refit" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig4_network.nc"]

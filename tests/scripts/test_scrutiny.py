@@ -67,6 +67,14 @@ def test_bad_input_is_one_line():
     assert out.returncode == 2 and "--draws must be an integer >= 0" in out.stderr
     out = run("no/such/folder")
     assert out.returncode == 2 and "no dnn_<knob>.nc in no/such/folder" in out.stderr
+    for option in (["--draws", "5"], ["--workers", "1"]):  # they would do nothing
+        out = run("figures/paper", "--tables-only", *option)
+        assert out.returncode == 2 and "--tables-only computes nothing" in out.stderr
+
+
+def test_help_names_the_whole_first_sentence():
+    out = run("--help")
+    assert out.returncode == 0 and "docs/prediction.md" in out.stdout
 
 
 def test_the_script_imports_without_running():

@@ -51,3 +51,11 @@ def test_bad_options_are_one_line_before_any_work(tmp_path, capsys, argv, word):
     err = capsys.readouterr().err
     assert word in err and len(err.strip().splitlines()) == 1
     assert not folder.exists()
+
+
+def test_a_file_where_the_folder_goes_is_one_line(tmp_path, capsys):
+    folder = tmp_path / "out"
+    folder.write_text("")
+    assert chains.cli([str(folder), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "is a file, not a folder" in err and len(err.strip().splitlines()) == 1

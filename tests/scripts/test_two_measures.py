@@ -81,3 +81,28 @@ def test_the_diagrams_found_and_the_ones_left_out_cover_every_sweep():
     assert sorted(both + fewer) == sorted(str(p.relative_to(ROOT))
                                           for p in (ROOT / "figures").rglob("dnn_*.nc"))
     assert np.all([p.startswith("figures/") for p in both])
+
+
+def test_a_file_where_the_folder_goes_is_one_line(tmp_path):
+    folder = tmp_path / "out"
+    folder.write_text("")
+    out = subprocess.run([sys.executable, str(SCRIPT), str(folder)], capture_output=True,
+                         text=True, cwd=ROOT, check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "is a file, not a folder" in out.stderr
+
+
+@pytest.mark.parametrize("content", ["not_netcdf", "other_kind"])
+def test_reuse_linear_of_a_wrong_file_is_one_line(tmp_path, content):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "linear_network.nc"
+    if content == "not_netcdf":
+        target.write_text("hello")
+    else:
+        target.write_bytes((ROOT / "figures" / "supplement" / "cnn_dropout.nc").read_bytes())
+    out = subprocess.run([sys.executable, str(SCRIPT), str(folder), "--reuse-linear"],
+                         capture_output=True, text=True, cwd=ROOT, check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--reuse-linear" in out.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["linear_network.nc"]

@@ -202,3 +202,30 @@ def test_the_ncc_does_not_depend_on_the_thread_count():
             torch.set_num_threads(old)
     assert torch.equal(results[0][0], results[1][0])
     assert all(torch.equal(a, b) for a, b in zip(results[0][1], results[1][1], strict=True))
+
+
+def test_features_labels_and_centres_of_the_wrong_shape_are_refused_by_name():
+    feats = [torch.randn(1, 10, 4), torch.randn(1, 10, 3)]
+    y = torch.arange(10) % 2
+    centres = laws.class_centres(feats, y)
+    with pytest.raises(ConfigError, match="features must be a non-empty list"):
+        laws.class_centres([], y)
+    with pytest.raises(ConfigError, match="features must be a non-empty list"):
+        laws.class_centres([torch.randn(10, 4)], y)  # no model axis
+    with pytest.raises(ConfigError, match="labels must be integer"):
+        laws.class_centres(feats, y + 0.5)
+    with pytest.raises(ConfigError, match="centres must be of the same M models"):
+        laws.ncc_to_centres([torch.randn(3, 10, 4), torch.randn(3, 10, 3)], y, centres)
+    with pytest.raises(ConfigError, match="centres must be of the same M models"):
+        laws.ncc_to_centres([torch.randn(1, 10, 3), torch.randn(1, 10, 3)], y, centres)
+    with pytest.raises(ConfigError, match=r"labels must be \(N,\)"):
+        laws.ncc_to_centres(feats, y[:4], centres)
+
+
+@pytest.mark.parametrize(("acc", "threshold", "name"), [
+    ([0.5, 5.0, 1.0], 0.99, "ncc_accuracy"), ([0.5, -0.1, 1.0], 0.99, "ncc_accuracy"),
+    ([0.5, 1.0, 1.0], 0.0, "threshold"), ([0.5, 1.0, 1.0], float("nan"), "threshold")])
+def test_effective_depth_refuses_accuracies_and_thresholds_outside_their_range(acc, threshold,
+                                                                               name):
+    with pytest.raises(ConfigError, match=f"^{name} must be"):
+        laws.effective_depth(acc, threshold=threshold)

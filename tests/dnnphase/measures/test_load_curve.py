@@ -363,3 +363,35 @@ def test_streaming_memory_does_not_grow_with_the_data():
         assert out.returncode == 0, out.stderr
         grow.append(float(out.stdout.split()[-1]))
     assert abs(grow[1] - grow[0]) < 5, grow
+
+
+def test_one_layer_name_as_a_string_is_refused_naming_layers():
+    model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
+    x, y = torch.randn(20, 4), torch.arange(20) % 2
+    for call in (lambda: measure_model(model, (x, y), layers="1"),
+                 lambda: LoadCurveRecorder(model, (x, y), layers="1")):
+        with pytest.raises(ConfigError, match=r"layers must be a list of module names"):
+            call()
+    assert list(measure_model(model, (x, y), layers=["1"])["layer"].values) == ["1"]
+
+
+def test_a_default_block_that_does_not_run_is_named_with_a_hint():
+    class Skips(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            for block in self.blocks[:2]:  # the last block is never called
+                x = block(x)
+            return self.head(x)
+
+    x, y = torch.randn(20, 4), torch.arange(20) % 2
+    with pytest.raises(ConfigError, match=r"default layers.*'blocks\.2'\] produced no output"):
+        measure_model(Skips(), (x, y))
+    with pytest.raises(ConfigError, match="forward pass \\(got") as err:
+        measure_model(Skips(), (x, y), layers=["input", "blocks.2"])
+    assert "default" not in str(err.value)
+    ds = measure_model(Skips(), (x, y), layers=["input", "blocks.0", "blocks.1"])
+    assert list(ds["layer"].values) == ["input", "blocks.0", "blocks.1"]

@@ -200,3 +200,14 @@ def test_a_record_function_gets_each_models_own_labels(data):
     assert all(labels is not None for labels in seen)
     for epoch, rec in res.snapshots:
         assert torch.equal(rec, res.train_labels[:, :5].double()), epoch
+
+
+def test_the_optimizer_defaults_are_the_optimizers_own():
+    """Written out as values (so the API reference shows them), they stay those of
+    OptimizerSettings."""
+    from dnnphase.training.optim import OptimizerSettings
+    from dnnphase.training.settings import TrainingSettings
+
+    ours, theirs = TrainingSettings(), OptimizerSettings()
+    assert (ours.optimizer, ours.momentum, ours.weight_decay) == (
+        theirs.kind, theirs.momentum, theirs.weight_decay)
