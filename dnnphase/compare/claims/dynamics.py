@@ -70,7 +70,7 @@ def _nanmean(values) -> float:
 
 def _word(curvature: float) -> str:
     value = phase_label(np.asarray(curvature, dtype=float))
-    return "nan" if not np.isfinite(value) else WORDS[int(value)]
+    return "no drop" if not np.isfinite(value) else WORDS[int(value)]
 
 
 def _phase(curvature: float) -> float:

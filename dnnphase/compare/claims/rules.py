@@ -73,8 +73,9 @@ class LinearBest(dict):
     ``hits_high`` (95 % over seed resamples), ``verdict``, ``per_row`` (hit per row)."""
 
     def ours(self) -> str:
-        return (f"{self['hits']} of {self['rows']} rows "
-                f"[{self['hits_low']:g}, {self['hits_high']:g}], chance {self['chance']:.1f}")
+        return (f"{self['hits']} of {self['rows']} rows (95 % interval over seeds "
+                f"{self['hits_low']:g}–{self['hits_high']:g}), {self['chance']:.1f} expected by "
+                f"chance")
 
     def why(self) -> str:
         return (f"the most linear cell is among the best in {self['hits']} of {self['rows']} "

@@ -58,7 +58,8 @@ def _s2_rows(root: Path, name: str, label: str, fig: str) -> list[Claim]:
     config = SweepConfig(**json.loads(ds.attrs["config"]))  # its defaults filled in
     scale = (f"{label}: {config.channels} channels, {config.epochs} epochs, "
              f"{ds.sizes['seed']} seeds")
-    command = ("python scripts/cnn_dropout.py figures/supplement/paper_scale --paper"
+    command = ("python scripts/cnn_dropout.py figures/supplement/paper_scale --paper (the "
+               "committed seeds: --seeds shares joined by --combine)"
                if "paper_scale" in name else "python scripts/cnn_dropout.py figures/supplement")
     chance = ds.attrs.get("chance_accuracy", 0.0)
     acc = ds["test_accuracy"].values  # (P, S)
