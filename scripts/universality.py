@@ -17,7 +17,6 @@ before any work.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 
 from dnnphase.sweeps import universality
+from phasecore.commandline import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = "figures/supplement/universality"
@@ -38,8 +38,8 @@ def _what(config: dict) -> dict:
 
 def parse(argv: list[str] | None = None):
     """The options, and every diagram's configuration, all checked: a bad one exits 2 with
-    one line (argparse's), before anything is written."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    one line, before anything is written."""
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default=FOLDER,
                         help=f"output folder (created if missing; default {FOLDER})")
     parser.add_argument("--only", default=None,
