@@ -64,7 +64,7 @@ class TrainingSettings:
 
     epochs: int = EPOCHS
     batch_size: int | None = None  # None: full batch
-    optimizer: str = "adam"  # "adam" | "sgd" (OptimizerSettings.kind's default)
+    optimizer: str = OptimizerSettings.kind  # "adam" | "sgd"
     lr: float = LR
     loss_threshold: float = LOSS_THRESHOLD
     patience: int = PATIENCE
@@ -72,8 +72,8 @@ class TrainingSettings:
     dtype: str | torch.dtype = "float32"
     device: str | torch.device = "auto"
     schedule: tuple = ()  # (epoch, knob, value) entries: dnnphase.training.schedule
-    momentum: float = 0.0  # SGD (OptimizerSettings.momentum's default)
-    weight_decay: float = 0.0  # L2 added, as torch.optim (OptimizerSettings's default)
+    momentum: float = OptimizerSettings.momentum  # SGD
+    weight_decay: float = OptimizerSettings.weight_decay  # L2 added, as torch.optim
     lr_drops: tuple = ()  # fractions of the run: lr / 10 after each
 
     def __post_init__(self) -> None:

@@ -447,6 +447,6 @@ def test_measure_model_names_a_layer_given_as_text():
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
     data = (torch.randn(20, 4), torch.arange(20) % 2)
     with pytest.raises(ConfigError, match=r"^layers must be a list of module names \(one "
-                                          r"layer: \['0'\]\)"):
+                                          r"name as a list: \['name'\]\) \(got '0'\)"):
         measure_model(model, data, layers="0")
     assert measure_model(model, data, layers=["0"])["load_curve"].sizes["layer"] == 1

@@ -203,8 +203,7 @@ def test_a_record_function_gets_each_models_own_labels(data):
 
 
 def test_the_optimizer_defaults_are_the_optimizers_own():
-    """Written out as values (so the API reference shows them), they stay those of
-    OptimizerSettings."""
+    """A sweep's optimizer defaults are those of OptimizerSettings, their one home."""
     from dnnphase.training.optim import OptimizerSettings
     from dnnphase.training.settings import TrainingSettings
 
