@@ -18,7 +18,7 @@ from phasecore.executors import interrupt_once
 from phasecore.progress import say
 from phasecore.results import OutputExistsError
 
-__all__ = ["Parser", "add_options", "folder_command", "output_options", "run"]
+__all__ = ["Parser", "add_options", "folder_command", "integer", "output_options", "run"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -32,6 +32,20 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog.split()[0]}: error: {message} (see {self.prog} --help)\n")
+
+
+def integer(low: int, high: int | None = None):
+    """An argparse ``type``: an integer in ``low..high`` (no upper bound when None), named
+    "integer in low..high" (or "integer >= low") in argparse's one-line error."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low or (high is not None and value > high):
+            raise ValueError
+        return value
+
+    parse.__name__ = f"integer >= {low}" if high is None else f"integer in {low}..{high}"
+    return parse
 
 
 def add_options(group, table) -> None:

@@ -38,7 +38,7 @@ import numpy as np
 import xarray as xr
 
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser
+from phasecore.commandline import Parser, integer
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
 
@@ -254,27 +254,19 @@ def main(args) -> None:
           " s")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError
-    return value
-
-
-_positive.__name__ = "integer >= 1"
 
 
 def build_parser() -> Parser:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="figures/paper/fig4",
                         help="where the files go (default figures/paper/fig4)")
-    parser.add_argument("--seeds", type=_positive, default=None,
+    parser.add_argument("--seeds", type=integer(1), default=None,
                         help="networks per setting (default 10, the paper's count)")
-    parser.add_argument("--chain-seeds", type=_positive, default=32,
+    parser.add_argument("--chain-seeds", type=integer(1), default=32,
                         help="chains averaged per setting (default 32)")
-    parser.add_argument("--epochs", type=_positive, default=None,
+    parser.add_argument("--epochs", type=integer(1), default=None,
                         help=f"(default 100; --quick {QUICK['epochs']})")
-    parser.add_argument("--record-every", type=_positive, default=None,
+    parser.add_argument("--record-every", type=integer(1), default=None,
                         help="epochs between recorded load curves (default 2)")
     parser.add_argument("--refit", action="store_true",
                         help="reuse FOLDER/fig4_network.nc; only fit, simulate and draw")

@@ -30,7 +30,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from phasecore.checks import ConfigError  # noqa: E402
-from phasecore.commandline import Parser  # noqa: E402
+from phasecore.commandline import Parser, integer  # noqa: E402
 from phasecore.commandline import run as run_command  # noqa: E402
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label  # noqa: E402
 
@@ -93,21 +93,13 @@ def main(args) -> None:
     print(f"{table(ds)}\n{time.perf_counter() - start:.0f} s")
 
 
-def _seeds(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= 100:
-        raise ValueError
-    return value
-
-
-_seeds.__name__ = "integer in 1..100"
 
 
 def build_parser() -> Parser:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="figures/supplement",
                         help="where the files go (default figures/supplement)")
-    parser.add_argument("--seeds", type=_seeds, default=None,
+    parser.add_argument("--seeds", type=integer(1, 100), default=None,
                         help="networks per cell, 1..100 (default 4; --quick 2)")
     parser.add_argument("--quick", action="store_true",
                         help="a tiny network on 8 x 8 digits (seconds; for tests)")

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser
+from phasecore.commandline import Parser, integer
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE
 
@@ -145,14 +145,6 @@ def _names(text: str) -> tuple[str, ...]:
 _names.__name__ = f"comma-separated list of {', '.join(NAMES)}"
 
 
-def _seeds(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= 1000:
-        raise ValueError
-    return value
-
-
-_seeds.__name__ = "integer in 1..1000"
 
 
 def build_parser() -> Parser:
@@ -161,7 +153,7 @@ def build_parser() -> Parser:
                         help="where the files go (default figures/supplement/chains)")
     parser.add_argument("--only", type=_names, default=NAMES,
                         help=f"which figures, comma-separated (default {','.join(NAMES)})")
-    parser.add_argument("--seeds", type=_seeds, default=None,
+    parser.add_argument("--seeds", type=integer(1, 1000), default=None,
                         help="chains per cell of every figure, 1..1000 (default "
                              + ", ".join(f"{k} {v}" for k, v in SEEDS.items()) + ")")
     parser.add_argument("--quick", action="store_true",
