@@ -32,6 +32,8 @@ _PARSED = {
     "measures": lambda text: [m.strip() for m in str(text).split(",") if m.strip()],
     "schedule": lambda text: _schedule(text),
     "lr_drops": lambda text: _fractions(text),
+    "depths": lambda text: [int(v) if float(v).is_integer() else float(v)
+                            for v in parse_values(text, name="depths")],
 }
 
 
@@ -91,14 +93,15 @@ def _sweep_options():
     :mod:`dnnphase.measures.separation_numpy`, ...), defaults from SweepConfig
     (:func:`_sweep_defaults`).
     """
+    return _grid_and_network_options() + _training_options()
+
+
+def _grid_and_network_options():
+    """The grid's, the data's and the network's options (see :func:`_sweep_options`)."""
     from dnnphase.data import DATASETS
     from dnnphase.knobs import ALPHA, KNOBS
-    from dnnphase.measures.separation_numpy import MEASURE_NAMES
     from dnnphase.networks.architecture import ARCHS
     from dnnphase.networks.mlp import NORMS, WEIGHT_INITS
-    from dnnphase.training.optim import OPTIMIZERS
-    from dnnphase.training.schedule import LR_DROP_DIVISOR, SCHEDULED
-    from dnnphase.training.train import DTYPES
 
     grids = "; ".join(f"{name} {','.join(f'{v:g}' for v in k.default_values)}"
                       for name, k in KNOBS.items())
@@ -120,6 +123,10 @@ def _sweep_options():
          f"the network, one of {', '.join(ARCHS)} (cnn: the paper's Fig. S2 CNN, on images; "
          "linear: the MLP with the identity, --alpha 1)"),
         ("--depth", "depth", int, "hidden layers L (conv layers for the CNN)"),
+        ("--depths", "depths", str,
+         "depth as a sweep axis: hidden-layer counts, each >= 2, as --values (e.g. 3,7,19); "
+         "every model at every depth, --depth left out; the result gains a depth dimension, "
+         "each depth's load curve at its own length (default: --depth only)"),
         ("--width", "width", int, "hidden width n (mlp, linear)"),
         ("--channels", "channels", int, "channels of every conv layer (cnn)"),
         ("--kernel-size", "kernel_size", int, "odd conv kernel size (cnn)"),
@@ -130,6 +137,17 @@ def _sweep_options():
         ("--weight-init", "weight_init", str,
          f"initialisation of the linear maps, one of {', '.join(WEIGHT_INITS)} (orthogonal: "
          "random orthogonal weights, zero biases)"),
+    ]
+
+
+def _training_options():
+    """The training's, the measures' and the chunks' options (see :func:`_sweep_options`)."""
+    from dnnphase.measures.separation_numpy import MEASURE_NAMES
+    from dnnphase.training.optim import OPTIMIZERS
+    from dnnphase.training.schedule import LR_DROP_DIVISOR, SCHEDULED
+    from dnnphase.training.train import DTYPES
+
+    return [
         ("--optimizer", "optimizer", str, " or ".join(OPTIMIZERS)),
         ("--momentum", "momentum", float,
          "SGD's momentum, in [0, 1), with --optimizer sgd only (He & Su, Galanti et al.: 0.9)"),

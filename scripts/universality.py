@@ -17,8 +17,6 @@ before any work.
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -28,12 +26,6 @@ from phasecore.commandline import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = "figures/supplement/universality"
-#: How a sweep was computed, not what: reused across these (as dnnphase reproduce does).
-HOW_NOT_WHAT = ("models_per_chunk", "device")
-
-
-def _what(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k not in HOW_NOT_WHAT}
 
 
 def parse(argv: list[str] | None = None):
@@ -54,6 +46,7 @@ def parse(argv: list[str] | None = None):
                         help="worker processes (default: one per core; --quick: none)")
     parser.set_defaults(scale="reduced")
     args = parser.parse_args(argv)
+    from dnnphase.sweeps.named_sweeps import stored_matches
     from dnnphase.sweeps.sweep import load_data
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_workers
@@ -66,7 +59,7 @@ def parse(argv: list[str] | None = None):
         if folder.exists() and not folder.is_dir():
             raise ConfigError(f"folder must be a folder (got the file {str(folder)!r})")
         for name, cfg in configs.items():
-            _stored_matches(folder / f"{name}.nc", cfg)
+            stored_matches(folder / f"{name}.nc", cfg)
             cfg.check_device()
             cfg.check_data(load_data(cfg))  # a missing data set: one line naming its fix
     except (ConfigError, FileNotFoundError, ValueError) as err:
@@ -74,57 +67,18 @@ def parse(argv: list[str] | None = None):
     return args, configs, scheduler
 
 
-def _stored_matches(path: Path, cfg, strict: bool = True) -> bool:
-    """Whether ``path`` holds this configuration's finished sweep (False: none there);
-    another configuration there is an error (``strict``) or False."""
-    from phasecore import results
-    from phasecore.checks import ConfigError
-
-    if not path.exists():
-        return False
-    stored = json.loads(results.load(path, kind="dnnphase.sweep").attrs["config"])
-    if _what(stored) != _what(json.loads(json.dumps(cfg.to_dict(), default=str))):
-        if not strict:
-            return False
-        raise ConfigError(f"{path} holds another configuration (another scale?); move it or "
-                          "choose another folder")
-    return True
-
-
-def _twin(folder: Path, name: str, cfg) -> Path | None:
-    """Another diagram's finished file in ``folder`` with this configuration (S5's depth 7
-    and S6's width 100 are both the paper's network), or None."""
-    for figure in universality.FIGURES.values():
-        for other in figure:
-            path = folder / f"{other}.nc"
-            if other != name and path.exists() and _stored_matches(path, cfg, strict=False):
-                return path
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     args, configs, scheduler = parse(argv)
-    from dnnphase.sweeps.sweep import sweep
-    from phasecore import results
+    from dnnphase.sweeps.named_sweeps import run_named
     from phasecore.panels import save_figure
 
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
     started, figure_seconds = time.monotonic(), {}
     for name, cfg in configs.items():
-        path = folder / f"{name}.nc"
         begun = time.monotonic()
-        twin = _twin(folder, name, cfg)
-        if not path.exists() and twin is not None:  # the same networks under another name
-            shutil.copyfile(twin, path)
-            print(f"{name}: the configuration of {twin.name}, copied", flush=True)
-        if _stored_matches(path, cfg):
-            print(f"reusing {path}", flush=True)
-            ds = results.load(path, kind="dnnphase.sweep")
-        else:
-            n = len(cfg.alphas) * len(cfg.values) * len(cfg.seeds)
-            print(f"{name}: {n} networks", flush=True)
-            ds = sweep(cfg, output=path, scheduler=scheduler, workers=args.workers,
+        names = [n for figure in universality.FIGURES.values() for n in figure]
+        ds = run_named(name, cfg, folder, names, scheduler=scheduler, workers=args.workers,
                        quiet=args.scale == "quick")
         save_figure(universality.plot_diagram(ds, name, args.scale), folder / f"{name}.png")
         figure = universality.figure_of(name)

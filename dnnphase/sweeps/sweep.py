@@ -29,6 +29,7 @@ from dnnphase.data import check_class_sizes, dataset_key
 from dnnphase.measures import laws
 from dnnphase.measures.separation_numpy import check_measures
 from dnnphase.networks.architecture import Architecture
+from dnnphase.sweeps import depth_axis
 from dnnphase.sweeps.assemble import assemble as _assemble
 from dnnphase.sweeps.memory import check_sweep_memory
 from dnnphase.training.schedule import own_value_used
@@ -69,6 +70,12 @@ class SweepConfig(TrainingSettings):
         The data, see :func:`dnnphase.data.load_dataset`.
     size : int, optional
         An image data set's side after resizing (its ``size`` option; None: its own).
+    depths : sequence of int, optional
+        Depth as a sweep axis: networks of each of these depths (hidden layers, each >= 2,
+        distinct), every (alpha, value, seed) model at every depth, in one resumable sweep;
+        ``depth`` then stays at its default. The result gains a ``depth`` dimension and
+        each depth's load curve keeps its own length: layers 0..depth, NaN above
+        (:mod:`dnnphase.sweeps.depth_axis`). Default ``()``: the one ``depth``.
     arch, depth, width, channels, kernel_size, norm, bias, weight_init
         The network, :class:`dnnphase.networks.architecture.Architecture` (meaning, checks;
         ``norm`` in :data:`dnnphase.networks.mlp.NORMS`, ``weight_init`` in
@@ -125,6 +132,7 @@ class SweepConfig(TrainingSettings):
     measures: tuple = defaults.SWEEP_MEASURES
     record_every: int = 0
     models_per_chunk: int | None = None
+    depths: tuple = ()
 
     def __post_init__(self):
         if self.values is None:
@@ -135,6 +143,7 @@ class SweepConfig(TrainingSettings):
         object.__setattr__(self, "alphas", tuple(check_grid("alphas", self.alphas)))
         object.__setattr__(self, "seeds", seed_list(self.seeds, at_most=defaults.MAX_SEEDS))
         object.__setattr__(self, "measures", tuple(np.atleast_1d(self.measures).tolist()))
+        object.__setattr__(self, "depths", depth_axis.normalise(self.depths))
         super().__post_init__()  # validates
         if self.models_per_chunk is None:
             object.__setattr__(self, "models_per_chunk", self._default_chunk())
@@ -165,6 +174,7 @@ class SweepConfig(TrainingSettings):
         require(self.depth >= 2, "depth",
                 "an integer >= 2 (a load curve's curvature needs layers 0..L, L >= 2)",
                 self.depth)
+        depth_axis.check(self.depths, self.depth, _FIELD_DEFAULTS["depth"])
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)
@@ -188,15 +198,22 @@ class SweepConfig(TrainingSettings):
         # Before any plan is made: 10^9 networks would fill the memory with their chunk
         # plan alone, silently. Per network at least every layer's measures and
         # snapshots, and a few scalars (the result holds more: the estimate errs low).
-        n_models = len(self.alphas) * len(self.values) * len(self.seeds)
+        n_depths, deepest = len(self.depths) or 1, max(self.depths or (self.depth,))
+        n_models = len(self.alphas) * len(self.values) * len(self.seeds) * n_depths
         snapshots = 1 + self.epochs // self.record_every if self.record_every else 1
         check_result_size(
             f"{len(self.alphas)} alphas x {len(self.values)} values x {len(self.seeds)} seeds "
-            f"= {n_models} networks",
-            n_models * ((self.depth + 1) * (len(self.measures) + snapshots) + 8))
+            + (f"x {n_depths} depths " if self.depths else "") + f"= {n_models} networks",
+            n_models * ((deepest + 1) * (len(self.measures) + snapshots) + 8))
         # Each network's loss at every epoch is kept (--epochs 1e12 failed allocating TiB).
         check_result_size(f"epochs = {self.epochs} (a loss per epoch for each of {n_models} "
                           "networks)", n_models * self.epochs, hint="fewer epochs")
+
+    def per_depth(self) -> list[SweepConfig]:
+        """The sweep at each of ``depths`` (one sweep of one depth each), or ``[self]``."""
+        if not self.depths:
+            return [self]
+        return [self.replace(depth=d, depths=()) for d in self.depths]
 
     def architecture(self) -> Architecture:
         """The network every model of the sweep is (checked on construction)."""
@@ -221,8 +238,9 @@ class SweepConfig(TrainingSettings):
         validate_workers(workers, scheduler)
         self.check_device()
         data = load_data(self)
-        self.check_data(data)
-        check_sweep_memory(self, data, scheduler=scheduler, workers=workers,
+        deepest = self.replace(depth=max(self.depths), depths=()) if self.depths else self
+        deepest.check_data(data)
+        check_sweep_memory(deepest, data, scheduler=scheduler, workers=workers,
                            on_cuda=runs_on_cuda(self.device))
         return data
 
@@ -273,7 +291,7 @@ _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 #: Fields added after results were stored (figures/): left out of a stored configuration
 #: while at their default, so such results resume and are reused as before.
 _LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule", "momentum", "weight_decay",
-                 "lr_drops", "random_labels", "size")
+                 "lr_drops", "random_labels", "size", "depths")
 
 
 def default_scheduler(device: str, workers: int | None = None) -> str:
@@ -342,7 +360,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     Returns
     -------
     xarray.Dataset
-        Dims (alpha, ``<knob>``, seed, measure, layer[, epoch]): ``load_curve``, ``curvature``,
+        Dims (alpha, ``<knob>``, seed[, depth], measure, layer[, epoch]) (``depth`` with
+        ``depths``; layers above a depth's own are NaN): ``load_curve``, ``curvature``,
         ``curvature_scaled`` (per measure), ``test_accuracy``, ``train_accuracy``,
         ``train_loss``, ``epochs_run``, ``steps_run``, ``diverged``, ``diverged_reason``;
         ``load_curve_epochs`` if ``record_every``; the test set's ``load_curve_test``,
@@ -365,13 +384,16 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     if output is not None:
         check_output(output, overwrite)
     data = cfg.preflight(scheduler, workers)
-    plan = chunk_plan(cfg)
-    # The checked configuration itself travels (pickled), so no worker checks it again.
-    # The fused layer's switch travels too: a pool's workers import the default.
+    # The checked configuration itself travels (pickled), so no worker checks it again
+    # (with a depth axis: each depth's own). The fused layer's switch travels too: a
+    # pool's workers import the default.
     from dnnphase.networks import stack
 
-    payloads = [{"config": cfg, "models": models, "fused_cpu_layers": stack.FUSED_CPU_LAYERS}
-                for models in plan]
+    members = cfg.per_depth()
+    plans = [chunk_plan(member) for member in members]
+    payloads = [{"config": member, "models": models,
+                 "fused_cpu_layers": stack.FUSED_CPU_LAYERS}
+                for member, plan in zip(members, plans, strict=True) for models in plan]
     if len(payloads) > 1:  # one chunk runs here, without a pool
         check_pool_can_start(scheduler)
     # A store of chunks that mixed batch sizes (before they were kept apart) is not resumed
@@ -384,7 +406,13 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     chunks, store = run_chunked(train_chunk, payloads, config=stored, output=output,
                                 overwrite=overwrite, scheduler=scheduler, workers=workers,
                                 quiet=quiet, label=f"{cfg.knob} sweep")
-    ds = _assemble(chunks, cfg)
+    if cfg.depths:
+        bounds = np.cumsum([0] + [len(plan) for plan in plans])
+        ds = depth_axis.stack([_assemble(chunks[a:b], member) for a, b, member
+                               in zip(bounds[:-1], bounds[1:], members, strict=True)],
+                              cfg.depths)
+    else:
+        ds = _assemble(chunks, cfg)
     ds.attrs["knob"] = cfg.knob
     ds.attrs["data"] = json.dumps(data.info, default=str)
     return finish(ds, "dnnphase.sweep", cfg.to_dict(), store)

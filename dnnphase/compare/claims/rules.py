@@ -22,8 +22,8 @@ import xarray as xr
 from dnnphase.compare.peaks import row_accuracy_peaks
 from dnnphase.knobs import KNOBS, larger_is_noisier
 
-__all__ = ["RULE_TEXT", "LinearBest", "linear_best", "linear_best_of_sweep", "sweep_cells",
-           "verdict_of"]
+__all__ = ["RULE_TEXT", "LinearBest", "linear_best", "linear_best_of_sweep", "mean_interval",
+           "sweep_cells", "verdict_of", "with_interval"]
 
 RULE_TEXT = """
 Per nonlinearity row of a diagram (one α, the noise knob across): the row's *most linear
@@ -129,3 +129,28 @@ def linear_best_of_sweep(network: xr.Dataset, measure: str = "trace_ratio", **kw
     curvature, accuracy, values = sweep_cells(network, measure)
     return linear_best(curvature, accuracy, values,
                        log_scale=knob in KNOBS and KNOBS[knob].scale == "log", **kw)
+
+
+def mean_interval(values, n_boot: int = 400, seed: int = 0) -> tuple[float, float, float]:
+    """The mean of per-seed ``values`` (S,) and its 95 % interval by resampling the seeds
+    (NaN seeds left out; NaN interval with fewer than two finite seeds)."""
+    values = np.asarray(values, dtype=float).ravel()
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return np.nan, np.nan, np.nan
+    if values.size < 2:
+        return float(values.mean()), np.nan, np.nan
+    means = np.random.default_rng(seed).choice(values, (n_boot, values.size)).mean(1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return float(values.mean()), float(low), float(high)
+
+
+def with_interval(values, digits: int = 3, signed: bool = False) -> str:
+    """``mean [low, high]`` of per-seed ``values`` (:func:`mean_interval`), as text."""
+    mean, low, high = mean_interval(values)
+    form = f"{'+' if signed else ''}.{digits}f"
+    if not np.isfinite(mean):
+        return "n/a"
+    if not np.isfinite(low):
+        return f"{mean:{form}}"
+    return f"{mean:{form}} [{low:{form}}, {high:{form}}]"

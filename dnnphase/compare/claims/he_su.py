@@ -1,0 +1,318 @@
+"""He & Su's law of equi-separation (Figs. 1, 3, 7, 9 and 12 of *A law of data separation in
+deep learning*), from the sweeps ``python scripts/separation_laws.py`` commits in
+``figures/separation_laws`` (:mod:`dnnphase.sweeps.separation_laws`: settings, scale).
+
+The rules, fixed before any of these files was computed:
+
+* **the law holds** for a network when the seed-mean Pearson r of its log fuzziness
+  against the layer index is at most :data:`LAW_R` (−0.99; the paper's rows read −0.997 to
+  −1.000), **partly** when at most :data:`PARTLY_R` (−0.95), and differs above;
+* Fig. 1: the paper keeps, per network, the learning rate whose r is nearest −1 (their
+  rule, per seed here); the rows use it and say r at the learning rate of lowest seed-mean
+  training loss beside it, and one more row judges the law under that choice, which does
+  not look at r;
+* Fig. 1, ρ at 20 layers with Adam (0.818): holds within :data:`RHO_HOLDS` (0.03), partly
+  within :data:`RHO_PARTLY` (0.1);
+* Fig. 3: the optimal depth is the depth of lowest seed-mean fuzziness at the last layer;
+  holds where it is the paper's, partly where it is a neighbour on the depth grid;
+* Fig. 7: half-lives rising with the sample size, strictly at every step (holds) or only
+  from the smallest to the largest (partly);
+* Fig. 9: the law "does not emerge at the beginning": r at epoch 0 above :data:`PARTLY_R`
+  and the final r at most :data:`LAW_R`; "the decay ratio decreases" after the law
+  emerges (the first snapshot with r at most :data:`LAW_R`): Spearman of ρ with the epoch
+  at most −0.8 (holds), or the final ρ below ρ at emergence (partly);
+* Fig. 12: "a fuzzy version" on test data: the test curve's r at most :data:`PARTLY_R`.
+
+Intervals resample the seeds (:func:`dnnphase.compare.claims.rules.mean_interval`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from dnnphase.compare.claims.ledger import Claim
+from dnnphase.compare.claims.rules import mean_interval, with_interval
+from dnnphase.measures import laws
+
+__all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "PARTLY_R", "TITLE", "claims", "law_verdict",
+           "paper_rule"]
+
+TITLE = "He & Su: the law of equi-separation"
+ORDER = 70
+
+FOLDER = "figures/separation_laws"
+COMMAND = "python scripts/separation_laws.py --only {}"
+LAW_R = -0.99
+PARTLY_R = -0.95
+RHO_HOLDS, RHO_PARTLY = 0.03, 0.1
+SPEARMAN_FALLS = -0.8
+
+#: Fig. 1's r, (optimizer, their layers L) -> r, as the caption lists them ("by row first").
+PAPER_R = {("sgd", 4): -1.000, ("sgd", 8): -0.998, ("sgd", 20): -0.997,
+           ("momentum", 4): -0.999, ("momentum", 8): -0.998, ("momentum", 20): -0.998,
+           ("adam", 4): -1.000, ("adam", 8): -0.997, ("adam", 20): -0.999}
+OPTIMIZER_WORDS = {"sgd": "SGD", "momentum": "SGD with momentum", "adam": "Adam"}
+PAPER_RHO = 0.818  # Adam, 20 layers
+#: Fig. 3's optimal depths, their L (L − 1 hidden layers here).
+PAPER_OPTIMAL = {"mnist": 6, "fashion": 10}
+
+
+def law_verdict(r: float) -> str:
+    """The verdict of a seed-mean r: holds (<= LAW_R), partly (<= PARTLY_R), differs."""
+    if np.isfinite(r) and r <= LAW_R:
+        return "holds"
+    return "partly" if np.isfinite(r) and r <= PARTLY_R else "differs"
+
+
+def _open(root: Path, stem: str) -> xr.Dataset | None:
+    path = root / FOLDER / f"{stem}.nc"
+    if not path.exists():
+        return None
+    with xr.open_dataset(path) as ds:
+        return ds.load()
+
+
+def _epochs(ds: xr.Dataset) -> int:
+    """The epochs a sweep trained for (its stored configuration)."""
+    return int(json.loads(ds.attrs["config"])["epochs"])
+
+
+def _missing(id_: str, claim: str, experiment: str, paper: str) -> Claim:
+    return Claim(id_, claim, COMMAND.format(experiment), paper, "not computed", "cannot",
+                 f"{FOLDER}/{experiment}*.nc is not committed, or holds another scale "
+                 "without the paper's depths")
+
+
+def paper_rule(ds: xr.Dataset, depth: int) -> dict:
+    """Fig. 1's two choices of learning rate at one depth of a lr sweep: ``r_paper`` (S,)
+    r at each seed's lr of r nearest −1, ``lr_paper`` (S,) those lrs, ``rho_paper`` (S,);
+    ``lr_loss`` the lr of lowest seed-mean final training loss and ``r_loss`` (S,) there."""
+    r = ds["pearson_r"].sel(depth=depth).isel(alpha=0).transpose("lr", "seed").values
+    rho = ds["decay_ratio"].sel(depth=depth).isel(alpha=0).transpose("lr", "seed").values
+    loss = ds["train_loss"].sel(depth=depth).isel(alpha=0).transpose("lr", "seed").values
+    lrs = ds["lr"].values
+    pick = np.where(np.isfinite(r), r, np.inf).argmin(axis=0)  # (S,): r nearest -1
+    seeds = np.arange(r.shape[1])
+    with np.errstate(invalid="ignore"):
+        mean_loss = np.where(np.isfinite(loss).all(axis=1), loss.mean(axis=1), np.inf)
+    best = int(mean_loss.argmin())
+    return {"r_paper": np.where(np.isfinite(r).any(axis=0), r[pick, seeds], np.nan),
+            "lr_paper": lrs[pick], "rho_paper": rho[pick, seeds],
+            "lr_loss": float(lrs[best]), "r_loss": r[best]}
+
+
+def _fig1_rows(root: Path) -> list[Claim]:
+    files = {opt: _open(root, f"hesu_fig1_{opt}") for opt in OPTIMIZER_WORDS}
+    rows, loss_verdicts = [], []
+    for (opt, layers), paper_r in PAPER_R.items():
+        id_, claim = (f"He–Su Fig. 1 ({OPTIMIZER_WORDS[opt]}, {layers} layers)",
+                      f"log fuzziness falls linearly with the layer, r = {paper_r:.3f}")
+        ds = files[opt]
+        if ds is None or layers - 1 not in ds["depth"].values:
+            rows.append(_missing(id_, claim, "hesu_fig1", f"r {paper_r:.3f}"))
+            continue
+        chosen = paper_rule(ds, layers - 1)
+        mean_r = mean_interval(chosen["r_paper"])[0]
+        loss_verdicts.append(law_verdict(mean_interval(chosen["r_loss"])[0]))
+        lrs = ", ".join(f"{v:g}" for v in chosen["lr_paper"])
+        ours = (f"r {with_interval(chosen['r_paper'])} (their rule: lr {lrs} by seed); "
+                f"at the lowest-loss lr {chosen['lr_loss']:g}: "
+                f"{with_interval(chosen['r_loss'])}")
+        verdict = law_verdict(mean_r)
+        why = "" if verdict == "holds" else (
+            f"seed-mean r {mean_r:.3f} above {LAW_R} ({_epochs(ds)} of their 600 epochs)")
+        rows.append(Claim(id_, claim, COMMAND.format("hesu_fig1"), f"r {paper_r:.3f}", ours,
+                          verdict, why, tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files)))
+    if len(loss_verdicts) == len(PAPER_R):
+        n = sum(v == "holds" for v in loss_verdicts)
+        verdict = ("holds" if n == len(PAPER_R) else
+                   "partly" if n >= len(PAPER_R) / 2 else "differs")
+        rows.append(Claim(
+            "He–Su Fig. 1 (learning rate not chosen by r)",
+            "the law holds in all nine networks when the lr is the one of lowest training loss "
+            "(their rule picks the lr of r nearest −1)",
+            COMMAND.format("hesu_fig1"), "— (their rule only)",
+            f"{n} of {len(PAPER_R)} networks hold (seed-mean r <= {LAW_R})", verdict,
+            "" if verdict == "holds" else f"{len(PAPER_R) - n} networks' r above {LAW_R} at "
+            "their lowest-loss lr", tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files)))
+    adam = files["adam"]
+    id_, claim = ("He–Su Fig. 1 (Adam, 20 layers, ρ)",
+                  "decay ratio ρ = 0.818, half-life 3.45 layers")
+    if adam is None or 19 not in adam["depth"].values:
+        rows.append(_missing(id_, claim, "hesu_fig1", "ρ 0.818"))
+    else:
+        chosen = paper_rule(adam, 19)
+        rho = mean_interval(chosen["rho_paper"])[0]
+        gap = abs(rho - PAPER_RHO)
+        verdict = "holds" if gap <= RHO_HOLDS else "partly" if gap <= RHO_PARTLY else "differs"
+        half = np.log(2) / np.log(1 / rho) if 0 < rho < 1 else np.inf
+        rows.append(Claim(
+            id_, claim, COMMAND.format("hesu_fig1"), "ρ 0.818, half-life 3.45",
+            f"ρ {with_interval(chosen['rho_paper'])}, half-life {half:.2f} layers", verdict,
+            "" if verdict == "holds" else
+            f"|ρ − 0.818| = {gap:.3f} (> {RHO_HOLDS}); ρ depends on the training time: "
+            f"{_epochs(adam)} of their 600 epochs",
+            (f"{FOLDER}/hesu_fig1_adam.nc",)))
+    return rows
+
+
+def _last_layer(ds: xr.Dataset) -> np.ndarray:
+    """Each depth's fuzziness at its own last layer, (depth, S)."""
+    curves = ds["load_curve"].sel(measure="fuzziness").isel(alpha=0, lr=0)
+    return np.stack([curves.sel(depth=d, layer=d).values for d in ds["depth"].values])
+
+
+def _fig3_rows(root: Path) -> list[Claim]:
+    rows, optimal = [], {}
+    for key, words in (("mnist", "MNIST"), ("fashion", "Fashion-MNIST")):
+        id_ = f"He–Su Fig. 3 ({words})"
+        claim = f"the optimal depth (lowest final fuzziness) on {words} is {PAPER_OPTIMAL[key]}"
+        ds = _open(root, f"hesu_fig3_{key}")
+        if ds is None or PAPER_OPTIMAL[key] - 1 not in ds["depth"].values:
+            rows.append(_missing(id_, claim, "hesu_fig3", f"{PAPER_OPTIMAL[key]} layers"))
+            continue
+        depths = ds["depth"].values
+        final = _last_layer(ds)  # (D, S), log fuzziness
+        mean = np.nanmean(final, axis=1)
+        best = int(np.nanargmin(mean))
+        optimal[key] = depths[best] + 1
+        draws = np.random.default_rng(0).integers(0, final.shape[1], (400, final.shape[1]))
+        boot = np.array([depths[int(np.nanargmin(np.nanmean(final[:, d], axis=1)))] + 1
+                         for d in draws])
+        share = float(np.mean(boot == PAPER_OPTIMAL[key]))
+        grid = list(depths + 1)
+        paper_at = grid.index(PAPER_OPTIMAL[key])
+        verdict = ("holds" if best == paper_at else
+                   "partly" if abs(best - paper_at) == 1 else "differs")
+        r = ds["pearson_r"].isel(alpha=0, lr=0).transpose("depth", "seed").values
+        lawful = int(sum(law_verdict(mean_interval(row)[0]) == "holds" for row in r))
+        rows.append(Claim(
+            id_, claim, COMMAND.format("hesu_fig3"), f"{PAPER_OPTIMAL[key]} layers",
+            f"{optimal[key]} layers (of L = {', '.join(map(str, grid))}; the paper's "
+            f"{PAPER_OPTIMAL[key]} in {share:.0%} of seed resamples); the law (r <= {LAW_R}) "
+            f"at {lawful} of {len(grid)} depths", verdict,
+            "" if verdict == "holds" else
+            f"lowest final fuzziness at {optimal[key]} layers (Adam lr 1e-3 fixed, not chosen "
+            f"by their rule; {_epochs(ds)} of their 600 epochs)",
+            (f"{FOLDER}/hesu_fig3_{key}.nc",)))
+    if len(optimal) == 2:
+        m, f = optimal["mnist"], optimal["fashion"]
+        verdict = "holds" if m < f else "partly" if m == f else "differs"
+        rows.append(Claim(
+            "He–Su Fig. 3 (data complexity)",
+            "the optimal depth grows with the data's complexity: MNIST's below Fashion-MNIST's",
+            COMMAND.format("hesu_fig3"), "6 < 10", f"{m} vs {f}", verdict,
+            "" if verdict == "holds" else "MNIST's optimal depth is not below Fashion-MNIST's",
+            (f"{FOLDER}/hesu_fig3_mnist.nc", f"{FOLDER}/hesu_fig3_fashion.nc")))
+    return rows
+
+
+def _fig7_rows(root: Path) -> list[Claim]:
+    sizes = (1000, 2000, 5000)
+    files = {n: _open(root, f"hesu_fig7_n{n}") for n in sizes}
+    paths = tuple(f"{FOLDER}/hesu_fig7_n{n}.nc" for n in sizes)
+    claim_law = "the law emerges at 1 000, 2 000 and 5 000 training samples (8 layers)"
+    claim_half = "the half-life is larger for larger data sets"
+    if any(ds is None for ds in files.values()):
+        return [_missing("He–Su Fig. 7", claim_law, "hesu_fig7", "—"),
+                _missing("He–Su Fig. 7 (half-life)", claim_half, "hesu_fig7", "—")]
+    r = {n: ds["pearson_r"].values.ravel() for n, ds in files.items()}
+    half = {n: ds["half_life"].values.ravel() for n, ds in files.items()}
+    verdicts = [law_verdict(mean_interval(r[n])[0]) for n in sizes]
+    verdict = ("holds" if all(v == "holds" for v in verdicts) else
+               "differs" if all(v == "differs" for v in verdicts) else "partly")
+    rows = [Claim("He–Su Fig. 7", claim_law, COMMAND.format("hesu_fig7"), "— (a figure)",
+                  "; ".join(f"n {n}: r {with_interval(r[n])}" for n in sizes), verdict,
+                  "" if verdict == "holds" else
+                  f"r above {LAW_R} at n = " + ", ".join(
+                      str(n) for n, v in zip(sizes, verdicts, strict=True) if v != "holds"),
+                  paths)]
+    means = [mean_interval(half[n])[0] for n in sizes]
+    rising = bool(np.all(np.diff(means) > 0))
+    verdict = "holds" if rising else "partly" if means[-1] > means[0] else "differs"
+    rows.append(Claim("He–Su Fig. 7 (half-life)", claim_half, COMMAND.format("hesu_fig7"),
+                      "— (a figure)",
+                      "; ".join(f"n {n}: {with_interval(half[n], 2)} layers" for n in sizes),
+                      verdict, "" if verdict == "holds" else
+                      "the seed-mean half-life does not rise with n", paths))
+    return rows
+
+
+def _fig9_rows(root: Path) -> list[Claim]:
+    ds = _open(root, "hesu_fig9")
+    claim_emerge = "the law does not hold at the beginning and emerges during training"
+    claim_rho = "once it has emerged, the decay ratio decreases along training"
+    if ds is None:
+        return [_missing("He–Su Fig. 9", claim_emerge, "hesu_fig9", "—"),
+                _missing("He–Su Fig. 9 (ρ)", claim_rho, "hesu_fig9", "—")]
+    curves = ds["load_curve_epochs"].isel(alpha=0, lr=0).transpose("seed", "epoch", "layer")
+    stats = laws.equi_separation(curves.values)  # (S, E)
+    epochs = ds["epoch"].values
+    r, rho = np.nanmean(stats["pearson_r"], axis=0), np.nanmean(stats["decay_ratio"], axis=0)
+    first, last = stats["pearson_r"][:, 0], stats["pearson_r"][:, -1]
+    emerged = np.flatnonzero(r <= LAW_R)
+    path = f"{FOLDER}/hesu_fig9.nc"
+    if r[0] > PARTLY_R and r[-1] <= LAW_R:
+        verdict, why = "holds", ""
+    elif r[-1] <= LAW_R:
+        verdict, why = "partly", f"r at epoch 0 is {r[0]:.3f} already (<= {PARTLY_R})"
+    else:
+        verdict, why = "differs", f"the final r {r[-1]:.3f} is above {LAW_R}"
+    at = f"epoch {epochs[emerged[0]]}" if emerged.size else "never"
+    rows = [Claim("He–Su Fig. 9", claim_emerge, COMMAND.format("hesu_fig9"), "— (a figure)",
+                  f"r at epoch 0: {with_interval(first)}; at epoch {epochs[-1]}: "
+                  f"{with_interval(last)}; r <= {LAW_R} from {at}", verdict, why, (path,))]
+    if not emerged.size:
+        rows.append(Claim("He–Su Fig. 9 (ρ)", claim_rho, COMMAND.format("hesu_fig9"),
+                          "— (a figure)", f"the law never emerges (r <= {LAW_R})", "differs",
+                          "no snapshot where the law holds", (path,)))
+        return rows
+    after = slice(emerged[0], None)
+    spearman = _spearman(epochs[after], rho[after]) if rho[after].size > 2 else np.nan
+    if np.isfinite(spearman) and spearman <= SPEARMAN_FALLS:
+        verdict, why = "holds", ""
+    elif rho[-1] < rho[emerged[0]]:
+        verdict, why = "partly", f"ρ falls overall but not steadily (Spearman {spearman:+.2f})"
+    else:
+        verdict, why = "differs", f"ρ does not fall after the law emerges ({rho[emerged[0]]:.3f}" \
+                                  f" → {rho[-1]:.3f})"
+    rows.append(Claim("He–Su Fig. 9 (ρ)", claim_rho, COMMAND.format("hesu_fig9"),
+                      "— (a figure)",
+                      f"seed-mean ρ {rho[emerged[0]]:.3f} at epoch {epochs[emerged[0]]} → "
+                      f"{rho[-1]:.3f} at epoch {epochs[-1]}; Spearman with the epoch "
+                      f"{spearman:+.2f}", verdict, why, (path,)))
+    return rows
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def _fig12_row(root: Path) -> Claim:
+    ds = _open(root, "hesu_fig12")
+    claim = "a fuzzy version of the law holds on the test data"
+    if ds is None:
+        return _missing("He–Su Fig. 12", claim, "hesu_fig12", "—")
+    test, train = ds["pearson_r_test"].values.ravel(), ds["pearson_r"].values.ravel()
+    mean = mean_interval(test)[0]
+    verdict = "holds" if np.isfinite(mean) and mean <= PARTLY_R else (
+        "partly" if np.isfinite(mean) and mean <= -0.8 else "differs")
+    return Claim("He–Su Fig. 12", claim, COMMAND.format("hesu_fig12"), "— (a figure)",
+                 f"test r {with_interval(test)}, ρ {with_interval(ds['decay_ratio_test'].values)}"
+                 f"; training r {with_interval(train)}, ρ "
+                 f"{with_interval(ds['decay_ratio'].values)}", verdict,
+                 "" if verdict == "holds" else f"test r {mean:.3f} above {PARTLY_R}",
+                 (f"{FOLDER}/hesu_fig12.nc",))
+
+
+def claims(root: Path) -> list[Claim]:
+    """He & Su's rows, computed from the committed sweeps under ``root``."""
+    root = Path(root)
+    return [*_fig1_rows(root), *_fig3_rows(root), *_fig7_rows(root), *_fig9_rows(root),
+            _fig12_row(root)]

@@ -1,0 +1,59 @@
+"""Depth as a sweep axis: networks of several depths in one sweep (He & Su's Figs. 1 and 3,
+Galanti et al.'s Fig. 1).
+
+Networks of different depths cannot share a stack, so a sweep with ``depths`` is one sweep
+per depth (:meth:`dnnphase.sweeps.sweep.SweepConfig.per_depth`) whose chunks run, and are
+stored and resumed, together; :func:`stack` lays the per-depth results side by side along a
+``depth`` dimension. Each depth keeps its load curve at its own length, layers 0..depth,
+and NaN above, so no statistic reads a layer the network does not have (the curvatures
+and the papers' statistics are computed per depth, before stacking).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from phasecore.checks import check_distinct, is_int, require
+
+__all__ = ["check", "normalise", "stack"]
+
+
+def normalise(depths) -> tuple:
+    """``depths`` as a tuple (a list from JSON, one integer, or None for none)."""
+    if depths is None:
+        return ()
+    if np.ndim(depths) == 0:
+        return (depths,)
+    return tuple(np.asarray(depths, dtype=object).tolist())
+
+
+def check(depths: tuple, depth, default_depth: int) -> None:
+    """ConfigError unless ``depths`` is empty or distinct integers >= 2 with ``depth`` at
+    its default (the axis replaces it)."""
+    if not depths:
+        return
+    bad = [d for d in depths if not (is_int(d) and d >= 2)]
+    require(not bad, "depths",
+            "integers >= 2 (hidden layers; a load curve's curvature needs layers 0..L, L >= 2)",
+            bad[0] if bad else None)
+    check_distinct("depths", depths)
+    require(depth == default_depth, "depth",
+            f"left at its default {default_depth} when depths is given (each network's "
+            "depth comes from depths)", depth)
+
+
+def stack(per_depth: list[xr.Dataset], depths) -> xr.Dataset:
+    """Per-depth sweep results (one each, in the order of ``depths``) as one Dataset with a
+    ``depth`` dimension after ``seed``; ``layer`` runs 0..max(depths), NaN above a depth's
+    own layers."""
+    require(len(per_depth) == len(depths), "per_depth", f"one result per depth ({len(depths)})",
+            len(per_depth))
+    n_layers = max(depths) + 1
+    padded = [ds.reindex(layer=np.arange(n_layers)) for ds in per_depth]
+    out = xr.concat(padded, dim=xr.DataArray(np.asarray(depths, dtype=np.int64), dims="depth"),
+                    data_vars="all", coords="minimal", compat="equals", join="outer")
+    out["depth"].attrs.update(long_name="hidden layers L of the network", units="layers")
+    out["layer"].attrs.update(per_depth[0]["layer"].attrs)
+    grid = per_depth[0]["test_accuracy"].dims  # (alpha, knob, seed)
+    return out.transpose(*grid, "depth", ...)

@@ -1,0 +1,70 @@
+"""A figure's named sweeps, each written to ``<folder>/<name>.nc`` and reused when it is
+there: what the figure scripts (``scripts/universality.py``, ``scripts/separation_laws.py``)
+share.
+
+A file holding the same configuration (up to how it was computed: the chunking and the
+device) is reused; one holding another configuration is an error, so that a scale is never
+mixed with another in one folder; a sweep whose configuration another name's file holds
+already (the same networks under two names) is copied from it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from phasecore.checks import ConfigError
+
+__all__ = ["HOW_NOT_WHAT", "run_named", "stored_matches", "twin"]
+
+#: How a sweep was computed, not what: reused across these (as dnnphase reproduce does).
+HOW_NOT_WHAT = ("models_per_chunk", "device")
+
+
+def _what(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in HOW_NOT_WHAT}
+
+
+def stored_matches(path: Path, cfg, strict: bool = True) -> bool:
+    """Whether ``path`` holds this configuration's finished sweep (False: none there);
+    another configuration there is a ConfigError (``strict``) or False."""
+    from phasecore import results
+
+    if not path.exists():
+        return False
+    stored = json.loads(results.load(path, kind="dnnphase.sweep").attrs["config"])
+    if _what(stored) != _what(json.loads(json.dumps(cfg.to_dict(), default=str))):
+        if not strict:
+            return False
+        raise ConfigError(f"{path} holds another configuration (another scale?); move it or "
+                          "choose another folder")
+    return True
+
+
+def twin(folder: Path, name: str, cfg, names) -> Path | None:
+    """Another of ``names``' finished files in ``folder`` with this configuration, or None."""
+    for other in names:
+        path = folder / f"{other}.nc"
+        if other != name and path.exists() and stored_matches(path, cfg, strict=False):
+            return path
+    return None
+
+
+def run_named(name: str, cfg, folder: Path, names, *, scheduler: str, workers, quiet: bool):
+    """The sweep ``name`` of ``cfg``: reused from ``folder/<name>.nc``, copied from a twin
+    of ``names``, or computed (resumably) into that file. Returns the Dataset."""
+    from dnnphase.sweeps.sweep import sweep
+    from phasecore import results
+
+    path = folder / f"{name}.nc"
+    other = twin(folder, name, cfg, names)
+    if not path.exists() and other is not None:
+        shutil.copyfile(other, path)
+        print(f"{name}: the configuration of {other.name}, copied", flush=True)
+    if stored_matches(path, cfg):
+        print(f"reusing {path}", flush=True)
+        return results.load(path, kind="dnnphase.sweep")
+    n = len(cfg.alphas) * len(cfg.values) * len(cfg.seeds) * max(1, len(cfg.depths))
+    print(f"{name}: {n} networks", flush=True)
+    return sweep(cfg, output=path, scheduler=scheduler, workers=workers, quiet=quiet)

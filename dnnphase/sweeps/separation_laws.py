@@ -1,0 +1,177 @@
+"""He & Su's law of equi-separation and Galanti et al.'s minimal depth: their headline
+experiments as sweeps (``python scripts/separation_laws.py``).
+
+Every experiment is one or more network sweeps (:func:`dnnphase.sweeps.sweep.sweep`) of ReLU
+MLPs (BatchNorm after every hidden linear map, before the ReLU, as both papers; the
+project's MLP also normalises the input, which neither paper says) measured by the
+fuzziness, NCC and CDNV of every layer, trained as the papers train: SGD (with momentum
+0.9) or Adam, weight decay 5e-4, batch 128, no early stopping.
+
+He & Su (*A law of data separation in deep learning*, appendix A): Fashion-MNIST resized
+to 10 x 10, 1 000 training images, 100 per class; 600 epochs, the learning rate divided by 10
+at 1/3 and 2/3 of the run. Their "L-layer network" is L − 1 hidden layers and the output
+layer, and they read D_0 .. D_{L−1}: the project's ``depth`` = L − 1 hidden layers, whose
+load curve is layers 0..L − 1 (:mod:`dnnphase.measures.laws`); their 4, 8 and 20 layers are
+depths 3, 7 and 19 here.
+
+* ``hesu_fig1``: depths 4, 8, 20 x {SGD, SGD with momentum 0.9, Adam}, every learning rate
+  of their grids (SGD: 0.001 … 1.0, seven; Adam: 3e-5 … 3e-3, five): their rule keeps, per
+  network, the learning rate with the best law (r nearest −1) — an outcome-selected choice,
+  so the ledger also reads r at the learning rate of lowest training loss.
+* ``hesu_fig3``: the depth sweep on MNIST (the embedded 5 000 digits, 10 x 10, 1 000
+  training images) and Fashion-MNIST, their L = 3 … 16; the optimal depth is the one of
+  lowest final fuzziness.
+* ``hesu_fig7``: 1 000, 2 000 and 5 000 training images (balanced), their 8 layers.
+* ``hesu_fig9``: their 20 layers, the fuzziness load curve recorded during training.
+* ``hesu_fig12``: their 8 layers, the test data's fuzziness curve (the networks of
+  ``hesu_fig7``'s 1 000 images).
+
+He & Su choose Adam's learning rate by their rule in every figure but Fig. 1 shows no
+grid; here Figs. 3, 7, 9 and 12 use Adam at 1e-3 (the middle of their grid), fixed
+before any result was seen, so that the outcome judged does not choose it.
+
+Galanti et al. (*On the implicit bias of SGD towards depth minimisation*, §5): SGD with
+batch 128, momentum 0.9, weight decay 5e-4, 500 epochs; they name no learning rate nor
+schedule for their MLPs: 0.01, constant, is used here (fixed before any result). Their
+CIFAR-10 cannot be had offline: Fashion-MNIST is run instead (10 x 10, 5 000 training
+images at the committed scale; all 60 000 at 28 x 28 in the full preset).
+
+* ``galanti_fig1``: MLP-d-100 with d = 2, 3, 4, 8, 16 hidden layers: CDNV and NCC per
+  layer on training and test data; the effective depth (first layer with 99 % training
+  NCC).
+* ``galanti_fig3``: their MLP-10-500 (width 100 at the committed scale) with 0, 25, 50
+  and 75 % of the training labels reassigned at random once, before training
+  (``random_labels``).
+
+:data:`SCALES`: "full" the papers' epochs (and Galanti's width and data), five seeds (a GPU
+or a cluster); "reduced" the committed scale: 200 epochs and three seeds (each experiment
+at most ~20 minutes on 2 cores, measured in docs/results.md); "quick" seconds (the tests:
+the 8 x 8 digits, 3 epochs, shallow networks). All of it is data, fixed before any result
+was computed; a mismatch with a paper is a finding.
+"""
+
+from __future__ import annotations
+
+from phasecore.checks import ConfigError, check_distinct, require
+
+__all__ = ["ADAM_LRS", "EXPERIMENTS", "SCALES", "SCALE_NOTES", "SGD_LRS", "check_experiments",
+           "configs", "experiment_of"]
+
+#: He & Su's learning-rate grids (appendix A.1).
+SGD_LRS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+ADAM_LRS = (3e-5, 1e-4, 3e-4, 1e-3, 3e-3)
+
+#: What every experiment shares: ReLU MLPs of width 100, the papers' training without early
+#: stopping, the three measures (fuzziness first: the one recorded during training).
+_COMMON = dict(alphas=(0.0,), width=100, norm="batchnorm", batch_size=128, weight_decay=5e-4,
+               loss_threshold=0.0, patience=0, measures=("fuzziness", "ncc", "cdnv"))
+_HE_SU = dict(_COMMON, dataset="fashion-mnist", n_train=1000, size=10, lr_drops=(1 / 3, 2 / 3))
+_HE_SU_ADAM = dict(_HE_SU, optimizer="adam", knob="lr", values=(1e-3,))
+_GALANTI = dict(_COMMON, dataset="fashion-mnist", n_train=5000, size=10, optimizer="sgd",
+                momentum=0.9)
+_GALANTI_LR = 0.01
+
+#: Their L = 3 … 16 (L − 1 hidden layers), for the optimal depth.
+HE_SU_DEPTHS = (2, 3, 4, 5, 6, 7, 9, 11, 13, 15)
+
+#: Experiment -> {sweep name: its fields of :class:`~dnnphase.sweeps.sweep.SweepConfig`}. A
+#: sweep's name is its result file's stem.
+EXPERIMENTS = {
+    "hesu_fig1": {
+        "hesu_fig1_sgd": dict(_HE_SU, optimizer="sgd", knob="lr", values=SGD_LRS,
+                              depths=(3, 7, 19)),
+        "hesu_fig1_momentum": dict(_HE_SU, optimizer="sgd", momentum=0.9, knob="lr",
+                                   values=SGD_LRS, depths=(3, 7, 19)),
+        "hesu_fig1_adam": dict(_HE_SU, optimizer="adam", knob="lr", values=ADAM_LRS,
+                               depths=(3, 7, 19)),
+    },
+    "hesu_fig3": {
+        "hesu_fig3_mnist": dict(_HE_SU_ADAM, dataset="mnist5k", depths=HE_SU_DEPTHS),
+        "hesu_fig3_fashion": dict(_HE_SU_ADAM, depths=HE_SU_DEPTHS),
+    },
+    "hesu_fig7": {f"hesu_fig7_n{n}": dict(_HE_SU_ADAM, depth=7, n_train=n)
+                  for n in (1000, 2000, 5000)},
+    "hesu_fig9": {"hesu_fig9": dict(_HE_SU_ADAM, depth=19, record_every=-20)},
+    "hesu_fig12": {"hesu_fig12": dict(_HE_SU_ADAM, depth=7)},
+    "galanti_fig1": {"galanti_fig1": dict(_GALANTI, knob="lr", values=(_GALANTI_LR,),
+                                          depths=(2, 3, 4, 8, 16))},
+    "galanti_fig3": {"galanti_fig3": dict(_GALANTI, lr=_GALANTI_LR, knob="random_labels",
+                                          values=(0.0, 0.25, 0.5, 0.75), depth=10)},
+}
+
+#: Scale -> what it sets in every sweep. ``record_every`` < 0 in :data:`EXPERIMENTS` means
+#: "this many snapshots over the run" (so it follows the scale's epochs).
+SCALES = {
+    "full": dict(seeds=(0, 1, 2, 3, 4)),
+    "reduced": dict(seeds=(0, 1, 2), epochs=200),
+    "quick": dict(seeds=(0, 1), epochs=3, dataset="digits", n_train=300, size=None),
+}
+
+#: What each scale keeps of the papers' (for titles and the ledger).
+SCALE_NOTES = {
+    "full": "the papers' scale: 600 (He & Su) / 500 (Galanti) epochs, Galanti's width 500 and "
+            "all 60 000 Fashion-MNIST images at 28 x 28, 5 seeds",
+    "reduced": "reduced scale: 200 epochs (the papers: 600 / 500), 3 seeds, Galanti's "
+               "networks at width 100 on 5 000 images at 10 x 10",
+    "quick": "quick scale: the 8 x 8 digits, 3 epochs, shallow networks (a test)",
+}
+
+#: The papers' epochs, and Galanti's full-scale network and data.
+_FULL = {"hesu": dict(epochs=600),
+         "galanti": dict(epochs=500, n_train=None, size=None)}
+
+
+def check_experiments(only=None) -> list[str]:
+    """The experiments asked for (default: all of :data:`EXPERIMENTS`), each one of them,
+    once; ``only``: a list or comma-separated text."""
+    if only is None:
+        return list(EXPERIMENTS)
+    names = [str(n).strip() for n in (only.split(",") if isinstance(only, str) else only)]
+    bad = [repr(n) for n in names if n not in EXPERIMENTS]
+    if not names or bad:
+        raise ConfigError(f"only must be one or more of {', '.join(EXPERIMENTS)}, "
+                          f"comma-separated (not {', '.join(bad) or 'none'})")
+    check_distinct("only", names)
+    return names
+
+
+def _fields(name: str, fields: dict, scale: str) -> dict:
+    """A sweep's fields at ``scale``."""
+    out = dict(fields, **SCALES[scale])
+    if scale == "full":
+        out.update(_FULL["galanti" if name.startswith("galanti") else "hesu"])
+        if name == "galanti_fig3":
+            out["width"] = 500
+    if scale == "quick":  # shallow and few: seconds
+        if "depths" in out:
+            out["depths"] = out["depths"][:2]
+        if "depth" in out:
+            out["depth"] = min(out["depth"], 3)
+        out["values"] = out["values"][:2]
+        out["batch_size"] = 64
+        if "n_train" in fields and fields["n_train"] > 1000:  # sample-size figure: kept apart
+            out["n_train"] = 300 + fields["n_train"] // 100
+    if out.get("record_every", 0) < 0:
+        out["record_every"] = max(1, out.get("epochs", 1) // -out["record_every"])
+    return out
+
+
+def configs(scale: str = "reduced", only=None) -> dict:
+    """Sweep name -> its checked :class:`~dnnphase.sweeps.sweep.SweepConfig`, for the
+    experiments ``only`` (default all) at ``scale`` (a key of :data:`SCALES`). Every
+    configuration is built, and so checked, before any is returned."""
+    from dnnphase.sweeps.sweep import SweepConfig
+
+    require(scale in SCALES, "scale", f"one of {', '.join(SCALES)}", scale)
+    return {name: SweepConfig(**_fields(name, fields, scale))
+            for experiment in check_experiments(only)
+            for name, fields in EXPERIMENTS[experiment].items()}
+
+
+def experiment_of(name: str) -> str:
+    """The experiment ("hesu_fig1", ...) a sweep name belongs to."""
+    for experiment, sweeps in EXPERIMENTS.items():
+        if name in sweeps:
+            return experiment
+    raise ConfigError("sweep must be one of "
+                      f"{', '.join(n for s in EXPERIMENTS.values() for n in s)} (got {name!r})")

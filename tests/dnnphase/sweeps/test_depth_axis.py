@@ -1,0 +1,67 @@
+"""Depth as a sweep axis (``SweepConfig.depths``): the same networks as one sweep per depth,
+each depth's load curve at its own length, and the axis's refusals."""
+
+import numpy as np
+import pytest
+
+from dnnphase.cli import main as cli_main
+from dnnphase.sweeps.sweep import SweepConfig, sweep
+from phasecore import results
+from phasecore.checks import ConfigError
+
+SMALL = dict(knob="lr", values=(0.01, 0.1), alphas=(0.0,), seeds=(0, 1), dataset="digits",
+             n_train=200, epochs=2, optimizer="sgd", momentum=0.9, batch_size=50,
+             measures=("fuzziness", "ncc"), scheduler="serial")
+
+
+def test_a_depth_axis_gives_each_depths_own_sweep_bit_for_bit():
+    both = sweep(depths=(2, 4), **SMALL)
+    assert both["load_curve"].dims == ("alpha", "lr", "seed", "depth", "measure", "layer")
+    assert list(both["layer"].values) == [0, 1, 2, 3, 4]
+    for depth in (2, 4):
+        alone = sweep(depth=depth, **SMALL)
+        mine = both.sel(depth=depth)
+        np.testing.assert_array_equal(mine["load_curve"].isel(layer=slice(0, depth + 1)),
+                                      alone["load_curve"])
+        assert np.isnan(mine["load_curve"].isel(layer=slice(depth + 1, None))).all()
+        for name in ("test_accuracy", "pearson_r", "decay_ratio", "curvature",
+                     "effective_depth"):
+            np.testing.assert_array_equal(mine[name], alone[name])
+    assert both["depth"].attrs["units"] == "layers"
+
+
+def test_a_depth_axis_sweep_is_written_and_read_back(tmp_path):
+    path = tmp_path / "depths.nc"
+    ds = sweep(depths=(2, 3), output=path, **SMALL)
+    back = results.load(path, kind="dnnphase.sweep")
+    np.testing.assert_array_equal(back["load_curve"], ds["load_curve"])
+    assert results.load(path).attrs["config"].count('"depths": [2, 3]') == 1
+
+
+@pytest.mark.parametrize("depths, words", [
+    ((1, 3), "depths must be integers >= 2"),
+    ((2, 2.5), "depths must be integers >= 2"),
+    ((3, 3), "depths must be distinct"),
+    ((0,), "depths must be integers >= 2"),
+])
+def test_a_bad_depth_axis_is_refused_naming_it(depths, words):
+    with pytest.raises(ConfigError, match=words):
+        SweepConfig(depths=depths)
+
+
+def test_depth_is_refused_beside_a_depth_axis():
+    with pytest.raises(ConfigError, match="depth must be left at its default"):
+        SweepConfig(depths=(2, 3), depth=4)
+
+
+def test_the_command_line_takes_depths_and_refuses_bad_ones_before_writing(tmp_path, capsys):
+    out = tmp_path / "s.nc"
+    common = ["sweep", "--dataset", "digits", "--n-train", "200", "--epochs", "1",
+              "--knob", "lr", "--values", "0.01", "--alpha", "0", "--seeds", "1",
+              "--scheduler", "serial", "-o", str(out), "--quiet"]
+    assert cli_main(common + ["--depths", "2,3"]) == 0
+    assert list(results.load(out)["depth"].values) == [2, 3]
+    for bad in ("1,3", "2,x", "2,,3"):
+        assert cli_main(common + ["--depths", bad, "--overwrite"]) == 2
+        assert "depths must" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert list(results.load(out)["depth"].values) == [2, 3]  # untouched

@@ -1,0 +1,96 @@
+"""scripts/separation_laws.py (He & Su's and Galanti et al.'s experiments) end to end at its
+quick scale, its refusals, and the ledger reading what it writes."""
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+from dnnphase.compare.claims import galanti, he_su
+from dnnphase.compare.claims.ledger import VERDICTS
+from dnnphase.sweeps import separation_laws
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "separation_laws.py"
+
+
+def _main():
+    return runpy.run_path(str(SCRIPT), run_name="script")["main"]
+
+
+def _refused(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as done:
+        _main()(argv)
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2, err
+    return err.splitlines()[-1]
+
+
+def test_quick_experiments_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, capsys):
+    folder = tmp_path / "figures" / "separation_laws"
+    assert _main()([str(folder), "--quick"]) == 0
+    for experiment, sweeps in separation_laws.EXPERIMENTS.items():
+        assert (folder / f"{experiment}.png").stat().st_size > 0
+        for name in sweeps:
+            assert (folder / f"{name}.nc").is_file()
+    out = capsys.readouterr().out
+    assert "hesu_fig12: the configuration of hesu_fig7_n1000.nc, copied" in out
+    before = (folder / "galanti_fig3.nc").stat().st_mtime_ns
+    assert _main()([str(folder), "--quick", "--only", "galanti_fig3"]) == 0
+    assert "reusing" in capsys.readouterr().out
+    assert (folder / "galanti_fig3.nc").stat().st_mtime_ns == before
+    rows = he_su.claims(tmp_path) + galanti.claims(tmp_path)
+    # He & Su: Fig. 1's nine networks and ρ, Figs. 3 (2), 7 (2), 9 (2), 12; Galanti 5 (the
+    # rows that compare two depths or data sets need the papers' depths: absent here)
+    assert len(rows) == 10 + 2 + 2 + 2 + 1 + 5
+    assert all(row.verdict in VERDICTS for row in rows)
+    # The quick scale lacks the papers' depths: those rows say so rather than guess.
+    assert {r.verdict for r in rows if "20 layers" in r.id} == {"cannot"}
+    assert any(r.verdict != "cannot" for r in rows if r.id.startswith("He–Su Fig. 7"))
+
+
+def test_bad_options_are_refused_in_one_line_before_any_file(tmp_path, capsys):
+    folder = tmp_path / "out"
+    assert "only must be one or more of hesu_fig1" in _refused(
+        [str(folder), "--only", "hesu_fig2"], capsys)
+    assert "only must be distinct" in _refused(
+        [str(folder), "--only", "hesu_fig1,hesu_fig1"], capsys)
+    assert "workers" in _refused([str(folder), "--workers", "0"], capsys)
+    assert "not allowed with argument" in _refused([str(folder), "--full", "--quick"], capsys)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert "folder must be a folder" in _refused([str(afile), "--quick"], capsys)
+    assert not folder.exists()
+
+
+def test_a_folder_of_another_scale_is_refused(tmp_path, capsys):
+    folder = tmp_path / "out"
+    assert _main()([str(folder), "--quick", "--only", "hesu_fig9"]) == 0
+    capsys.readouterr()
+    assert "holds another configuration" in _refused([str(folder), "--only", "hesu_fig9"],
+                                                      capsys)
+
+
+def test_missing_fashion_mnist_is_one_line_naming_the_package(tmp_path, capsys, monkeypatch):
+    from dnnphase import data
+    from dnnphase.sweeps import sweep
+
+    sweep._data.cache_clear()  # a load earlier in this process would hide the missing files
+    monkeypatch.setitem(data.DEFAULT_ROOTS, "fashion-mnist",
+                        (str(tmp_path / "none"), "dataset-fashion-mnist"))
+    err = _refused([str(tmp_path / "out"), "--only", "galanti_fig3"], capsys)
+    assert "install the Debian package dataset-fashion-mnist" in err
+    assert not (tmp_path / "out").exists()
+    sweep._data.cache_clear()
+
+
+def test_every_scale_builds_and_the_depth_axes_follow_their_papers():
+    full, reduced = separation_laws.configs("full"), separation_laws.configs("reduced")
+    assert full["hesu_fig1_adam"].depths == (3, 7, 19)  # their 4, 8, 20 layers
+    assert full["hesu_fig1_sgd"].values == separation_laws.SGD_LRS
+    assert full["galanti_fig1"].depths == (2, 3, 4, 8, 16)
+    assert full["galanti_fig3"].width == 500 and reduced["galanti_fig3"].width == 100
+    assert full["hesu_fig9"].epochs == 600 and reduced["hesu_fig9"].record_every == 10
+    assert reduced["hesu_fig7_n5000"].n_train == 5000
+    for cfg in reduced.values():
+        assert cfg.weight_decay == 5e-4 and cfg.batch_size == 128 and cfg.alphas == (0.0,)
