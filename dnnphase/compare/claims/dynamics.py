@@ -38,6 +38,7 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.compare.claims.ledger import Claim
+from dnnphase.compare.claims.rules import with_interval
 from phasecore.loadcurve import curvature_scaled, phase_label
 
 __all__ = ["ORDER", "TITLE", "claims"]
@@ -75,21 +76,6 @@ def _word(curvature: float) -> str:
 
 def _phase(curvature: float) -> float:
     return float(phase_label(np.asarray(curvature, dtype=float)))
-
-
-def _interval(values: np.ndarray, n_boot: int = 400, seed: int = 0) -> tuple[float, float]:
-    """95 % interval of the mean of ``values`` (S,) by resampling seeds."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    if values.size < 2:
-        return np.nan, np.nan
-    means = np.random.default_rng(seed).choice(values, (n_boot, values.size)).mean(1)
-    return tuple(float(q) for q in np.quantile(means, [0.025, 0.975]))
-
-
-def _mean_with_interval(values: np.ndarray) -> str:
-    low, high = _interval(values)
-    return f"{np.nanmean(values):+.2f} [{low:+.2f}, {high:+.2f}]"
 
 
 def _open(root: Path, name: str) -> xr.Dataset:
@@ -132,7 +118,7 @@ def _fig4_rows(root: Path) -> list[Claim]:
             f"Fig. 4{s}", f"the paper's MLP, {words}: the load curve ends "
             f"{WORDS[expected]} (the panel's characteristic dynamics)", FIG4,
             f"{WORDS[expected]} (read from the panel's role; the caption is not in the text)",
-            f"end {_mean_with_interval(per_seed[i])} ({_word(final[s])}, "
+            f"end {with_interval(per_seed[i], 2, signed=True)} ({_word(final[s])}, "
             f"{net.sizes['seed']} seeds, {int(net['epoch'][-1])} epochs); over epochs "
             f"{_path(curves)}; test accuracy {accuracy:.3f}",
             verdict, why, files))
@@ -176,7 +162,7 @@ def _fig5a_row(root: Path) -> Claim:
         shown = (f"{knob} {config['values'][0]:g}" + (f", lr {config['lr']:g}"
                                                       if knob != "lr" else "")
                  if config.get("values") else setting)
-        parts.append(f"{setting} ({shown}) {_mean_with_interval(values)} "
+        parts.append(f"{setting} ({shown}) {with_interval(values, 2, signed=True)} "
                      f"({_word(np.nanmean(values))})")
     verdict = "holds" if hits == 3 else "partly" if hits else "differs"
     return Claim(
@@ -269,9 +255,11 @@ def _regression_row(root: Path) -> Claim:
         "Fig. S12", "regression trained with MSE, the load being the RMSE of the best linear "
         "regressor from each layer: noisier training → convex, lazy → concave", REGRESSION,
         "concave (lazy); convex (noisy)",
-        f"lazy corner (α {alpha[0]:g}, dropout {dropout[0]:g}) {_mean_with_interval(lazy)}, "
+        f"lazy corner (α {alpha[0]:g}, dropout {dropout[0]:g}) "
+        f"{with_interval(lazy, 2, signed=True)}, "
         f"noisy corner (α {alpha[-1]:g}, dropout {dropout[-1]:g}) "
-        f"{_mean_with_interval(noisy)}; {rows} ({ds.sizes['seed']} seeds, task: MNIST digit "
+        f"{with_interval(noisy, 2, signed=True)}; {rows} ({ds.sizes['seed']} seeds, "
+        "task: MNIST digit "
         "value; the paper's regression data is not named in its text)", verdict,
         "" if verdict == "holds" else
         f"the lazy corner is {_word(np.nanmean(lazy))}, the noisy corner "

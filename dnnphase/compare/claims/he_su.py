@@ -38,8 +38,8 @@ from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
 
-__all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "PARTLY_R", "TITLE", "claims", "law_verdict",
-           "paper_rule"]
+__all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "PARTLY_R", "TITLE", "claims",
+           "law_verdict", "paper_rule"]
 
 TITLE = "He & Su: the law of equi-separation"
 ORDER = 70

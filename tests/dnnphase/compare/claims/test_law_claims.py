@@ -1,0 +1,120 @@
+"""The He & Su and Galanti et al. ledger rows on hand-made sweep files: each rule's verdicts
+at and across its thresholds, and the learning-rate choices of He & Su's Fig. 1."""
+
+import json
+
+import numpy as np
+import xarray as xr
+
+from dnnphase.compare.claims import galanti, he_su
+
+CONFIG = json.dumps({"epochs": 200, "width": 100})
+
+
+def _write(root, stem, ds):
+    folder = root / he_su.FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    ds.attrs.update(config=CONFIG, data=json.dumps({"source": "hand-made"}))
+    ds.to_netcdf(folder / f"{stem}.nc")
+
+
+def _fig1_file(r, loss, rho=None):
+    """r, loss: (lr, seed, depth) for depths 3, 7, 19 at three lrs."""
+    dims = ("alpha", "lr", "seed", "depth")
+    rho = np.full_like(r, 0.8) if rho is None else rho
+    return xr.Dataset({"pearson_r": (dims, r[None]), "decay_ratio": (dims, rho[None]),
+                       "train_loss": (dims, loss[None])},
+                      coords={"alpha": [0.0], "lr": [0.01, 0.1, 1.0], "seed": [0, 1, 2],
+                              "depth": [3, 7, 19]})
+
+
+def test_fig1_keeps_their_lr_by_seed_and_reads_r_at_the_lowest_loss_lr_too(tmp_path):
+    r = np.full((3, 3, 3), -0.9)
+    r[1, :, :] = -0.999  # lr 0.1: the law, at every seed and depth
+    r[2, 0, :] = -0.9995  # seed 0 is straightest at lr 1.0
+    loss = np.ones((3, 3, 3))
+    loss[0] = 0.1  # lr 0.01 trains best, and its r is -0.9
+    chosen = he_su.paper_rule(_fig1_file(r, loss), 3)
+    np.testing.assert_array_equal(chosen["lr_paper"], [1.0, 0.1, 0.1])
+    np.testing.assert_allclose(chosen["r_paper"], [-0.9995, -0.999, -0.999])
+    assert chosen["lr_loss"] == 0.01 and np.allclose(chosen["r_loss"], -0.9)
+    rho = np.full((3, 3, 3), 0.95)
+    rho[1, :, 2] = 0.82  # Adam, 20 layers, their lr: 0.82 (the paper's 0.818)
+    for opt in he_su.OPTIMIZER_WORDS:
+        _write(tmp_path, f"hesu_fig1_{opt}", _fig1_file(r, loss, rho))
+    rows = {row.id: row for row in he_su.claims(tmp_path)}
+    assert rows["He–Su Fig. 1 (SGD, 4 layers)"].verdict == "holds"
+    assert rows["He–Su Fig. 1 (learning rate not chosen by r)"].verdict == "differs"
+    rho_row = rows["He–Su Fig. 1 (Adam, 20 layers, ρ)"]
+    assert rho_row.verdict == "partly"  # seed 0 keeps lr 1.0 (ρ 0.95): mean 0.863
+    rho[2, 0, 2] = 0.82
+    _write(tmp_path, "hesu_fig1_adam", _fig1_file(r, loss, rho))
+    rows = {row.id: row for row in he_su.claims(tmp_path)}
+    assert rows["He–Su Fig. 1 (Adam, 20 layers, ρ)"].verdict == "holds"
+
+
+def test_the_law_verdict_thresholds():
+    assert he_su.law_verdict(-0.995) == "holds"
+    assert he_su.law_verdict(he_su.LAW_R) == "holds"
+    assert he_su.law_verdict(-0.97) == "partly"
+    assert he_su.law_verdict(-0.5) == "differs"
+    assert he_su.law_verdict(np.nan) == "differs"
+
+
+def _galanti_fig1(accuracy, effective):
+    dims = ("alpha", "lr", "seed", "depth")
+    depths = [2, 3, 4, 8, 16]
+    acc = np.broadcast_to(np.asarray(accuracy, float), (3, 5))
+    eff = np.broadcast_to(np.asarray(effective, float), (3, 5))
+    return xr.Dataset({"train_accuracy": (dims, acc[None, None]),
+                       "effective_depth": (dims, eff[None, None])},
+                      coords={"alpha": [0.0], "lr": [0.01], "seed": [0, 1, 2], "depth": depths})
+
+
+def test_galanti_fig1_minimal_depth_rule(tmp_path):
+    fits_at_4 = [0.9, 0.95, 0.995, 1.0, 1.0]
+    ds = _galanti_fig1(fits_at_4, [np.nan, np.nan, 4, 4, 4])
+    assert galanti.minimal_fitting_depth(ds) == (4, 3)
+    _write(tmp_path, "galanti_fig1", ds)
+    literal, minimal = galanti.claims(tmp_path)[:2]
+    assert literal.verdict == "holds" and minimal.verdict == "holds"
+    _write(tmp_path, "galanti_fig1", _galanti_fig1(fits_at_4, [np.nan, np.nan, 4, 7, 12]))
+    literal, minimal = galanti.claims(tmp_path)[:2]
+    assert literal.verdict == "differs" and minimal.verdict == "partly"
+    _write(tmp_path, "galanti_fig1", _galanti_fig1(fits_at_4, [np.nan] * 5))
+    assert galanti.claims(tmp_path)[1].verdict == "differs"  # no layer collapses
+    assert galanti.minimal_fitting_depth(_galanti_fig1([0.5] * 5, [np.nan] * 5)) == (None, 0)
+
+
+def _galanti_fig3(cdnv4, effective, ncc4, fit=1.0):
+    layers, noise = 11, [0.0, 0.25, 0.5, 0.75]
+    curves = np.ones((1, 4, 3, 3, layers))  # (alpha, noise, seed, measure, layer)
+    curves[..., 0, 4] = np.asarray(cdnv4, float)[None, :, None]
+    curves[..., 1, 4] = np.asarray(ncc4, float)[None, :, None]
+    dims = ("alpha", "random_labels", "seed")
+    return xr.Dataset(
+        {"load_curve": (dims + ("measure", "layer"), curves),
+         "effective_depth": (dims, np.broadcast_to(np.asarray(effective, float)[:, None],
+                                                   (4, 3))[None]),
+         "train_accuracy": (dims, np.full((1, 4, 3), fit))},
+        coords={"alpha": [0.0], "random_labels": noise, "seed": [0, 1, 2],
+                "measure": ["cdnv", "ncc", "fuzziness"], "layer": np.arange(layers)})
+
+
+def test_galanti_fig3_rules(tmp_path):
+    _write(tmp_path, "galanti_fig3", _galanti_fig3([0.3, 0.55, 1.4, 3.0], [4, 5, 6, np.nan],
+                                                   [1.0, 0.9, 0.8, 0.7]))
+    cdnv, depth, ncc = galanti.claims(tmp_path)[2:]
+    assert (cdnv.verdict, depth.verdict, ncc.verdict) == ("holds", "holds", "holds")
+    _write(tmp_path, "galanti_fig3", _galanti_fig3([0.8, 2.8, 7.0, 25.0], [9, np.nan, 4, 10],
+                                                   [1.0, 0.9, 0.8, 0.7], fit=0.95))
+    cdnv, depth, ncc = galanti.claims(tmp_path)[2:]
+    assert (cdnv.verdict, depth.verdict, ncc.verdict) == ("partly", "partly", "partly")
+    _write(tmp_path, "galanti_fig3", _galanti_fig3([0.8, 0.7, 0.6, 0.5], [9, 8, 7, 6],
+                                                   [0.7, 0.8, 0.9, 1.0]))
+    assert {row.verdict for row in galanti.claims(tmp_path)[2:]} == {"differs"}
+
+
+def test_missing_files_are_cannot_rows(tmp_path):
+    rows = he_su.claims(tmp_path) + galanti.claims(tmp_path)
+    assert rows and {row.verdict for row in rows} == {"cannot"}
