@@ -3,7 +3,7 @@ experiments, one network sweep or more and one figure each
 (:mod:`dnnphase.sweeps.separation_laws`).
 
     python scripts/separation_laws.py [FOLDER] [--only hesu_fig1,...] [--full | --quick]
-                                      [--workers N]
+                                      [--workers N] [--scheduler processes|serial|tcp://...]
 
 Writes ``<sweep>.nc`` (resumable: rerun the same command after an interruption) and
 ``<experiment>.png`` in FOLDER (default figures/separation_laws), and prints each
@@ -44,15 +44,20 @@ def parse(argv: list[str] | None = None):
                        help="seconds: the 8 x 8 digits, 3 epochs (a test)")
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes (default: one per core; --quick: none)")
+    parser.add_argument("--scheduler", default=None,
+                        help="processes (default; --quick: serial), serial, or a Dask address "
+                             "tcp://host:port (the full scale on a cluster)")
     parser.set_defaults(scale="reduced")
     args = parser.parse_args(argv)
     from dnnphase.sweeps.named_sweeps import stored_matches
     from dnnphase.sweeps.sweep import load_data
     from phasecore.checks import ConfigError
-    from phasecore.executors import validate_workers
+    from phasecore.executors import validate_scheduler, validate_workers
 
-    scheduler = "serial" if args.scale == "quick" and args.workers is None else "processes"
+    scheduler = args.scheduler or (
+        "serial" if args.scale == "quick" and args.workers is None else "processes")
     try:
+        validate_scheduler(scheduler)
         validate_workers(args.workers, scheduler)
         configs = separation_laws.configs(args.scale, args.only)
         folder = Path(args.folder)

@@ -94,3 +94,9 @@ def test_every_scale_builds_and_the_depth_axes_follow_their_papers():
     assert reduced["hesu_fig7_n5000"].n_train == 5000
     for cfg in reduced.values():
         assert cfg.weight_decay == 5e-4 and cfg.batch_size == 128 and cfg.alphas == (0.0,)
+
+
+def test_a_bad_scheduler_is_refused_before_any_file(tmp_path, capsys):
+    assert "scheduler must be one of" in _refused(
+        [str(tmp_path / "out"), "--scheduler", "banana"], capsys)
+    assert not (tmp_path / "out").exists()
