@@ -11,9 +11,10 @@ where none does counts as one layer deeper than it is when effective depths are 
   within one of 4 (partly);
 * Fig. 1, "which is exactly the minimal depth that allows > 99 % fitting": with d* the
   shallowest network of the grid whose seed-mean training accuracy reaches 0.99 and d⁻ the
-  grid depth below it, holds when the 8- and 16-layer networks' median effective depths lie
-  in (d⁻, d*]; partly when they lie below their own depth (their top layers collapse,
-  elsewhere than at d*);
+  grid depth below it (the row also says the shallowest network whose own top layer's NCC
+  fits, the reading of their figure's third row), holds when the 8- and 16-layer networks'
+  median effective depths lie in (d⁻, d*]; partly when they lie below their own depth
+  (their top layers collapse, elsewhere than at d*);
 * Fig. 3, layer-4 CDNV ≈ 0.28 / ≈ 0.6 / > 1 / > 1 at 0 / 25 / 50 / 75 % random labels:
   holds when the seed means are within a factor :data:`CDNV_FACTOR` (1.5) of 0.28 and 0.6
   and above 1 at 50 % and 75 %; partly when they only rise with the noise;
@@ -111,11 +112,14 @@ def _fig1_rows(root: Path) -> list[Claim]:
                f"the minimal fitting depth ({d_star if d_star is not None else 'none fits'})")
     else:
         verdict, why = "differs", "no NCC layer of the deep networks fits 99 % of the data"
+    own = [int(d) for d in ds["depth"].values
+           if np.median(_ordered(eff.sel(depth=d).values, int(d))) <= d]
     rows.append(Claim("Galanti Fig. 1 (minimal depth)", minimal, COMMAND.format("galanti_fig1"),
                       "effective depth 4 = minimal fitting depth 4",
                       f"minimal fitting depth {d_star if d_star is not None else 'none'} (seed-"
-                      f"mean training accuracy by depth {fit_text}); effective depths "
-                      f"{median[8]:g} and {median[16]:g}; {DATA}", verdict, why, path))
+                      f"mean training accuracy by depth {fit_text}; by the top layer's NCC, "
+                      f"their figure's third row: {own[0] if own else 'none'}); effective "
+                      f"depths {median[8]:g} and {median[16]:g}; {DATA}", verdict, why, path))
     return rows
 
 
@@ -156,6 +160,7 @@ def _fig3_rows(root: Path) -> list[Claim]:
                   ("the CDNV rises with the noise, at other values"
                    if rising else "the layer-4 CDNV does not rise with the noise"), path)]
     eff = ds["effective_depth"].isel(alpha=0).transpose("random_labels", "seed").values
+    fit = ds["train_accuracy"].isel(alpha=0).values
     eff_mean = np.array([float(np.mean(_ordered(row, depth))) for row in eff])
     never_falls = bool(np.all(np.diff(eff_mean) >= 0))
     verdict = ("holds" if never_falls and eff_mean[-1] > eff_mean[0] else
@@ -163,14 +168,14 @@ def _fig3_rows(root: Path) -> list[Claim]:
     rows.append(Claim(ids[1], claims_text[1], COMMAND.format("galanti_fig3"), "— (a figure)",
                       "; ".join(f"{q:.0%}: {_depths(row)}" for q, row in
                                 zip(noise, eff, strict=True))
-                      + f" (by seed; none: no layer reaches 0.99); {DATA}", verdict,
+                      + f" (by seed; none: no layer reaches 0.99); networks' training "
+                        f"accuracy {np.nanmin(fit):.3f}–{np.nanmax(fit):.3f}; {DATA}", verdict,
                       "" if verdict == "holds" else
                       "the seed-mean effective depth does not rise steadily with the noise",
                       path))
     ncc = ds["load_curve"].sel(measure="ncc", layer=4).isel(alpha=0).transpose(
         "random_labels", "seed").values
     ncc_mean = np.nanmean(ncc, axis=1)
-    fit = ds["train_accuracy"].isel(alpha=0).values
     falls = bool(np.all(np.diff(ncc_mean) < 0))
     fits = bool(np.all(fit >= FITS))
     verdict = "holds" if falls and fits else "partly" if falls else "differs"

@@ -50,6 +50,7 @@ LAW_R = -0.99
 PARTLY_R = -0.95
 RHO_HOLDS, RHO_PARTLY = 0.03, 0.1
 SPEARMAN_FALLS = -0.8
+R_DIGITS = 4  # one more than the paper's, so that a value just above LAW_R does not read as it
 
 #: Fig. 1's r, (optimizer, their layers L) -> r, as the caption lists them ("by row first").
 PAPER_R = {("sgd", 4): -1.000, ("sgd", 8): -0.998, ("sgd", 20): -0.997,
@@ -119,12 +120,12 @@ def _fig1_rows(root: Path) -> list[Claim]:
         mean_r = mean_interval(chosen["r_paper"])[0]
         loss_verdicts.append(law_verdict(mean_interval(chosen["r_loss"])[0]))
         lrs = ", ".join(f"{v:g}" for v in chosen["lr_paper"])
-        ours = (f"r {with_interval(chosen['r_paper'])} (their rule: lr {lrs} by seed); "
+        ours = (f"r {with_interval(chosen['r_paper'], R_DIGITS)} (their rule: lr {lrs} by seed); "
                 f"at the lowest-loss lr {chosen['lr_loss']:g}: "
-                f"{with_interval(chosen['r_loss'])}")
+                f"{with_interval(chosen['r_loss'], R_DIGITS)}")
         verdict = law_verdict(mean_r)
         why = "" if verdict == "holds" else (
-            f"seed-mean r {mean_r:.3f} above {LAW_R} ({_epochs(ds)} of their 600 epochs)")
+            f"seed-mean r {mean_r:.4f} above {LAW_R} ({_epochs(ds)} of their 600 epochs)")
         rows.append(Claim(id_, claim, COMMAND.format("hesu_fig1"), f"r {paper_r:.3f}", ours,
                           verdict, why, tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files)))
     if len(loss_verdicts) == len(PAPER_R):
@@ -226,7 +227,7 @@ def _fig7_rows(root: Path) -> list[Claim]:
     verdict = ("holds" if all(v == "holds" for v in verdicts) else
                "differs" if all(v == "differs" for v in verdicts) else "partly")
     rows = [Claim("He–Su Fig. 7", claim_law, COMMAND.format("hesu_fig7"), "— (a figure)",
-                  "; ".join(f"n {n}: r {with_interval(r[n])}" for n in sizes), verdict,
+                  "; ".join(f"n {n}: r {with_interval(r[n], R_DIGITS)}" for n in sizes), verdict,
                   "" if verdict == "holds" else
                   f"r above {LAW_R} at n = " + ", ".join(
                       str(n) for n, v in zip(sizes, verdicts, strict=True) if v != "holds"),
@@ -264,8 +265,9 @@ def _fig9_rows(root: Path) -> list[Claim]:
         verdict, why = "differs", f"the final r {r[-1]:.3f} is above {LAW_R}"
     at = f"epoch {epochs[emerged[0]]}" if emerged.size else "never"
     rows = [Claim("He–Su Fig. 9", claim_emerge, COMMAND.format("hesu_fig9"), "— (a figure)",
-                  f"r at epoch 0: {with_interval(first)}; at epoch {epochs[-1]}: "
-                  f"{with_interval(last)}; r <= {LAW_R} from {at}", verdict, why, (path,))]
+                  f"r at epoch 0: {with_interval(first, R_DIGITS)}; at epoch {epochs[-1]}: "
+                  f"{with_interval(last, R_DIGITS)}; r <= {LAW_R} from {at}", verdict, why,
+                  (path,))]
     if not emerged.size:
         rows.append(Claim("He–Su Fig. 9 (ρ)", claim_rho, COMMAND.format("hesu_fig9"),
                           "— (a figure)", f"the law never emerges (r <= {LAW_R})", "differs",
@@ -304,8 +306,9 @@ def _fig12_row(root: Path) -> Claim:
     verdict = "holds" if np.isfinite(mean) and mean <= PARTLY_R else (
         "partly" if np.isfinite(mean) and mean <= -0.8 else "differs")
     return Claim("He–Su Fig. 12", claim, COMMAND.format("hesu_fig12"), "— (a figure)",
-                 f"test r {with_interval(test)}, ρ {with_interval(ds['decay_ratio_test'].values)}"
-                 f"; training r {with_interval(train)}, ρ "
+                 f"test r {with_interval(test, R_DIGITS)}, "
+                 f"ρ {with_interval(ds['decay_ratio_test'].values)}"
+                 f"; training r {with_interval(train, R_DIGITS)}, ρ "
                  f"{with_interval(ds['decay_ratio'].values)}", verdict,
                  "" if verdict == "holds" else f"test r {mean:.3f} above {PARTLY_R}",
                  (f"{FOLDER}/hesu_fig12.nc",))
