@@ -10,6 +10,7 @@ and the scale (:data:`dnnphase.sweeps.separation_laws.SCALE_NOTES`).
 from __future__ import annotations
 
 import json
+import textwrap
 
 import numpy as np
 import xarray as xr
@@ -25,14 +26,14 @@ def _fuzziness(ds: xr.Dataset, **where) -> xr.DataArray:
     return ds["load_curve"].sel(measure="fuzziness").isel(alpha=0).sel(**where)
 
 
-def _seed_lines(ax, curves: np.ndarray, color, label: str) -> None:
+def _seed_lines(ax, curves: np.ndarray, color, label: str, ls: str = "-") -> None:
     """One thin line per seed (S, L+1) and their mean, labelled (NaN layers left out)."""
     layers = np.arange(curves.shape[-1])
     for curve in curves:
-        ax.plot(layers, curve, color=color, lw=0.6, alpha=0.45)
+        ax.plot(layers, curve, color=color, lw=0.6, alpha=0.45, ls=ls)
     with np.errstate(invalid="ignore"):
         mean = np.nanmean(curves, axis=0) if np.isfinite(curves).any() else curves[0]
-    ax.plot(layers, mean, color=color, lw=1.8, marker="o", ms=2.5, label=label)
+    ax.plot(layers, mean, color=color, lw=1.8, marker="o", ms=2.5, label=label, ls=ls)
 
 
 def _title(ds: xr.Dataset, scale: str) -> str:
@@ -66,7 +67,7 @@ def _hesu_fig1(datasets: dict, scale: str):
             best = list(ds["lr"].values).index(chosen["lr_loss"])
             _seed_lines(ax, curves[best][:, :depth + 1], "C1",
                         f"lowest-loss lr {chosen['lr_loss']:g}: r "
-                        f"{np.nanmean(chosen['r_loss']):.3f}")
+                        f"{np.nanmean(chosen['r_loss']):.3f}", ls="--")
             ax.set_title(f"{OPTIMIZER_WORDS[opt]}, {depth + 1} layers", fontsize=9)
             ax.legend(fontsize=6.5)
             ax.set_xlabel("layer l")
@@ -81,7 +82,7 @@ def _hesu_fig3(datasets: dict, scale: str):
     import matplotlib.pyplot as plt
 
     names = [n for n in ("hesu_fig3_mnist", "hesu_fig3_fashion") if n in datasets]
-    fig, axes = plt.subplots(1, len(names) + 1, figsize=(4.2 * (len(names) + 1), 3.6),
+    fig, axes = plt.subplots(1, len(names) + 1, figsize=(4.2 * (len(names) + 1), 4.4),
                              squeeze=False)
     axes = axes[0]
     for ax, name in zip(axes, names, strict=False):
@@ -94,7 +95,7 @@ def _hesu_fig3(datasets: dict, scale: str):
             mean = np.nanmean(curves[:, :depth + 1], axis=0)
             ax.plot(np.arange(depth + 1), mean, color=color, lw=1.2, label=f"L = {depth + 1}")
             finals.append(curves[:, depth])
-        ax.set_title(json.loads(ds.attrs["data"])["source"].split(" (")[0][:40], fontsize=8)
+        ax.set_title(json.loads(ds.attrs["config"])["dataset"], fontsize=9)
         ax.set_xlabel("layer l")
         ax.set_ylabel("log D_l (seed mean)")
         ax.legend(fontsize=6, ncol=2)
@@ -103,7 +104,7 @@ def _hesu_fig3(datasets: dict, scale: str):
                           yerr=np.nanstd(finals, axis=1), marker="o", capsize=2,
                           label=name.removeprefix("hesu_fig3_"))
     axes[-1].set_xlabel("their depth L (L − 1 hidden layers)")
-    axes[-1].set_ylabel("log D at the last layer (mean ± sd over seeds)")
+    axes[-1].set_ylabel("log D, last layer (mean ± sd)")
     axes[-1].legend(fontsize=7)
     fig.suptitle("He & Su Fig. 3: the optimal depth (lowest final fuzziness)\n"
                  + _title(datasets[names[0]], scale), fontsize=9)
@@ -113,7 +114,7 @@ def _hesu_fig3(datasets: dict, scale: str):
 def _hesu_sizes(datasets: dict, scale: str):
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fig, ax = plt.subplots(figsize=(7, 4.4))
     for k, ds in enumerate(datasets.values()):
         curves = _fuzziness(ds).isel(lr=0).transpose("seed", "layer").values
         n = json.loads(ds.attrs["config"])["n_train"]
@@ -123,8 +124,9 @@ def _hesu_sizes(datasets: dict, scale: str):
     ax.set_xlabel("layer l")
     ax.set_ylabel("log D_l (fuzziness)")
     ax.legend(fontsize=7)
-    fig.suptitle("He & Su Fig. 7: the sample size\n" + _title(next(iter(datasets.values())),
-                                                             scale), fontsize=8)
+    fig.suptitle("He & Su Fig. 7: the sample size (8 layers)\n"
+                 + _title(next(iter(datasets.values())), scale).split(", ")[0]
+                 + f"\n{SCALE_NOTES[scale]}", fontsize=8)
     return fig
 
 
@@ -160,7 +162,7 @@ def _hesu_fig12(datasets: dict, scale: str):
     import matplotlib.pyplot as plt
 
     ds = datasets["hesu_fig12"]
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fig, ax = plt.subplots(figsize=(7, 4.4))
     for k, (variable, suffix, words) in enumerate((("load_curve", "", "training data"),
                                                   ("load_curve_test", "_test", "test data"))):
         curves = ds[variable].sel(measure="fuzziness").isel(alpha=0, lr=0).transpose(
@@ -235,7 +237,6 @@ def _galanti_fig3(datasets: dict, scale: str):
     fig.suptitle(f"Galanti et al. Fig. 3: fixed random labels, MLP-{depth}-"
                  f"{json.loads(ds.attrs['config'])['width']} (seed means)\n" + _title(ds, scale),
                  fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -251,4 +252,16 @@ def plot_experiment(experiment: str, datasets: dict, scale: str):
     from phasecore.checks import require
 
     require(experiment in _PLOTS, "experiment", f"one of {', '.join(_PLOTS)}", experiment)
-    return _PLOTS[experiment](datasets, scale)
+    from matplotlib.ticker import MaxNLocator
+
+    fig = _PLOTS[experiment](datasets, scale)
+    for ax in fig.axes:  # layers and depths are whole numbers
+        if "layer" in ax.get_xlabel() or "depth" in ax.get_xlabel():
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    # The suptitle's lines wrapped to the figure's width (about 14 characters an inch at
+    # its size); tight_layout keeps the panels below it.
+    lines = [part for line in fig.get_suptitle().split("\n")
+             for part in textwrap.wrap(line, int(fig.get_figwidth() * 14))]
+    fig.suptitle("\n".join(lines), fontsize=8)
+    fig.tight_layout()
+    return fig

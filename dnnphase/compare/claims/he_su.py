@@ -138,8 +138,9 @@ def _fig1_rows(root: Path) -> list[Claim]:
             "(their rule picks the lr of r nearest −1)",
             COMMAND.format("hesu_fig1"), "— (their rule only)",
             f"{n} of {len(PAPER_R)} networks hold (seed-mean r <= {LAW_R})", verdict,
-            "" if verdict == "holds" else f"{len(PAPER_R) - n} networks' r above {LAW_R} at "
-            "their lowest-loss lr", tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files)))
+            "" if verdict == "holds" else
+            f"{len(PAPER_R) - n} of the nine: seed-mean r above {LAW_R} at the lowest-loss lr",
+            tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files)))
     adam = files["adam"]
     id_, claim = ("He–Su Fig. 1 (Adam, 20 layers, ρ)",
                   "decay ratio ρ = 0.818, half-life 3.45 layers")
