@@ -81,12 +81,13 @@ def test_missing_fashion_mnist_names_the_package_and_root(tmp_path, capsys, monk
 
 def test_a_diagram_with_another_ones_configuration_is_its_twin(tmp_path):
     """S5's depth 7 and S6's width 100 are the same networks: one file serves both."""
+    from dnnphase.sweeps.named_sweeps import twin
     from dnnphase.sweeps.sweep import sweep
 
-    script = runpy.run_path(str(SCRIPT), run_name="script")
     configs = universality.configs("quick", "S5,S6")
+    names = list(configs)
     assert configs["S5_depth7"] == configs["S6_width100"]
     sweep(configs["S5_depth7"], output=tmp_path / "S5_depth7.nc")
-    assert script["_twin"](tmp_path, "S6_width100", configs["S6_width100"]) == \
+    assert twin(tmp_path, "S6_width100", configs["S6_width100"], names) == \
         tmp_path / "S5_depth7.nc"
-    assert script["_twin"](tmp_path, "S6_width25", configs["S6_width25"]) is None
+    assert twin(tmp_path, "S6_width25", configs["S6_width25"], names) is None
