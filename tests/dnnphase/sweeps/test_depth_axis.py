@@ -88,3 +88,10 @@ def test_the_command_line_takes_depths_and_refuses_bad_ones_before_writing(tmp_p
         assert "depths must" in capsys.readouterr().err.strip().splitlines()[-1]
     assert list(results.load(out)["depth"].values) == [2, 3]  # untouched
 
+
+def test_the_command_line_counts_the_networks_of_every_depth(tmp_path, capsys):
+    out = tmp_path / "s.nc"
+    assert cli_main(["sweep", "--dataset", "digits", "--n-train", "200", "--epochs", "1",
+                     "--knob", "lr", "--values", "0.01", "--alpha", "0", "--seeds", "1",
+                     "--scheduler", "serial", "-o", str(out), "--depths", "2,3"]) == 0
+    assert f"wrote {out}: 2 models, 0 diverged" in capsys.readouterr().out
