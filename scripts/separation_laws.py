@@ -51,8 +51,9 @@ def parse(argv: list[str] | None = None):
     args = parser.parse_args(argv)
     from dnnphase.sweeps.named_sweeps import stored_matches
     from dnnphase.sweeps.sweep import load_data
-    from phasecore.checks import ConfigError
-    from phasecore.executors import validate_scheduler, validate_workers
+    from phasecore.checks import ConfigError, require
+    from phasecore.executors import check_reachable, validate_scheduler, validate_workers
+    from phasecore.results import check_output_folder
 
     scheduler = args.scheduler or (
         "serial" if args.scale == "quick" and args.workers is None else "processes")
@@ -60,14 +61,17 @@ def parse(argv: list[str] | None = None):
         validate_scheduler(scheduler)
         validate_workers(args.workers, scheduler)
         configs = separation_laws.configs(args.scale, args.only)
+        require(str(args.folder).strip() != "", "folder", "a folder name", args.folder)
         folder = Path(args.folder)
         if folder.exists() and not folder.is_dir():
             raise ConfigError(f"folder must be a folder (got the file {str(folder)!r})")
+        check_output_folder(folder)  # its parent a file, or not writable: before any work
         for name, cfg in configs.items():
             stored_matches(folder / f"{name}.nc", cfg)
             cfg.check_device()
             for member in cfg.per_depth():  # a missing data set: one line naming its fix
                 member.check_data(load_data(member))
+        check_reachable(scheduler)  # a Dask address that does not answer: before any work
     except (ConfigError, FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     return args, configs, scheduler

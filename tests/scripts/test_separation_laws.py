@@ -63,6 +63,27 @@ def test_bad_options_are_refused_in_one_line_before_any_file(tmp_path, capsys):
     assert not folder.exists()
 
 
+def test_odd_folders_and_a_silent_scheduler_are_refused_before_any_work(tmp_path, capsys,
+                                                                         monkeypatch):
+    from functools import partial
+
+    from phasecore import executors
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    quick = ["--quick", "--only", "hesu_fig12"]
+    assert "is a file, not a folder" in _refused([str(afile / "sub"), *quick], capsys)
+    monkeypatch.chdir(tmp_path)  # an empty name was the current folder, written in
+    assert "folder must be a folder name" in _refused(["", *quick], capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    monkeypatch.setattr(executors, "check_reachable",
+                        partial(executors.check_reachable, timeout=0.5))
+    folder = tmp_path / "out"
+    assert "does not answer" in _refused(
+        [str(folder), *quick, "--scheduler", "tcp://127.0.0.1:1"], capsys)
+    assert not folder.exists()
+
+
 def test_a_folder_of_another_scale_is_refused(tmp_path, capsys):
     folder = tmp_path / "out"
     assert _main()([str(folder), "--quick", "--only", "hesu_fig9"]) == 0
