@@ -84,6 +84,18 @@ def test_odd_folders_and_a_silent_scheduler_are_refused_before_any_work(tmp_path
     assert not folder.exists()
 
 
+def test_an_interrupted_sweep_of_another_configuration_is_refused_before_any_work(
+        tmp_path, capsys):
+    folder = tmp_path / "out"
+    parts = folder / "hesu_fig9.nc.parts"
+    parts.mkdir(parents=True)
+    (parts / "sweep.json").write_text('{"hash": "0", "n_chunks": 1, "config": {"depth": 3}}')
+    err = _refused([str(folder), "--quick", "--only", "hesu_fig3,hesu_fig9"], capsys)
+    assert "hesu_fig9.nc.parts' holds an interrupted sweep with a different configuration" in err
+    assert err.split(" (see")[0].endswith("move it or choose another folder")
+    assert [p.name for p in folder.iterdir()] == ["hesu_fig9.nc.parts"]  # hesu_fig3 not run
+
+
 def test_a_folder_of_another_scale_is_refused(tmp_path, capsys):
     folder = tmp_path / "out"
     assert _main()([str(folder), "--quick", "--only", "hesu_fig9"]) == 0
