@@ -79,6 +79,11 @@ def parse(argv: list[str] | None = None):
             cfg.check_device()
             for member in cfg.per_depth():  # a missing data set: one line naming its fix
                 member.check_data(load_data(member))
+        for experiment in separation_laws.check_experiments(args.only):
+            figure = folder / f"{experiment}.png"
+            if figure.is_dir():  # found only when it is written, after the sweeps
+                raise ConfigError(f"{str(figure)!r} is a folder where the figure goes; move it "
+                                  "or choose another folder")
         check_reachable(scheduler)  # a Dask address that does not answer: before any work
     except (ConfigError, FileNotFoundError, ValueError) as err:
         parser.error(str(err))

@@ -76,6 +76,10 @@ def test_odd_folders_and_a_silent_scheduler_are_refused_before_any_work(tmp_path
     monkeypatch.chdir(tmp_path)  # an empty name was the current folder, written in
     assert "folder must be a folder name" in _refused(["", *quick], capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    (tmp_path / "taken" / "hesu_fig12.png").mkdir(parents=True)
+    assert "is a folder where the figure goes" in _refused([str(tmp_path / "taken"), *quick],
+                                                           capsys)
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["hesu_fig12.png"]
     monkeypatch.setattr(executors, "check_reachable",
                         partial(executors.check_reachable, timeout=0.5))
     folder = tmp_path / "out"
