@@ -328,7 +328,7 @@ def cmd_sweep(args) -> None:
                scheduler=args.scheduler or default_scheduler(cfg.device, args.workers),
                workers=args.workers, quiet=args.quiet)
     if not args.quiet:
-        n = ds.sizes["alpha"] * ds.sizes[cfg.knob] * ds.sizes["seed"]
+        n = ds.sizes["alpha"] * ds.sizes[cfg.knob] * ds.sizes["seed"] * ds.sizes.get("depth", 1)
         print(f"wrote {args.output}: {n} models, {int(ds['diverged'].sum())} diverged")
 
 

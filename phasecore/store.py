@@ -66,29 +66,38 @@ class ChunkStore:
         refuse one of another configuration (discard it with ``overwrite``)."""
         digest = config_hash({"config": config, "n_chunks": n_chunks})
         check_output(self.output, overwrite)
+        self.check(config, n_chunks, overwrite)
+        if self.meta.exists():
+            if self._stored_hash(overwrite) == digest:
+                self._heal()
+                return  # resume
+            self.clear()  # (refused above unless overwrite)
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(self.meta, json.dumps({"hash": digest, "n_chunks": n_chunks,
+                                                  "config": config}, default=str))
+
+    def check(self, config: dict, n_chunks: int, overwrite: bool = False) -> None:
+        """OutputExistsError unless :meth:`open` can open the store for ``config``: its
+        folder is a file; or, without ``overwrite``, it holds an interrupted sweep of
+        another configuration, or is a folder that is no store. Creates nothing, so that a
+        caller running several sweeps can check them all before any work."""
         if self.path.exists() and not self.path.is_dir():  # the store's folder is taken
             raise OutputExistsError(f"{str(self.path)!r} is a file where the sweep keeps its "
                                     "chunks (a folder); remove or rename it")
+        if overwrite:
+            return
         if self.meta.exists():
-            stored = self._stored_hash(overwrite)
-            if stored == digest:
-                self._heal()
-                return  # resume
-            if not overwrite:
+            if self._stored_hash() != config_hash({"config": config, "n_chunks": n_chunks}):
                 raise OutputExistsError(
                     f"{str(self.path)!r} holds an interrupted sweep with a different "
                     f"configuration{self._differences(config, n_chunks)}; rerun with the "
                     "same settings to resume, or pass overwrite=True (--overwrite) to "
                     "discard it"
                 )
-            self.clear()
-        elif self.path.exists() and any(self.path.iterdir()) and not overwrite:
+        elif self.path.exists() and any(self.path.iterdir()):
             raise OutputExistsError(
                 f"{str(self.path)!r} exists but is not a sweep store (no sweep.json); "
                 "remove it or pass overwrite=True (--overwrite)")
-        self.path.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(self.meta, json.dumps({"hash": digest, "n_chunks": n_chunks,
-                                                  "config": config}, default=str))
 
     def _differences(self, config: dict, n_chunks: int) -> str:
         """' (differs in: a, b)', the settings whose stored values differ from ``config``'s

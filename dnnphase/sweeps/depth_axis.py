@@ -20,12 +20,16 @@ __all__ = ["check", "normalise", "stack"]
 
 
 def normalise(depths) -> tuple:
-    """``depths`` as a tuple (a list from JSON, one integer, or None for none)."""
+    """``depths`` as a tuple (a list from JSON, one integer, or None for none), numpy
+    integers as Python ones (the configuration is stored as JSON). Anything else is kept
+    as given, for :func:`check` to name."""
     if depths is None:
         return ()
-    if np.ndim(depths) == 0:
-        return (depths,)
-    return tuple(np.asarray(depths, dtype=object).tolist())
+    if isinstance(depths, np.ndarray):
+        depths = depths.tolist()
+    if not isinstance(depths, (list, tuple, range)):
+        depths = (depths,)
+    return tuple(d.item() if isinstance(d, np.generic) else d for d in depths)
 
 
 def check(depths: tuple, depth, default_depth: int) -> None:

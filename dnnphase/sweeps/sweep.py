@@ -396,13 +396,7 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
                 for member, plan in zip(members, plans, strict=True) for models in plan]
     if len(payloads) > 1:  # one chunk runs here, without a pool
         check_pool_can_start(scheduler)
-    # A store of chunks that mixed batch sizes (before they were kept apart) is not resumed
-    # with this plan: the plan's rule is part of the stored configuration.
-    # Likewise a CPU store from before the fused hidden layer (its float32 networks round
-    # differently): the layer is part of the stored configuration.
-    stored = cfg.to_dict() | ({"chunks": "one batch size each"} if cfg.knob == "batch_size"
-                              else {}) \
-        | ({"cpu_hidden_layers": "fused"} if fused_cpu_layers(cfg) else {})
+    stored, _ = stored_config(cfg)
     chunks, store = run_chunked(train_chunk, payloads, config=stored, output=output,
                                 overwrite=overwrite, scheduler=scheduler, workers=workers,
                                 quiet=quiet, label=f"{cfg.knob} sweep")
@@ -416,6 +410,19 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     ds.attrs["knob"] = cfg.knob
     ds.attrs["data"] = json.dumps(data.info, default=str)
     return finish(ds, "dnnphase.sweep", cfg.to_dict(), store)
+
+
+def stored_config(cfg: SweepConfig) -> tuple[dict, int]:
+    """The configuration a sweep's store of chunks holds (and is resumed by), and its number
+    of chunks: what :meth:`phasecore.store.ChunkStore.check` compares before any work."""
+    # A store of chunks that mixed batch sizes (before they were kept apart) is not resumed
+    # with this plan: the plan's rule is part of the stored configuration.
+    # Likewise a CPU store from before the fused hidden layer (its float32 networks round
+    # differently): the layer is part of the stored configuration.
+    stored = cfg.to_dict() | ({"chunks": "one batch size each"} if cfg.knob == "batch_size"
+                              else {}) \
+        | ({"cpu_hidden_layers": "fused"} if fused_cpu_layers(cfg) else {})
+    return stored, sum(len(chunk_plan(member)) for member in cfg.per_depth())
 
 
 def chunk_plan(cfg: SweepConfig) -> list[list[tuple[int, int, int]]]:

@@ -195,3 +195,23 @@ def test_an_interrupted_sweep_says_whether_anything_is_kept(tmp_path, finished):
         assert "rerun the same command to resume" in str(err.value)
     else:
         assert "nothing is kept" in str(err.value) and "resume" not in str(err.value)
+
+
+def test_a_store_is_checked_as_it_would_be_opened_without_creating_anything(tmp_path):
+    store = ChunkStore(tmp_path / "x.nc")
+    store.check({"a": 1}, 2)
+    assert not store.path.exists()  # nothing made
+    store.open({"a": 1}, 2)
+    store.check({"a": 1}, 2)  # would resume
+    for config, n_chunks in (({"a": 2}, 2), ({"a": 1}, 3)):
+        with pytest.raises(OutputExistsError, match="different configuration"):
+            store.check(config, n_chunks)
+        with pytest.raises(OutputExistsError, match="different configuration"):
+            store.open(config, n_chunks)
+    store.check({"a": 2}, 2, overwrite=True)
+    store.open({"a": 2}, 2, overwrite=True)  # discarded, made anew
+    store.check({"a": 2}, 2)
+    store.meta.unlink()
+    (store.path / "other").write_text("x")
+    with pytest.raises(OutputExistsError, match="not a sweep store"):
+        store.check({"a": 2}, 2)

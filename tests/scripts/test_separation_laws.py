@@ -63,6 +63,43 @@ def test_bad_options_are_refused_in_one_line_before_any_file(tmp_path, capsys):
     assert not folder.exists()
 
 
+def test_odd_folders_and_a_silent_scheduler_are_refused_before_any_work(tmp_path, capsys,
+                                                                         monkeypatch):
+    from functools import partial
+
+    from phasecore import executors
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    quick = ["--quick", "--only", "hesu_fig12"]
+    assert "is a file, not a folder" in _refused([str(afile / "sub"), *quick], capsys)
+    monkeypatch.chdir(tmp_path)  # an empty name was the current folder, written in
+    assert "folder must be a folder name" in _refused(["", *quick], capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    (tmp_path / "taken" / "hesu_fig12.png").mkdir(parents=True)
+    assert "is a folder where the figure goes" in _refused([str(tmp_path / "taken"), *quick],
+                                                           capsys)
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["hesu_fig12.png"]
+    monkeypatch.setattr(executors, "check_reachable",
+                        partial(executors.check_reachable, timeout=0.5))
+    folder = tmp_path / "out"
+    assert "does not answer" in _refused(
+        [str(folder), *quick, "--scheduler", "tcp://127.0.0.1:1"], capsys)
+    assert not folder.exists()
+
+
+def test_an_interrupted_sweep_of_another_configuration_is_refused_before_any_work(
+        tmp_path, capsys):
+    folder = tmp_path / "out"
+    parts = folder / "hesu_fig9.nc.parts"
+    parts.mkdir(parents=True)
+    (parts / "sweep.json").write_text('{"hash": "0", "n_chunks": 1, "config": {"depth": 3}}')
+    err = _refused([str(folder), "--quick", "--only", "hesu_fig3,hesu_fig9"], capsys)
+    assert "hesu_fig9.nc.parts' holds an interrupted sweep with a different configuration" in err
+    assert err.split(" (see")[0].endswith("move it or choose another folder")
+    assert [p.name for p in folder.iterdir()] == ["hesu_fig9.nc.parts"]  # hesu_fig3 not run
+
+
 def test_a_folder_of_another_scale_is_refused(tmp_path, capsys):
     folder = tmp_path / "out"
     assert _main()([str(folder), "--quick", "--only", "hesu_fig9"]) == 0

@@ -1,6 +1,8 @@
 """Depth as a sweep axis (``SweepConfig.depths``): the same networks as one sweep per depth,
 each depth's load curve at its own length, and the axis's refusals."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -43,10 +45,30 @@ def test_a_depth_axis_sweep_is_written_and_read_back(tmp_path):
     ((2, 2.5), "depths must be integers >= 2"),
     ((3, 3), "depths must be distinct"),
     ((0,), "depths must be integers >= 2"),
+    ([[2], [3, 4]], "depths must be integers >= 2"),  # ragged: not numpy's own error
+    ("2,3", "depths must be integers >= 2"),
+    (["2", "3"], "depths must be integers >= 2"),
+    ({2, 3}, "depths must be integers >= 2"),
 ])
 def test_a_bad_depth_axis_is_refused_naming_it(depths, words):
     with pytest.raises(ConfigError, match=words):
         SweepConfig(depths=depths)
+
+
+@pytest.mark.parametrize("depths, expected", [
+    ([np.int64(2), np.int32(3)], (2, 3)),
+    (np.array([2, 3], dtype=np.uint8), (2, 3)),
+    (np.int64(3), (3,)),
+    (3, (3,)),
+    (range(2, 4), (2, 3)),
+    (None, ()),
+])
+def test_numpy_integers_in_a_depth_axis_are_taken_as_plain_integers(depths, expected):
+    cfg = SweepConfig(depths=depths)
+    assert cfg.depths == expected
+    assert all(type(d) is int for d in cfg.depths)
+    json.dumps(cfg.to_dict())  # the stored configuration (numpy's int64 is not JSON)
+    assert [m.depth for m in cfg.per_depth()] == (list(expected) or [cfg.depth])
 
 
 def test_depth_is_refused_beside_a_depth_axis():
@@ -65,3 +87,11 @@ def test_the_command_line_takes_depths_and_refuses_bad_ones_before_writing(tmp_p
         assert cli_main(common + ["--depths", bad, "--overwrite"]) == 2
         assert "depths must" in capsys.readouterr().err.strip().splitlines()[-1]
     assert list(results.load(out)["depth"].values) == [2, 3]  # untouched
+
+
+def test_the_command_line_counts_the_networks_of_every_depth(tmp_path, capsys):
+    out = tmp_path / "s.nc"
+    assert cli_main(["sweep", "--dataset", "digits", "--n-train", "200", "--epochs", "1",
+                     "--knob", "lr", "--values", "0.01", "--alpha", "0", "--seeds", "1",
+                     "--scheduler", "serial", "-o", str(out), "--depths", "2,3"]) == 0
+    assert f"wrote {out}: 2 models, 0 diverged" in capsys.readouterr().out
