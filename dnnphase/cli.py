@@ -32,9 +32,21 @@ _PARSED = {
     "measures": lambda text: [m.strip() for m in str(text).split(",") if m.strip()],
     "schedule": lambda text: _schedule(text),
     "lr_drops": lambda text: _fractions(text),
-    "depths": lambda text: [int(v) if float(v).is_integer() else float(v)
-                            for v in parse_values(text, name="depths")],
+    "depths": lambda text: _integers(text, "depths"),
+    "width": lambda text: _one_or_many(_integers(text, "width")),
 }
+
+
+def _integers(text: str, name: str) -> list:
+    """Comma-separated numbers, whole ones as ints (others kept, for the range check to
+    name)."""
+    return [int(v) if float(v).is_integer() else float(v)
+            for v in parse_values(text, name=name)]
+
+
+def _one_or_many(values: list):
+    """One value as itself (``--width 100``), several as a tuple (one per hidden layer)."""
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _schedule(text: str) -> tuple:
@@ -127,7 +139,9 @@ def _grid_and_network_options():
          "depth as a sweep axis: hidden-layer counts, each >= 2, as --values (e.g. 3,7,19); "
          "every model at every depth, --depth left out; the result gains a depth dimension, "
          "each depth's load curve at its own length (default: --depth only)"),
-        ("--width", "width", int, "hidden width n (mlp, linear)"),
+        ("--width", "width", str,
+         "hidden width n (mlp, linear), or one per hidden layer, comma-separated (e.g. "
+         "100,100,1000 with --depth 3: He & Su's Fig. 4 shapes)"),
         ("--channels", "channels", int, "channels of every conv layer (cnn)"),
         ("--kernel-size", "kernel_size", int, "odd conv kernel size (cnn)"),
         ("--norm", "norm", str,

@@ -111,6 +111,32 @@ def _hesu_fig3(datasets: dict, scale: str):
     return fig
 
 
+def _hesu_fig4(datasets: dict, scale: str):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    panels = (("widths", ("width20", "width100", "width1000")),
+              ("shapes", ("narrow_wide", "wide_narrow", "width100")))
+    for ax, (title, names) in zip(axes, panels, strict=True):
+        for k, name in enumerate(names):
+            ds = datasets.get(f"hesu_fig4_{name}")
+            if ds is None:
+                continue
+            width = json.loads(ds.attrs["config"])["width"]
+            shown = "-".join(map(str, width)) if isinstance(width, list) else width
+            curves = _fuzziness(ds).isel(lr=0).transpose("seed", "layer").values
+            _seed_lines(ax, curves, f"C{k}", f"{name.replace('_', '-')} ({shown}): "
+                        + _stats_text(ds["pearson_r"].values, ds["decay_ratio"].values))
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("layer l")
+        ax.set_ylabel("log D_l (fuzziness)")
+        ax.legend(fontsize=6.5)
+    first = next(iter(datasets.values()))
+    fig.suptitle("He & Su Fig. 4: widths and shapes (8 layers)\n" + _title(first, scale),
+                 fontsize=8)
+    return fig
+
+
 def _hesu_sizes(datasets: dict, scale: str):
     import matplotlib.pyplot as plt
 
@@ -240,7 +266,8 @@ def _galanti_fig3(datasets: dict, scale: str):
     return fig
 
 
-_PLOTS = {"hesu_fig1": _hesu_fig1, "hesu_fig3": _hesu_fig3, "hesu_fig7": _hesu_sizes,
+_PLOTS = {"hesu_fig1": _hesu_fig1, "hesu_fig3": _hesu_fig3, "hesu_fig4": _hesu_fig4,
+          "hesu_fig7": _hesu_sizes,
           "hesu_fig9": _hesu_fig9, "hesu_fig12": _hesu_fig12, "galanti_fig1": _galanti_fig1,
           "galanti_fig3": _galanti_fig3}
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from dnnphase.defaults import CHANNELS, DEPTH, KERNEL_SIZE, NORM, WIDTH
-from dnnphase.networks.mlp import MLP, check_norm, check_weight_init
+from dnnphase.networks.mlp import MLP, check_norm, check_weight_init, hidden_widths
 from phasecore.checks import is_int, plain_fields, require
 
 __all__ = ["ARCHS", "Architecture", "check_arch"]
@@ -45,7 +45,8 @@ class Architecture:
 
     arch : "mlp", "cnn" or "linear" (:data:`ARCHS`).
     depth : hidden layers L (conv layers for the CNN); the load curve has L + 1 points.
-    width : hidden units of the MLP / linear network.
+    width : hidden units of the MLP / linear network: one integer for every hidden layer,
+        or a tuple of ``depth`` integers, one per layer (He & Su's Fig. 4 shapes).
     channels, kernel_size : the CNN's channels per layer and its (odd) kernel size.
     norm : "batchnorm", "scale" or "none" (:data:`dnnphase.networks.mlp.NORMS`; the CNN takes
         "batchnorm" or "none").
@@ -55,7 +56,7 @@ class Architecture:
 
     arch: str = "mlp"
     depth: int = DEPTH
-    width: int = WIDTH
+    width: int | tuple[int, ...] = WIDTH
     channels: int = CHANNELS
     kernel_size: int = KERNEL_SIZE
     norm: str = NORM
@@ -64,6 +65,9 @@ class Architecture:
 
     def __post_init__(self) -> None:
         plain_fields(self)
+        if isinstance(self.width, (list, tuple)):  # JSON gives a list; held as plain ints
+            object.__setattr__(self, "width", tuple(
+                int(w) if is_int(w) else w for w in self.width))
         self.validate()
 
     def validate(self) -> None:
@@ -71,9 +75,10 @@ class Architecture:
         check_arch(self.arch)
         check_norm(self.norm)
         check_weight_init(self.weight_init)
-        for name in ("depth", "width", "channels"):
+        for name in ("depth", "channels"):
             value = getattr(self, name)
             require(is_int(value) and value >= 1, name, "an integer >= 1", value)
+        hidden_widths(self.depth, self.width)  # one int, or one per hidden layer
         require(is_int(self.kernel_size) and self.kernel_size >= 1 and self.kernel_size % 2,
                 "kernel_size", "an odd integer >= 1", self.kernel_size)
         require(isinstance(self.bias, bool), "bias", "True or False", self.bias)
@@ -117,6 +122,11 @@ class Architecture:
         require(self.kernel_size <= side, "kernel_size",
                 f"an odd integer <= {side - 1 + side % 2} (the {dataset or 'images'}' shorter "
                 f"side is {side})", self.kernel_size)
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """The MLP's units in each hidden layer (:func:`dnnphase.networks.mlp.hidden_widths`)."""
+        return hidden_widths(self.depth, self.width)
 
     def n_layers(self) -> int:
         """Points of the load curve: the input and every hidden layer."""

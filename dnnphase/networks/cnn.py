@@ -236,6 +236,7 @@ class EnsembleCNN(StackedModels):
         self.in_features, self.n_classes = c_in * hh * ww, n_classes
         self.depth, self.channels, self.kernel_size = depth, channels, kernel_size
         self.width = channels * hh * ww
+        self.widths = (self.width,) * depth  # every layer's units (as the MLP stack's)
         self.norm, self.bias = norm, bias
         self._batchnorm = norm == "batchnorm"
 

@@ -52,10 +52,10 @@ from torch import nn
 from dnnphase.defaults import DEPTH, NORM, WIDTH
 from dnnphase.knobs import check
 from dnnphase.networks.spec import BN_EPS, BN_MOMENTUM
-from phasecore.checks import require
+from phasecore.checks import is_int, require
 
 __all__ = ["MLP", "NORMS", "WEIGHT_INITS", "activation_scale", "check_norm",
-           "check_weight_init", "orthogonal_linear_"]
+           "check_weight_init", "hidden_widths", "orthogonal_linear_"]
 
 #: The hidden layers' normalisation: BatchNorm1d (the paper's experiments), Eq. (1)'s
 #: constant c(α) (:func:`activation_scale`), or none.
@@ -147,6 +147,21 @@ def orthogonal_linear_(w: torch.Tensor, b: torch.Tensor | None,
 
 
 
+def hidden_widths(depth: int, width) -> tuple[int, ...]:
+    """The width of each hidden layer: ``width`` units in every one of the ``depth`` layers,
+    or ``width`` a sequence of ``depth`` widths, one per layer (He & Su's Fig. 4 shapes:
+    wide-narrow, narrow-wide). ConfigError naming ``width`` otherwise."""
+    if is_int(width):
+        require(width >= 1, "width", "an integer >= 1, or one integer >= 1 per hidden layer",
+                width)
+        return (int(width),) * depth
+    widths = tuple(width) if isinstance(width, (tuple, list)) else None
+    require(widths is not None and len(widths) == depth
+            and all(is_int(w) and w >= 1 for w in widths), "width",
+            f"an integer >= 1, or a list of {depth} integers >= 1 (one per hidden layer)", width)
+    return tuple(int(w) for w in widths)
+
+
 class MLP(nn.Module):
     """MLP with ``depth`` hidden layers of ``width`` units (paper Eq. 1).
 
@@ -158,7 +173,7 @@ class MLP(nn.Module):
         Number L of hidden layers (Linear → BatchNorm1d → LeakyReLU → Dropout, or
         see ``norm``); ``depth = 0`` is a linear classifier on the (normalised) input.
     width:
-        Hidden width n.
+        Hidden width n, or one width per hidden layer (:func:`hidden_widths`).
     alpha:
         LeakyReLU negative slope α ∈ [0, 1] (0 = ReLU, 1 = linear).
     dropout:
@@ -190,7 +205,7 @@ class MLP(nn.Module):
         in_features: int,
         n_classes: int,
         depth: int = DEPTH,
-        width: int = WIDTH,
+        width: int | tuple[int, ...] = WIDTH,
         alpha: float = 0.0,
         dropout: float = 0.0,
         norm: str = NORM,
@@ -201,8 +216,9 @@ class MLP(nn.Module):
         weight_init: str = "default",
     ) -> None:
         super().__init__()
-        if depth < 0 or width < 1 or in_features < 1 or n_classes < 1:
+        if depth < 0 or in_features < 1 or n_classes < 1:
             raise ValueError("depth must be >= 0 and width, in_features, n_classes >= 1")
+        widths = hidden_widths(depth, width)
         check("alpha", alpha)
         check("dropout", dropout)
         check_norm(norm)
@@ -210,7 +226,8 @@ class MLP(nn.Module):
         self.in_features = in_features
         self.n_classes = n_classes
         self.depth = depth
-        self.width = width
+        self.width = width  # as given: one int, or one per hidden layer
+        self.widths = widths
         self.alpha = float(alpha)
         self.dropout = float(dropout)
         self.norm = norm
@@ -226,11 +243,11 @@ class MLP(nn.Module):
 
         rng_state = torch.get_rng_state()
         self.input_bn = batchnorm(in_features)
-        dims = [in_features] + [width] * depth
+        dims = [in_features, *widths]
         self.linears = nn.ModuleList(
             nn.Linear(dims[i], dims[i + 1], bias=bias) for i in range(depth)
         )
-        self.norms = nn.ModuleList(batchnorm(width) for _ in range(depth))
+        self.norms = nn.ModuleList(batchnorm(w) for w in widths)
         self.act = nn.LeakyReLU(self.alpha)
         self.drop = nn.Dropout(self.dropout)
         self.out = nn.Linear(dims[-1], n_classes, bias=bias)

@@ -176,20 +176,28 @@ class ModelStreams:
         return absorb(self.step_key[:, None], steps[None, :])
 
 
-def dropout_span(depth: int, batch: int, width: int) -> int:
-    """Integers of a step key used by the dropout masks of ``depth`` layers (see
-    :class:`DropoutMasks`); label and data noise start after them."""
-    return depth * -(-batch * width // 2)
+def _halves(depth: int, batch: int, width) -> list[int]:
+    """H_ℓ = ⌈B·width_ℓ/2⌉ for each of ``depth`` hidden layers (``width`` one int for all,
+    or one per layer)."""
+    widths = [width] * depth if isinstance(width, int) else list(width)
+    return [-(-batch * w // 2) for w in widths]
+
+
+def dropout_span(depth: int, batch: int, width) -> int:
+    """Integers of a step key used by the dropout masks of ``depth`` layers of ``width``
+    units (one int, or one per layer; see :class:`DropoutMasks`); label and data noise start
+    after them."""
+    return sum(_halves(depth, batch, width))
 
 
 class DropoutMasks:
     """One step's dropout multipliers, drawn layer by layer.
 
-    Layer ℓ of model m uses the step key's integers ``ℓ·H … ℓ·H + H − 1``,
-    H = ⌈B·width/2⌉, each split into two 16-bit integers v (all low halves, then all
-    high halves); a unit is dropped when ``v < level_m`` and kept units are scaled by
-    2¹⁶/(2¹⁶ − level_m), so the realised drop probability is p rounded to a multiple
-    of 2⁻¹⁶.
+    Layer ℓ of model m uses the step key's integers ``S_ℓ … S_ℓ + H_ℓ − 1``,
+    H_ℓ = ⌈B·width_ℓ/2⌉ and S_ℓ = H_0 + … + H_{ℓ−1} (``ℓ·H`` when every layer has one
+    width), each split into two 16-bit integers v (all low halves, then all high halves);
+    a unit is dropped when ``v < level_m`` and kept units are scaled by 2¹⁶/(2¹⁶ − level_m),
+    so the realised drop probability is p rounded to a multiple of 2⁻¹⁶.
 
     On a CPU the numbers are computed by one fused kernel (:mod:`dnnphase.networks.mask_kernel`,
     bit for bit the same); ``fused=False`` forces the tensor operations, the definition
@@ -197,9 +205,13 @@ class DropoutMasks:
     """
 
     def __init__(self, keys: torch.Tensor, levels: torch.Tensor, scale: torch.Tensor,
-                 batch: int, width: int, fused: bool | None = None) -> None:
+                 batch: int, width, fused: bool | None = None) -> None:
+        """``width``: the hidden layers' units, one int for every layer or a sequence, one
+        per layer."""
         self.keys, self.batch, self.width = keys, batch, width  # keys (M,)
-        self.half = -(-batch * width // 2)
+        if not isinstance(width, int):  # per layer: H_ℓ, and S_ℓ their running sum
+            self._halves = _halves(len(width), batch, width)
+            self._starts = [sum(self._halves[:k]) for k in range(len(width))]
         self.threshold = (levels - 1).view(-1, 1, 1)  # (M, 1, 1), float
         self.scale = scale.view(-1, 1, 1)
         self.fused = keys.device.type == "cpu" if fused is None else fused
@@ -207,34 +219,41 @@ class DropoutMasks:
             self._levels = levels.detach().round().to(torch.int64).contiguous()
         self._bits = self._tmp = None
 
+    def _layer(self, layer: int) -> tuple[int, int, int]:
+        """Hidden layer ``layer``'s width w, its H = ⌈B·w/2⌉ and its first integer S."""
+        if isinstance(self.width, int):
+            h = -(-self.batch * self.width // 2)
+            return self.width, h, layer * h
+        return self.width[layer], self._halves[layer], self._starts[layer]
+
     def _fused(self, layer: int) -> torch.Tensor:
         """The same multipliers from the fused CPU kernel's bytes, ``(B, M, width)``: 1·scale
         and 0·scale are exactly the tensor version's scale and 0."""
         return (self.kept(layer).to(self.scale.dtype) * self.scale).transpose(0, 1)
 
     def kept(self, layer: int) -> torch.Tensor:
-        """``(M, B, width)`` uint8, 1 where hidden layer ``layer``'s unit is kept: the same
+        """``(M, B, width_ℓ)`` uint8, 1 where hidden layer ``layer``'s unit is kept: the same
         decisions as :meth:`__call__`, whose kept units are multiplied by ``scale``. CPU
         (fused) only."""
         from dnnphase.networks.mask_kernel import dropout_kept  # numba: on first use only
 
         assert self.fused, "DropoutMasks.kept: the fused CPU kernel only"
-        m, b, w, h = self.keys.shape[0], self.batch, self.width, self.half
+        (w, h, start), m, b = self._layer(layer), self.keys.shape[0], self.batch
         out = torch.empty((m, b * w), dtype=torch.uint8)
         dropout_kept(self.keys.contiguous().numpy(),
-                     _index_hash(layer * h, h, self.keys.device).numpy(),
+                     _index_hash(start, h, self.keys.device).numpy(),
                      self._levels.numpy(), b * w, out.numpy())
         return out.view(m, b, w)
 
     def __call__(self, layer: int) -> torch.Tensor:
-        """``(B, M, width)`` multipliers of hidden layer ``layer`` (0-based)."""
+        """``(B, M, width_ℓ)`` multipliers of hidden layer ``layer`` (0-based)."""
         if self.fused:
             return self._fused(layer)
-        m, b, w, h = self.keys.shape[0], self.batch, self.width, self.half
-        if self._bits is None:
+        (w, h, start), m, b = self._layer(layer), self.keys.shape[0], self.batch
+        if self._bits is None or self._bits.shape[1] != h:
             self._bits = torch.empty((m, h), dtype=torch.long, device=self.keys.device)
             self._tmp = torch.empty_like(self._bits)
-        bits = hash_bits(self.keys, layer * h, h, self._bits, self._tmp)  # (M, H)
+        bits = hash_bits(self.keys, start, h, self._bits, self._tmp)  # (M, H)
         t = torch.empty((m, 2 * h), dtype=self.scale.dtype, device=bits.device)
         t[:, :h] = torch.bitwise_and(bits, 0xFFFF, out=self._tmp)  # low halves
         t[:, h:] = bits.bitwise_right_shift_(16)  # high halves

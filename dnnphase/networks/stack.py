@@ -22,6 +22,7 @@ from dnnphase.networks.mlp import (
     activation_scale,
     check_norm,
     check_weight_init,
+    hidden_widths,
     orthogonal_linear_,
 )
 from phasecore.checks import ConfigError, require
@@ -218,7 +219,8 @@ class StackedModels(nn.Module):
         keep = 1.0 - self.drop_level / LEVELS  # (M,)
 
         def masks(layer: int) -> torch.Tensor:
-            u = torch.rand(b, self.n_models, self.width, device=device, dtype=keep.dtype)
+            u = torch.rand(b, self.n_models, self.widths[layer], device=device,
+                           dtype=keep.dtype)
             return (u < keep.view(1, -1, 1)).to(keep.dtype) * self.drop_scale.view(1, -1, 1)
 
         return masks
@@ -305,7 +307,7 @@ class EnsembleMLP(StackedModels):
         in_features: int,
         n_classes: int,
         depth: int = DEPTH,
-        width: int = WIDTH,
+        width: int | tuple[int, ...] = WIDTH,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
         norm: str = NORM,
@@ -321,10 +323,11 @@ class EnsembleMLP(StackedModels):
         check_norm(norm)
         check_weight_init(weight_init)
         m = int(n_models)
-        if m < 1 or depth < 0 or width < 1 or in_features < 1 or n_classes < 1:
+        if m < 1 or depth < 0 or in_features < 1 or n_classes < 1:
             raise ConfigError("n_models, width, in_features and n_classes must be >= 1 and "
                               f"depth >= 0 (got {m}, {width}, {in_features}, {n_classes}, "
                               f"{depth})")
+        widths = hidden_widths(depth, width)
         alphas = per_model(alpha, m, "alpha")
         drops = per_model(dropout, m, "dropout")
         # An internal invariant: the values were checked where they entered (a sweep's
@@ -333,9 +336,9 @@ class EnsembleMLP(StackedModels):
         assert all(RANGES["dropout"].admits(p) for p in drops), f"dropout {drops} unchecked"
         self._init_knobs_(alphas, drops, bn_eps, bn_momentum)
         self.in_features, self.n_classes = in_features, n_classes
-        self.depth, self.width = depth, width
+        self.depth, self.width, self.widths = depth, width, widths  # width as given
         self.norm, self.weight_init, self.bias = norm, weight_init, bias
-        self.dims = [in_features] + [width] * depth + [n_classes]
+        self.dims = [in_features, *widths, n_classes]
 
         fk = {"dtype": dtype, "device": device}
         dims = self.dims
@@ -362,7 +365,7 @@ class EnsembleMLP(StackedModels):
         *,
         seeds: Sequence[int],
         depth: int = DEPTH,
-        width: int = WIDTH,
+        width: int | tuple[int, ...] = WIDTH,
         alpha: float | Sequence[float] = 0.0,
         dropout: float | Sequence[float] = 0.0,
         norm: str = NORM,
@@ -440,7 +443,7 @@ class EnsembleMLP(StackedModels):
         """Hidden layer i: ``h`` ``(B, M, in)`` → LeakyReLU(BN(h W + b)) ``(B, M, n)``
         (``"scale"``: c(α)·LeakyReLU(h W + b); ``"none"``: LeakyReLU(h W + b)), times the
         dropout multipliers ``dropout(i)`` ``(B, M, n)`` when given."""
-        b, m, n = h.shape[0], self.n_models, self.width
+        b, m, n = h.shape[0], self.n_models, self.widths[i]
         z = torch.bmm(h.transpose(0, 1), self.weights[i])  # (M, B, n); BLAS reads the view
         if self._fuses(z):
             from dnnphase.networks.fused_layer import NormActDropout  # numba: on first use only

@@ -50,10 +50,10 @@ def parameters_per_model(arch: Architecture, n_features: int, n_classes: int,
         biases = arch.depth * c + n_classes
         norms = 2 * (c_in + arch.depth * c)
     else:
-        dims = [n_features] + [arch.width] * arch.depth + [n_classes]
+        dims = [n_features, *arch.widths, n_classes]
         weights = sum(a * b for a, b in zip(dims[:-1], dims[1:], strict=True))
         biases = sum(dims[1:])
-        norms = 2 * (n_features + arch.depth * arch.width)
+        norms = 2 * (n_features + sum(arch.widths))
     return weights + (biases if arch.bias else 0) + (norms if arch.norm == "batchnorm" else 0)
 
 
@@ -61,9 +61,9 @@ def units_per_sample(arch: Architecture, n_features: int,
                      image_shape: tuple[int, int, int] | None) -> int:
     """Numbers of every layer's features of one sample: the input and the hidden layers
     (a CNN's hidden layer holds channels x H x W)."""
-    hidden = arch.channels * image_shape[1] * image_shape[2] if arch.arch == "cnn" \
-        else arch.width
-    return n_features + arch.depth * hidden
+    if arch.arch == "cnn":
+        return n_features + arch.depth * arch.channels * image_shape[1] * image_shape[2]
+    return n_features + sum(arch.widths)
 
 
 def chunk_bytes(arch: Architecture, *, models: int, n_train: int, batch: int,
@@ -121,7 +121,7 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
     if available is None:
         available = available_bytes(on_cuda, cfg.device)
     size = ("channels", cfg.channels, defaults.CHANNELS) if cfg.arch == "cnn" else \
-        ("width", cfg.width, defaults.WIDTH)
+        ("width", max(cfg.architecture().widths), defaults.WIDTH)
     scale = {size[0]: size[1] / size[2], "depth": cfg.depth / defaults.DEPTH,
              "models_per_chunk": models / defaults.MODELS_PER_CHUNK,
              "n_train": data.n_train / PAPER_N_TRAIN}

@@ -21,13 +21,15 @@ depths 3, 7 and 19 here.
 * ``hesu_fig3``: the depth sweep on MNIST (the embedded 5 000 digits, 10 x 10, 1 000
   training images) and Fashion-MNIST, their L = 3 … 16; the optimal depth is the one of
   lowest final fuzziness.
+* ``hesu_fig4``: their 8 layers at widths 20, 100 and 1 000, and two shapes, Narrow-Wide
+  (100 x 4, then 1 000 x 3) and its reverse Wide-Narrow (:data:`HE_SU_SHAPES`).
 * ``hesu_fig7``: 1 000, 2 000 and 5 000 training images (balanced), their 8 layers.
 * ``hesu_fig9``: their 20 layers, the fuzziness load curve recorded during training.
 * ``hesu_fig12``: their 8 layers, the test data's fuzziness curve (the networks of
   ``hesu_fig7``'s 1 000 images).
 
 He & Su choose Adam's learning rate by their rule in every figure but Fig. 1 shows no
-grid; here Figs. 3, 7, 9 and 12 use Adam at 1e-3 (the middle of their grid), fixed
+grid; here Figs. 3, 4, 7, 9 and 12 use Adam at 1e-3 (the middle of their grid), fixed
 before any result was seen, so that the outcome judged does not choose it.
 
 Galanti et al. (*On the implicit bias of SGD towards depth minimisation*, §5): SGD with
@@ -54,8 +56,8 @@ from __future__ import annotations
 
 from phasecore.checks import ConfigError, check_distinct, require
 
-__all__ = ["ADAM_LRS", "EXPERIMENTS", "SCALES", "SCALE_NOTES", "SGD_LRS", "check_experiments",
-           "configs", "experiment_of"]
+__all__ = ["ADAM_LRS", "EXPERIMENTS", "HE_SU_SHAPES", "SCALES", "SCALE_NOTES", "SGD_LRS",
+           "check_experiments", "configs", "experiment_of"]
 
 #: He & Su's learning-rate grids (appendix A.1).
 SGD_LRS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
@@ -70,6 +72,12 @@ _HE_SU_ADAM = dict(_HE_SU, optimizer="adam", knob="lr", values=(1e-3,))
 _GALANTI = dict(_COMMON, dataset="fashion-mnist", n_train=5000, size=10, optimizer="sgd",
                 momentum=0.9)
 _GALANTI_LR = 0.01
+
+#: Fig. 4's widths and shapes of their 8-layer network (7 hidden layers). Their list of
+#: Narrow-Wide widths is cut in the text after "(100, 100, 100, 100, 1000": completed with
+#: 1000 to seven layers, and reversed for Wide-Narrow; their "Mixed" is not run (unknown).
+HE_SU_SHAPES = {"width20": 20, "width100": 100, "width1000": 1000,
+                "narrow_wide": (100,) * 4 + (1000,) * 3, "wide_narrow": (1000,) * 3 + (100,) * 4}
 
 #: Their L = 3 … 16 (L − 1 hidden layers), for the optimal depth.
 HE_SU_DEPTHS = (2, 3, 4, 5, 6, 7, 9, 11, 13, 15)
@@ -89,6 +97,8 @@ EXPERIMENTS = {
         "hesu_fig3_mnist": dict(_HE_SU_ADAM, dataset="mnist5k", depths=HE_SU_DEPTHS),
         "hesu_fig3_fashion": dict(_HE_SU_ADAM, depths=HE_SU_DEPTHS),
     },
+    "hesu_fig4": {f"hesu_fig4_{name}": dict(_HE_SU_ADAM, depth=7, width=width)
+                  for name, width in HE_SU_SHAPES.items()},
     "hesu_fig7": {f"hesu_fig7_n{n}": dict(_HE_SU_ADAM, depth=7, n_train=n)
                   for n in (1000, 2000, 5000)},
     "hesu_fig9": {"hesu_fig9": dict(_HE_SU_ADAM, depth=19, record_every=-20)},
@@ -147,6 +157,11 @@ def _fields(name: str, fields: dict, scale: str) -> dict:
             out["depths"] = out["depths"][:2]
         if "depth" in out:
             out["depth"] = min(out["depth"], 3)
+        if isinstance(out["width"], tuple):  # a shape: its first, middle and last layer
+            w = out["width"]
+            out["width"] = (w[0], w[len(w) // 2], w[-1])
+        out["width"] = (tuple(max(1, v // 10) for v in out["width"])
+                        if isinstance(out["width"], tuple) else max(1, out["width"] // 10))
         out["values"] = out["values"][:2]
         out["batch_size"] = 64
         if "n_train" in fields and fields["n_train"] > 1000:  # sample-size figure: kept apart

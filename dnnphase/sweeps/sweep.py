@@ -78,6 +78,7 @@ class SweepConfig(TrainingSettings):
         (:mod:`dnnphase.sweeps.depth_axis`). Default ``()``: the one ``depth``.
     arch, depth, width, channels, kernel_size, norm, bias, weight_init
         The network, :class:`dnnphase.networks.architecture.Architecture` (meaning, checks;
+        ``width`` one integer, or a tuple of ``depth`` widths, one per hidden layer;
         ``norm`` in :data:`dnnphase.networks.mlp.NORMS`, ``weight_init`` in
         :data:`dnnphase.networks.mlp.WEIGHT_INITS`): "mlp" (L hidden layers of width n),
         "cnn" (L conv layers, on image data) or "linear" (the identity: alphas (1,)).
@@ -120,7 +121,7 @@ class SweepConfig(TrainingSettings):
     size: int | None = None
     arch: str = "mlp"
     depth: int = defaults.DEPTH
-    width: int = defaults.WIDTH
+    width: int | tuple = defaults.WIDTH
     channels: int = defaults.CHANNELS
     kernel_size: int = defaults.KERNEL_SIZE
     norm: str = defaults.NORM
@@ -144,6 +145,9 @@ class SweepConfig(TrainingSettings):
         object.__setattr__(self, "seeds", seed_list(self.seeds, at_most=defaults.MAX_SEEDS))
         object.__setattr__(self, "measures", tuple(np.atleast_1d(self.measures).tolist()))
         object.__setattr__(self, "depths", depth_axis.normalise(self.depths))
+        if isinstance(self.width, (list, tuple)):  # one width per hidden layer (JSON: a list)
+            object.__setattr__(self, "width", tuple(
+                int(w) if is_int(w) else w for w in self.width))
         super().__post_init__()  # validates
         if self.models_per_chunk is None:
             object.__setattr__(self, "models_per_chunk", self._default_chunk())
@@ -168,13 +172,16 @@ class SweepConfig(TrainingSettings):
         dataset_key(self.dataset)
         require(self.size is None or (is_int(self.size) and self.size >= 1), "size",
                 "an integer >= 1, or unset (the data set's own)", self.size)
+        depth_axis.check(self.depths, self.depth, _FIELD_DEFAULTS["depth"])
+        require(not (self.depths and isinstance(self.width, tuple)), "width",
+                "one integer with a depth axis (widths per layer fit one depth only)",
+                self.width)
         self.architecture().check_alphas(self.alphas)  # and its own fields, on construction
         # A sweep measures every model's load curve, whose curvature (the second difference
         # over layers 0..L) needs L >= 2; a single network may have one hidden layer.
         require(self.depth >= 2, "depth",
                 "an integer >= 2 (a load curve's curvature needs layers 0..L, L >= 2)",
                 self.depth)
-        depth_axis.check(self.depths, self.depth, _FIELD_DEFAULTS["depth"])
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)

@@ -473,7 +473,7 @@ def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,
         lo, hi = int(data.y.min()), int(data.y.max())
         require(0 <= lo and hi < start.n_classes, "y_train",
                 f"labels in [0, {start.n_classes})", (lo, hi))
-        data.eval_stack = min(64, default_stack_size(n, max(start.width, d), len(k.seeds),
+        data.eval_stack = min(64, default_stack_size(n, max(_widest(start), d), len(k.seeds),
                                                      device))
         if any(k.random_labels):  # each model's own labels, reassigned once, from its seed
             data.labels = fixed_random_labels(data.y, k.random_labels, k.seeds, data.n_classes)
@@ -510,7 +510,7 @@ def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg:
     metrics = {name: np.full(m, np.nan)
                for name in ("train_loss", "train_accuracy", "test_accuracy")}
     history = np.full((m, cfg.epochs), np.nan)
-    for b, ids in _stacks(k, cfg, max(start.width, start.in_features), device):
+    for b, ids in _stacks(k, cfg, max(_widest(start), start.in_features), device):
         outs, hist = _train_stack(start, ids, b, k, data, cfg)
         for name, values in _metrics(outs, data, xt, yt, ids).items():
             metrics[name][ids] = values
@@ -535,3 +535,9 @@ def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg:
         diverged_reason=[r.diverged_reason for r in retired],
         cpu_threads=cfg.cpu_threads,
     )
+
+
+def _widest(model) -> int:
+    """A stack's widest hidden layer (an MLP's widths may differ by layer; a CNN's layers
+    hold ``width`` = channels x H x W units each)."""
+    return max(getattr(model, "widths", ()) or (model.width,))

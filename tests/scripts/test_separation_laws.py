@@ -40,9 +40,9 @@ def test_quick_experiments_end_to_end_then_reused_and_read_by_the_ledger(tmp_pat
     assert "reusing" in capsys.readouterr().out
     assert (folder / "galanti_fig3.nc").stat().st_mtime_ns == before
     rows = he_su.claims(tmp_path) + galanti.claims(tmp_path)
-    # He & Su: Fig. 1's nine networks and ρ, Figs. 3 (2), 7 (2), 9 (2), 12; Galanti 5 (the
-    # rows that compare two depths or data sets need the papers' depths: absent here)
-    assert len(rows) == 10 + 2 + 2 + 2 + 1 + 5
+    # He & Su: Fig. 1's nine networks and ρ, Figs. 3 (2), 4 (3), 7 (2), 9 (2), 12; Galanti 5
+    # (the rows that compare two depths or data sets need the papers' depths: absent here)
+    assert len(rows) == 10 + 2 + 3 + 2 + 2 + 1 + 5
     assert all(row.verdict in VERDICTS for row in rows)
     # The quick scale lacks the papers' depths: those rows say so rather than guess.
     assert {r.verdict for r in rows if "20 layers" in r.id} == {"cannot"}

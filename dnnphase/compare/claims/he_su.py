@@ -15,6 +15,11 @@ The rules, fixed before any of these files was computed:
   within :data:`RHO_PARTLY` (0.1);
 * Fig. 3: the optimal depth is the depth of lowest seed-mean fuzziness at the last layer;
   holds where it is the paper's, partly where it is a neighbour on the depth grid;
+* Fig. 4: width 20 separates worse than 100 when the interval of the difference of their
+  seed-mean final fuzziness lies above 0 (holds; its mean alone: partly); 100 and 1 000 end
+  "about the same" when their difference is at most :data:`SAME_WIDTH` (a quarter) of the
+  20-to-100 one (holds; half: partly); Wide-Narrow separates better than Narrow-Wide when the
+  interval of their difference lies below 0 (holds; its mean alone: partly);
 * Fig. 7: half-lives rising with the sample size, strictly at every step (holds) or only
   from the smallest to the largest (partly);
 * Fig. 9: the law "does not emerge at the beginning": r at epoch 0 above :data:`PARTLY_R`
@@ -39,7 +44,7 @@ from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
 
 __all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "PARTLY_R", "TITLE", "claims",
-           "law_verdict", "paper_rule"]
+           "difference_interval", "law_verdict", "paper_rule"]
 
 TITLE = "He & Su: the law of equi-separation"
 ORDER = 70
@@ -50,6 +55,7 @@ LAW_R = -0.99
 PARTLY_R = -0.95
 RHO_HOLDS, RHO_PARTLY = 0.03, 0.1
 SPEARMAN_FALLS = -0.8
+SAME_WIDTH = 0.25  # "about the same": at most this share of the width-20-to-100 difference
 R_DIGITS = 4  # one more than the paper's, so that a value just above LAW_R does not read as it
 
 #: Fig. 1's r, (optimizer, their layers L) -> r, as the caption lists them ("by row first").
@@ -213,6 +219,72 @@ def _fig3_rows(root: Path) -> list[Claim]:
     return rows
 
 
+def _final(ds: xr.Dataset) -> np.ndarray:
+    """Per seed, the fuzziness at the network's last hidden layer (S,)."""
+    curves = ds["load_curve"].sel(measure="fuzziness").isel(alpha=0, lr=0)
+    return curves.isel(layer=-1).values
+
+
+def difference_interval(a: np.ndarray, b: np.ndarray, n_boot: int = 400,
+                        seed: int = 0) -> tuple[float, float, float]:
+    """mean(a) − mean(b) of two networks' per-seed values and its 95 % interval, each
+    network's seeds resampled on their own (different networks: no pairing)."""
+    a, b = (np.asarray(v, dtype=float) for v in (a, b))
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size == 0 or b.size == 0:
+        return np.nan, np.nan, np.nan
+    rng = np.random.default_rng(seed)
+    boot = (rng.choice(a, (n_boot, a.size)).mean(1) - rng.choice(b, (n_boot, b.size)).mean(1))
+    low, high = np.quantile(boot, [0.025, 0.975])
+    return float(a.mean() - b.mean()), float(low), float(high)
+
+
+def _fig4_rows(root: Path) -> list[Claim]:
+    names = ("width20", "width100", "width1000", "narrow_wide", "wide_narrow")
+    files = {n: _open(root, f"hesu_fig4_{n}") for n in names}
+    paths = tuple(f"{FOLDER}/hesu_fig4_{n}.nc" for n in names)
+    claims_text = (
+        ("He–Su Fig. 4 (width 20)", "a network of width 20 does not separate the data well "
+         "(a higher final fuzziness than at width 100)"),
+        ("He–Su Fig. 4 (width 100 vs 1 000)", "widths 100 and 1 000 end at about the same "
+         "fuzziness: the law saturates with width"),
+        ("He–Su Fig. 4 (shape)", "wide bottom layers then narrow ones separate better than "
+         "narrow then wide"))
+    if any(ds is None for ds in files.values()) or files["width1000"].sizes["layer"] != 8:
+        return [_missing(i, c, "hesu_fig4", "— (a figure)") for i, c in claims_text]
+    final = {n: _final(ds) for n, ds in files.items()}
+    r = {n: ds["pearson_r"].values.ravel() for n, ds in files.items()}
+    rows = []
+    d20, low, high = difference_interval(final["width20"], final["width100"])
+    verdict = "holds" if low > 0 else "partly" if d20 > 0 else "differs"
+    rows.append(Claim(*claims_text[0], COMMAND.format("hesu_fig4"), "— (a figure)",
+                      f"final log D {with_interval(final['width20'], 2)} at width 20 against "
+                      f"{with_interval(final['width100'], 2)} at 100: difference {d20:+.2f} "
+                      f"[{low:+.2f}, {high:+.2f}]; r {with_interval(r['width20'], R_DIGITS)} "
+                      f"and {with_interval(r['width100'], R_DIGITS)}", verdict,
+                      "" if verdict == "holds" else "width 20 does not end less separated "
+                      "beyond the seeds' spread", paths))
+    d1000, low, high = difference_interval(final["width1000"], final["width100"])
+    ratio = abs(d1000) / abs(d20) if d20 else np.inf
+    verdict = ("holds" if ratio <= SAME_WIDTH else "partly" if ratio <= 2 * SAME_WIDTH
+               else "differs")
+    rows.append(Claim(*claims_text[1], COMMAND.format("hesu_fig4"), "— (a figure)",
+                      f"final log D at 1 000 minus at 100: {d1000:+.2f} [{low:+.2f}, "
+                      f"{high:+.2f}], {ratio:.2f} of the gap from 20 to 100; r at 1 000 "
+                      f"{with_interval(r['width1000'], R_DIGITS)}", verdict,
+                      "" if verdict == "holds" else f"the 100-to-1 000 difference is {ratio:.2f}"
+                      f" of the 20-to-100 one (about the same: at most {SAME_WIDTH})", paths))
+    shape, low, high = difference_interval(final["wide_narrow"], final["narrow_wide"])
+    verdict = "holds" if high < 0 else "partly" if shape < 0 else "differs"
+    rows.append(Claim(*claims_text[2], COMMAND.format("hesu_fig4"), "— (a figure)",
+                      f"final log D Wide-Narrow {with_interval(final['wide_narrow'], 2)}, "
+                      f"Narrow-Wide {with_interval(final['narrow_wide'], 2)}: difference "
+                      f"{shape:+.2f} [{low:+.2f}, {high:+.2f}]", verdict,
+                      "" if verdict == "holds" else "Wide-Narrow does not end better separated "
+                      "beyond the seeds' spread", paths))
+    return rows
+
+
 def _fig7_rows(root: Path) -> list[Claim]:
     sizes = (1000, 2000, 5000)
     files = {n: _open(root, f"hesu_fig7_n{n}") for n in sizes}
@@ -318,5 +390,5 @@ def _fig12_row(root: Path) -> Claim:
 def claims(root: Path) -> list[Claim]:
     """He & Su's rows, computed from the committed sweeps under ``root``."""
     root = Path(root)
-    return [*_fig1_rows(root), *_fig3_rows(root), *_fig7_rows(root), *_fig9_rows(root),
-            _fig12_row(root)]
+    return [*_fig1_rows(root), *_fig3_rows(root), *_fig4_rows(root), *_fig7_rows(root),
+            *_fig9_rows(root), _fig12_row(root)]

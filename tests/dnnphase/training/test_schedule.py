@@ -302,7 +302,7 @@ def test_sweep_without_a_schedule_stores_the_configuration_it_stored_before():
     cfg = SweepConfig(epochs=EPOCHS)
     stored = cfg.to_dict()
     later = {"schedule", "arch", "channels", "kernel_size", "momentum", "weight_decay",
-             "lr_drops", "random_labels", "size"}
+             "lr_drops", "random_labels", "size", "depths"}
     assert not later & set(stored) and SweepConfig(**stored) == cfg
     expected = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
                 if f.name not in later}

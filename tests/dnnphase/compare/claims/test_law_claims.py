@@ -118,3 +118,32 @@ def test_galanti_fig3_rules(tmp_path):
 def test_missing_files_are_cannot_rows(tmp_path):
     rows = he_su.claims(tmp_path) + galanti.claims(tmp_path)
     assert rows and {row.verdict for row in rows} == {"cannot"}
+
+
+def _fig4_file(final):
+    """A Fig. 4 sweep whose seeds end at log fuzziness ``final`` (3,), 8 layers."""
+    curves = np.linspace(3.0, 0.0, 8)[None, None, None, None, :].repeat(3, axis=2)
+    curves[0, 0, :, 0, -1] = final
+    dims = ("alpha", "lr", "seed")
+    return xr.Dataset({"load_curve": (dims + ("measure", "layer"), curves),
+                       "pearson_r": (dims, np.full((1, 1, 3), -0.999))},
+                      coords={"alpha": [0.0], "lr": [1e-3], "seed": [0, 1, 2],
+                              "measure": ["fuzziness"], "layer": np.arange(8)})
+
+
+def test_fig4_rules(tmp_path):
+    finals = {"width20": [1.0, 1.1, 0.9], "width100": [-1.0, -1.1, -0.9],
+              "width1000": [-1.2, -1.3, -1.1], "narrow_wide": [-0.5, -0.6, -0.4],
+              "wide_narrow": [-1.5, -1.6, -1.4]}
+    for name, final in finals.items():
+        _write(tmp_path, f"hesu_fig4_{name}", _fig4_file(final))
+    rows = {r.id: r for r in he_su.claims(tmp_path) if "Fig. 4" in r.id}
+    assert [r.verdict for r in rows.values()] == ["holds", "holds", "holds"]
+    # 1 000 ends 0.8 below 100: 0.4 of the 20-to-100 gap (2.0): partly
+    _write(tmp_path, "hesu_fig4_width1000", _fig4_file([-1.8, -1.9, -1.7]))
+    _write(tmp_path, "hesu_fig4_wide_narrow", _fig4_file([-0.4, -0.5, -0.3]))
+    rows = {r.id: r for r in he_su.claims(tmp_path) if "Fig. 4" in r.id}
+    assert rows["He–Su Fig. 4 (width 100 vs 1 000)"].verdict == "partly"
+    assert rows["He–Su Fig. 4 (shape)"].verdict == "differs"
+    mean, low, high = he_su.difference_interval([1.0, 1.0], [0.0, 0.0])
+    assert (mean, low, high) == (1.0, 1.0, 1.0)
