@@ -97,10 +97,11 @@ EXPERIMENTS = {
         "hesu_fig3_mnist": dict(_HE_SU_ADAM, dataset="mnist5k", depths=HE_SU_DEPTHS),
         "hesu_fig3_fashion": dict(_HE_SU_ADAM, depths=HE_SU_DEPTHS),
     },
-    "hesu_fig4": {f"hesu_fig4_{name}": dict(_HE_SU_ADAM, depth=7, width=width)
-                  for name, width in HE_SU_SHAPES.items()},
     "hesu_fig7": {f"hesu_fig7_n{n}": dict(_HE_SU_ADAM, depth=7, n_train=n)
                   for n in (1000, 2000, 5000)},
+    # after Fig. 7: its width 100 is Fig. 7's 1 000-sample sweep (copied, not retrained)
+    "hesu_fig4": {f"hesu_fig4_{name}": dict(_HE_SU_ADAM, depth=7, width=width)
+                  for name, width in HE_SU_SHAPES.items()},
     "hesu_fig9": {"hesu_fig9": dict(_HE_SU_ADAM, depth=19, record_every=-20)},
     "hesu_fig12": {"hesu_fig12": dict(_HE_SU_ADAM, depth=7)},
     "galanti_fig1": {"galanti_fig1": dict(_GALANTI, knob="lr", values=(_GALANTI_LR,),
