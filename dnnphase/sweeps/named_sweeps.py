@@ -14,12 +14,27 @@ import json
 import shutil
 from pathlib import Path
 
-from phasecore.checks import ConfigError
+from phasecore.checks import ConfigError, check_distinct
 
-__all__ = ["HOW_NOT_WHAT", "run_named", "stored_matches", "twin"]
+__all__ = ["HOW_NOT_WHAT", "check_only", "run_named", "stored_matches", "twin"]
 
 #: How a sweep was computed, not what: reused across these (as dnnphase reproduce does).
 HOW_NOT_WHAT = ("models_per_chunk", "device")
+
+
+def check_only(only, registry) -> list[str]:
+    """The names ``only`` asks for (a list or comma-separated text), each a key of
+    ``registry``, once; None: all of them in the registry's order. A ConfigError naming
+    ``only`` otherwise."""
+    if only is None:
+        return list(registry)
+    names = [str(n).strip() for n in (only.split(",") if isinstance(only, str) else only)]
+    bad = [repr(n) for n in names if n not in registry]
+    if not names or bad:
+        raise ConfigError(f"only must be one or more of {', '.join(registry)}, comma-separated "
+                          f"(not {', '.join(bad) or 'none'})")
+    check_distinct("only", names)
+    return names
 
 
 def _what(config: dict) -> dict:

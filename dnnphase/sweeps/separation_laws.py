@@ -54,7 +54,7 @@ was computed; a mismatch with a paper is a finding.
 
 from __future__ import annotations
 
-from phasecore.checks import ConfigError, check_distinct, require
+from phasecore.checks import ConfigError, require
 
 __all__ = ["ADAM_LRS", "EXPERIMENTS", "HE_SU_SHAPES", "SCALES", "SCALE_NOTES", "SGD_LRS",
            "check_experiments", "configs", "experiment_of"]
@@ -133,17 +133,12 @@ _FULL = {"hesu": dict(epochs=600),
 
 
 def check_experiments(only=None) -> list[str]:
-    """The experiments asked for (default: all of :data:`EXPERIMENTS`), each one of them,
-    once; ``only``: a list or comma-separated text."""
-    if only is None:
-        return list(EXPERIMENTS)
-    names = [str(n).strip() for n in (only.split(",") if isinstance(only, str) else only)]
-    bad = [repr(n) for n in names if n not in EXPERIMENTS]
-    if not names or bad:
-        raise ConfigError(f"only must be one or more of {', '.join(EXPERIMENTS)}, "
-                          f"comma-separated (not {', '.join(bad) or 'none'})")
-    check_distinct("only", names)
-    return names
+    """The experiments asked for (default: all of :data:`EXPERIMENTS`), each one of them, once;
+    ``only``: a list or comma-separated text
+    (:func:`dnnphase.sweeps.named_sweeps.check_only`)."""
+    from dnnphase.sweeps.named_sweeps import check_only
+
+    return check_only(only, EXPERIMENTS)
 
 
 def _fields(name: str, fields: dict, scale: str) -> dict:

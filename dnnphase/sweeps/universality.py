@@ -35,7 +35,7 @@ import json
 
 import numpy as np
 
-from phasecore.checks import ConfigError, check_distinct, require
+from phasecore.checks import ConfigError, require
 
 __all__ = ["FIGURES", "SCALES", "SCALE_NOTES", "check_figures", "configs", "diagram_title",
            "figure_of", "plot_diagram"]
@@ -74,16 +74,11 @@ SCALE_NOTES = {
 
 def check_figures(only=None) -> list[str]:
     """The figures asked for (default: all of :data:`FIGURES`), each one of them, once;
-    ``only``: a list or comma-separated text."""
-    if only is None:
-        return list(FIGURES)
-    names = [str(n).strip() for n in (only.split(",") if isinstance(only, str) else only)]
-    bad = [repr(n) for n in names if n not in FIGURES]
-    if not names or bad:
-        raise ConfigError(f"only must be one or more of {', '.join(FIGURES)}, comma-separated "
-                          f"(not {', '.join(bad) or 'none'})")
-    check_distinct("only", names)
-    return names
+    ``only``: a list or comma-separated text
+    (:func:`dnnphase.sweeps.named_sweeps.check_only`)."""
+    from dnnphase.sweeps.named_sweeps import check_only
+
+    return check_only(only, FIGURES)
 
 
 def configs(scale: str = "reduced", only=None) -> dict:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.he_su import FOLDER
+from dnnphase.compare.claims.he_su import FOLDER, open_sweep
 from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import mean_interval, with_interval
 
@@ -46,14 +46,6 @@ FITS = 0.99
 CDNV_FACTOR = 1.5
 PAPER_CDNV = {0.0: 0.28, 0.25: 0.6}  # layer 4; "above 1 for the others"
 DATA = "Fashion-MNIST in place of their CIFAR-10"
-
-
-def _open(root: Path, stem: str) -> xr.Dataset | None:
-    path = root / FOLDER / f"{stem}.nc"
-    if not path.exists():
-        return None
-    with xr.open_dataset(path) as ds:
-        return ds.load()
 
 
 def _cannot(id_: str, claim: str, experiment: str, paper: str) -> Claim:
@@ -80,7 +72,7 @@ def minimal_fitting_depth(ds: xr.Dataset) -> tuple[int | None, int]:
 
 
 def _fig1_rows(root: Path) -> list[Claim]:
-    ds = _open(root, "galanti_fig1")
+    ds = open_sweep(root, "galanti_fig1")
     literal = "for 8 and 16 hidden layers the 5th and higher layers collapse: effective depth 4"
     minimal = ("the effective depth of the deep networks is the minimal depth that fits > 99 % "
                "of the training data")
@@ -132,7 +124,7 @@ def _median_text(median: float, depth: int) -> str:
 
 
 def _fig3_rows(root: Path) -> list[Claim]:
-    ds = _open(root, "galanti_fig3")
+    ds = open_sweep(root, "galanti_fig3")
     claims_text = ("layer-4 CDNV ≈ 0.28 at 0 % random labels, ≈ 0.6 at 25 %, above 1 at 50 % and "
                    "75 %", "the NCC (effective) depth rises with the fraction of random labels",
                    "layer 4's training NCC accuracy falls with the noise while the network fits "

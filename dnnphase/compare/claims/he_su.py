@@ -44,7 +44,7 @@ from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
 
 __all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "PARTLY_R", "TITLE", "claims",
-           "difference_interval", "law_verdict", "paper_rule"]
+           "difference_interval", "law_verdict", "open_sweep", "paper_rule"]
 
 TITLE = "He & Su: the law of equi-separation"
 ORDER = 70
@@ -75,7 +75,8 @@ def law_verdict(r: float) -> str:
     return "partly" if np.isfinite(r) and r <= PARTLY_R else "differs"
 
 
-def _open(root: Path, stem: str) -> xr.Dataset | None:
+def open_sweep(root: Path, stem: str) -> xr.Dataset | None:
+    """The committed sweep ``<root>/<FOLDER>/<stem>.nc``, loaded; None where it is not."""
     path = root / FOLDER / f"{stem}.nc"
     if not path.exists():
         return None
@@ -113,7 +114,7 @@ def paper_rule(ds: xr.Dataset, depth: int) -> dict:
 
 
 def _fig1_rows(root: Path) -> list[Claim]:
-    files = {opt: _open(root, f"hesu_fig1_{opt}") for opt in OPTIMIZER_WORDS}
+    files = {opt: open_sweep(root, f"hesu_fig1_{opt}") for opt in OPTIMIZER_WORDS}
     rows, loss_verdicts = [], []
     for (opt, layers), paper_r in PAPER_R.items():
         id_, claim = (f"He–Su Fig. 1 ({OPTIMIZER_WORDS[opt]}, {layers} layers)",
@@ -179,7 +180,7 @@ def _fig3_rows(root: Path) -> list[Claim]:
     for key, words in (("mnist", "MNIST"), ("fashion", "Fashion-MNIST")):
         id_ = f"He–Su Fig. 3 ({words})"
         claim = f"the optimal depth (lowest final fuzziness) on {words} is {PAPER_OPTIMAL[key]}"
-        ds = _open(root, f"hesu_fig3_{key}")
+        ds = open_sweep(root, f"hesu_fig3_{key}")
         if ds is None or PAPER_OPTIMAL[key] - 1 not in ds["depth"].values:
             rows.append(_missing(id_, claim, "hesu_fig3", f"{PAPER_OPTIMAL[key]} layers"))
             continue
@@ -241,7 +242,7 @@ def difference_interval(a: np.ndarray, b: np.ndarray, n_boot: int = 400,
 
 def _fig4_rows(root: Path) -> list[Claim]:
     names = ("width20", "width100", "width1000", "narrow_wide", "wide_narrow")
-    files = {n: _open(root, f"hesu_fig4_{n}") for n in names}
+    files = {n: open_sweep(root, f"hesu_fig4_{n}") for n in names}
     paths = tuple(f"{FOLDER}/hesu_fig4_{n}.nc" for n in names)
     claims_text = (
         ("He–Su Fig. 4 (width 20)", "a network of width 20 does not separate the data well "
@@ -287,7 +288,7 @@ def _fig4_rows(root: Path) -> list[Claim]:
 
 def _fig7_rows(root: Path) -> list[Claim]:
     sizes = (1000, 2000, 5000)
-    files = {n: _open(root, f"hesu_fig7_n{n}") for n in sizes}
+    files = {n: open_sweep(root, f"hesu_fig7_n{n}") for n in sizes}
     paths = tuple(f"{FOLDER}/hesu_fig7_n{n}.nc" for n in sizes)
     claim_law = "the law emerges at 1 000, 2 000 and 5 000 training samples (8 layers)"
     claim_half = "the half-life is larger for larger data sets"
@@ -317,7 +318,7 @@ def _fig7_rows(root: Path) -> list[Claim]:
 
 
 def _fig9_rows(root: Path) -> list[Claim]:
-    ds = _open(root, "hesu_fig9")
+    ds = open_sweep(root, "hesu_fig9")
     claim_emerge = "the law does not hold at the beginning and emerges during training"
     claim_rho = "once it has emerged, the decay ratio decreases along training"
     if ds is None:
@@ -370,7 +371,7 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _fig12_row(root: Path) -> Claim:
-    ds = _open(root, "hesu_fig12")
+    ds = open_sweep(root, "hesu_fig12")
     claim = "a fuzzy version of the law holds on the test data"
     if ds is None:
         return _missing("He–Su Fig. 12", claim, "hesu_fig12", "—")
