@@ -18,7 +18,8 @@ from phasecore.executors import interrupt_once
 from phasecore.progress import say
 from phasecore.results import OutputExistsError
 
-__all__ = ["Parser", "add_options", "folder_command", "integer", "output_options", "run"]
+__all__ = ["Parser", "add_options", "folder_command", "integer", "output_options", "run",
+           "scaled_figures_parser"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -111,3 +112,26 @@ def folder_command(description: str, main, argv=None, default: str = "figures/pa
                         help=f"the folder holding {holds} (default {default})")
     parser.set_defaults(func=lambda args: main(args.folder))
     return run(parser, argv)
+
+
+def scaled_figures_parser(description: str, *, folder: str, names, what: str, full: str,
+                          quick: str) -> Parser:
+    """The options of a script that computes named figures at a scale into a folder:
+    ``[FOLDER] [--only a,b] [--full | --quick] [--workers N]`` (``scale`` "reduced" unless
+    ``--full`` or ``--quick``). ``names``: the figures ``--only`` picks from; ``what``: what
+    they are called ("figures", "experiments"); ``full`` and ``quick``: what those scales
+    are, for the help."""
+    parser = Parser(description=description)
+    parser.add_argument("folder", nargs="?", default=folder,
+                        help=f"output folder (created if missing; default {folder})")
+    parser.add_argument("--only", default=None,
+                        help=f"these {what}, comma-separated, of {', '.join(names)} "
+                             "(default: all)")
+    scale = parser.add_mutually_exclusive_group()
+    scale.add_argument("--full", action="store_const", dest="scale", const="full", help=full)
+    scale.add_argument("--quick", action="store_const", dest="scale", const="quick",
+                       help=quick)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes (default: one per core; --quick: none)")
+    parser.set_defaults(scale="reduced")
+    return parser

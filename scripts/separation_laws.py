@@ -1,6 +1,6 @@
 """He & Su's law of equi-separation and Galanti et al.'s minimal depth: their headline
 experiments, one network sweep or more and one figure each
-(:mod:`dnnphase.sweeps.separation_laws`).
+(dnnphase.sweeps.separation_laws).
 
     python scripts/separation_laws.py [FOLDER] [--only hesu_fig1,...] [--full | --quick]
                                       [--workers N] [--scheduler processes|serial|tcp://...]
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from dnnphase.sweeps import separation_laws
-from phasecore.commandline import Parser
+from phasecore.commandline import scaled_figures_parser
 
 FOLDER = "figures/separation_laws"
 
@@ -30,24 +30,15 @@ FOLDER = "figures/separation_laws"
 def parse(argv: list[str] | None = None):
     """The options, and every sweep's configuration, all checked: a bad one exits 2 with
     one line, before anything is written."""
-    parser = Parser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", nargs="?", default=FOLDER,
-                        help=f"output folder (created if missing; default {FOLDER})")
-    parser.add_argument("--only", default=None,
-                        help="these experiments, comma-separated, of "
-                             f"{', '.join(separation_laws.EXPERIMENTS)} (default: all)")
-    scale = parser.add_mutually_exclusive_group()
-    scale.add_argument("--full", action="store_const", dest="scale", const="full",
-                       help="the papers' scale: 600 / 500 epochs, Galanti's width 500 and "
-                            "all of Fashion-MNIST, 5 seeds")
-    scale.add_argument("--quick", action="store_const", dest="scale", const="quick",
-                       help="seconds: the 8 x 8 digits, 3 epochs (a test)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="worker processes (default: one per core; --quick: none)")
+    parser = scaled_figures_parser(
+        __doc__.split("\n\n")[0], folder=FOLDER, names=separation_laws.EXPERIMENTS,
+        what="experiments",
+        full="the papers' scale: 600 / 500 epochs, Galanti's width 500 and all of "
+             "Fashion-MNIST, 5 seeds",
+        quick="seconds: the 8 x 8 digits, 3 epochs (a test)")
     parser.add_argument("--scheduler", default=None,
                         help="processes (default; --quick: serial), serial, or a Dask address "
                              "tcp://host:port (the full scale on a cluster)")
-    parser.set_defaults(scale="reduced")
     args = parser.parse_args(argv)
     from dnnphase.sweeps.named_sweeps import stored_matches, twin
     from dnnphase.sweeps.sweep import load_data, stored_config

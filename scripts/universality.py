@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from dnnphase.sweeps import universality
-from phasecore.commandline import Parser
+from phasecore.commandline import scaled_figures_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = "figures/supplement/universality"
@@ -31,20 +31,10 @@ FOLDER = "figures/supplement/universality"
 def parse(argv: list[str] | None = None):
     """The options, and every diagram's configuration, all checked: a bad one exits 2 with
     one line, before anything is written."""
-    parser = Parser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", nargs="?", default=FOLDER,
-                        help=f"output folder (created if missing; default {FOLDER})")
-    parser.add_argument("--only", default=None,
-                        help="these figures, comma-separated, of "
-                             f"{', '.join(universality.FIGURES)} (default: all)")
-    scale = parser.add_mutually_exclusive_group()
-    scale.add_argument("--full", action="store_const", dest="scale", const="full",
-                       help="the paper's scale: 6 alphas x 16 dropout rates x 10 seeds")
-    scale.add_argument("--quick", action="store_const", dest="scale", const="quick",
-                       help="seconds: the 8 x 8 digits, 5 epochs (a test)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="worker processes (default: one per core; --quick: none)")
-    parser.set_defaults(scale="reduced")
+    parser = scaled_figures_parser(
+        __doc__.split("\n\n")[0], folder=FOLDER, names=universality.FIGURES, what="figures",
+        full="the paper's scale: 6 alphas x 16 dropout rates x 10 seeds",
+        quick="seconds: the 8 x 8 digits, 5 epochs (a test)")
     args = parser.parse_args(argv)
     from dnnphase.sweeps.named_sweeps import stored_matches
     from dnnphase.sweeps.sweep import load_data
