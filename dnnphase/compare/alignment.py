@@ -41,6 +41,11 @@ def check_network(ds: xr.Dataset, measure: str = MEASURE) -> None:
     missing = {"load_curve", "curvature_scaled", "test_accuracy"} - set(ds.data_vars)
     if missing:
         raise ValueError(f"network sweep lacks variables: {', '.join(sorted(missing))}")
+    if "depth" in ds.dims:  # a depth axis (--depths): one diagram per depth
+        depths = ", ".join(str(d) for d in ds["depth"].values)
+        raise ConfigError(f"network must be a sweep of one depth; this one has a depth axis "
+                          f"(depths {depths}): take one, e.g. in Python "
+                          f"ds.sel(depth={ds['depth'].values[-1]}).dropna('layer', how='all')")
     if measure not in ds["measure"].values:
         raise ConfigError(f"measure must be one of {', '.join(map(str, ds['measure'].values))} "
                           f"(got {measure!r})")

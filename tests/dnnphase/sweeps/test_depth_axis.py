@@ -95,3 +95,14 @@ def test_the_command_line_counts_the_networks_of_every_depth(tmp_path, capsys):
                      "--knob", "lr", "--values", "0.01", "--alpha", "0", "--seeds", "1",
                      "--scheduler", "serial", "-o", str(out), "--depths", "2,3"]) == 0
     assert f"wrote {out}: 2 models, 0 diverged" in capsys.readouterr().out
+
+
+def test_plot_and_compare_name_the_depth_axis_and_one_depth_is_a_usual_sweep():
+    from dnnphase.compare.alignment import check_network
+
+    ds = sweep(depths=(2, 3), **SMALL)
+    with pytest.raises(ConfigError, match=r"network must be a sweep of one depth.*depths 2, 3"):
+        check_network(ds)
+    one = ds.sel(depth=2).dropna("layer", how="all")
+    check_network(one, "fuzziness")
+    assert one.sizes["layer"] == 3
