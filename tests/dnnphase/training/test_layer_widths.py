@@ -141,3 +141,33 @@ def test_the_command_line_takes_one_width_per_layer(tmp_path, capsys):
     for bad in ("32,8", "32,x,16", "0"):
         assert cli_main(common + ["--width", bad, "--overwrite"]) == 2
         assert "width must" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_equal_networks_stack_whatever_form_their_widths_were_given_in():
+    from dnnphase.networks.stack import EnsembleMLP
+
+    forms = [(24, 6, 12), [24, 6, 12], (np.int64(24), np.int32(6), 12)]
+    models = []
+    for seed, width in enumerate(forms):
+        torch.manual_seed(seed)
+        models.append(MLP(D, C, depth=3, width=width))
+    ens = EnsembleMLP.from_models(models)
+    assert ens.widths == (24, 6, 12)
+    for mdl, back in zip(models, ens.to_models(), strict=True):
+        for name, value in mdl.state_dict().items():
+            torch.testing.assert_close(back.state_dict()[name], value)
+    uniform = EnsembleMLP.from_models([MLP(D, C, depth=3, width=8),
+                                       MLP(D, C, depth=3, width=(8, 8, 8))])
+    assert uniform.widths == (8, 8, 8)
+
+
+def test_networks_of_other_widths_are_refused_in_one_line_naming_what_differs():
+    from dnnphase.networks.stack import EnsembleMLP
+
+    with pytest.raises(ConfigError) as err:
+        EnsembleMLP.from_models([MLP(D, C, depth=3, width=(24, 6, 12)),
+                                 MLP(D, C, depth=3, width=(24, 12, 6))])
+    message = str(err.value)
+    assert "\n" not in message
+    assert "models must be of one architecture" in message
+    assert "model 1: width (24, 12, 6) vs (24, 6, 12)" in message
