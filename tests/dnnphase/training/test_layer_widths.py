@@ -171,3 +171,15 @@ def test_networks_of_other_widths_are_refused_in_one_line_naming_what_differs():
     assert "\n" not in message
     assert "models must be of one architecture" in message
     assert "model 1: width (24, 12, 6) vs (24, 6, 12)" in message
+
+
+def test_the_memory_refusal_shows_per_layer_widths_as_given(tmp_path, capsys):
+    out = tmp_path / "s.nc"
+    assert cli_main(["sweep", "--dataset", "digits", "--n-train", "200", "--epochs", "1",
+                     "--alpha", "0", "--values", "0", "--seeds", "1", "--scheduler", "serial",
+                     "--depth", "3", "--width", "100000000,8,16", "-o", str(out),
+                     "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "width is too large" in err[0]
+    assert "(width 100000000,8,16, depth 3," in err[0]
+    assert not out.exists() and not (tmp_path / "s.nc.parts").exists()
