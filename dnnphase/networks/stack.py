@@ -94,9 +94,16 @@ class StackedModels(nn.Module):
 
     @staticmethod
     def _one_architecture(models: Sequence[nn.Module], arch: Callable) -> None:
-        """ConfigError unless every single model has the first one's ``arch(model)``."""
-        for mdl in models:
-            require(arch(mdl) == arch(models[0]), "models", "of one architecture", mdl)
+        """ConfigError unless every single model has the first one's ``arch(model)``
+        (one line, naming the fields that differ, not the models' multi-line repr)."""
+        first = dict(arch(models[0]))
+        for i, mdl in enumerate(models):
+            own = dict(arch(mdl))
+            if own != first:
+                differ = ", ".join(f"{name} {own.get(name)!r} vs {first.get(name)!r}"
+                                   for name in first if own.get(name) != first.get(name))
+                require(False, "models", "of one architecture (the first model's)",
+                        f"model {i}: {differ}")
 
     def _load_stacked_(self, models: Sequence[nn.Module], tensor_of: Callable) -> None:
         """Fill every parameter and buffer with the single models' ``tensor_of(model,
@@ -404,6 +411,17 @@ class EnsembleMLP(StackedModels):
     _SINGLE = MLP
     _ARCHITECTURE = ("in_features", "n_classes", "depth", "width", "norm", "bias",
                      "weight_init")
+
+    @classmethod
+    def _architecture_of(cls, mdl: nn.Module) -> tuple[tuple[str, Any], ...]:
+        """As the base class's, with ``width`` in one form whatever form it was given in
+        (a list, a tuple, numpy integers, one int for equal layers): one int when every
+        hidden layer has it, else a tuple of ints, so that equal networks stack."""
+        widths = mdl.widths
+        width = widths[0] if widths and len(set(widths)) == 1 else \
+            (widths if widths else mdl.width)
+        return tuple((name, width if name == "width" else value)
+                     for name, value in super()._architecture_of(mdl))
 
     @staticmethod
     def _tensor_of(mdl: MLP, name: str) -> torch.Tensor:

@@ -130,7 +130,9 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
     if at_once > 1 and available is not None and per_chunk <= available < per_chunk * at_once:
         name = "workers"  # the automatic pool (one per core) too: --workers fixes it
     chunks = f"{at_once} chunks at once ({at_once} workers) of" if at_once > 1 else "a chunk of"
-    what = (f"{chunks} {models} model{'s' if models > 1 else ''} ({size[0]} {size[1]}, "
+    shown = ",".join(map(str, cfg.width)) if size[0] == "width" and isinstance(
+        cfg.width, tuple) else size[1]  # per-layer widths as given, not just the widest
+    what = (f"{chunks} {models} model{'s' if models > 1 else ''} ({size[0]} {shown}, "
             f"depth {cfg.depth}, "
             f"{data.n_train} training samples, {cfg.dtype})")
     hint = (f"parameters and optimizer state {part['state'] / 2**30:.3g} GiB, activations "

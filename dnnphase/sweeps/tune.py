@@ -179,6 +179,9 @@ def _base_config(config, settings: TuneSettings, seeds, first_values,
     if "measures" not in sweep_fields:
         fields["measures"] = (settings.measure,)
     cfg = SweepConfig(**fields)
+    # A round's curvature is one number per value and seed: of one network, one depth.
+    require(not cfg.depths, "depths", "unset for tune (it searches at one depth: give depth "
+            "/ --depth, one tune per depth)", list(cfg.depths))
     require(settings.measure in cfg.measures, "measure",
             f"one of the measures computed ({', '.join(cfg.measures)})", settings.measure)
     if "models_per_chunk" not in sweep_fields:  # a round trains as one stack

@@ -106,3 +106,17 @@ def test_plot_and_compare_name_the_depth_axis_and_one_depth_is_a_usual_sweep():
     one = ds.sel(depth=2).dropna("layer", how="all")
     check_network(one, "fuzziness")
     assert one.sizes["layer"] == 3
+
+
+def test_tune_refuses_a_depth_axis_before_training(tmp_path, capsys):
+    from dnnphase.sweeps.tune import tune
+
+    with pytest.raises(ConfigError, match="depths must be unset for tune"):
+        tune(depths=(2, 3), dataset="digits", n_train=200, epochs=1, seeds=1)
+    out = tmp_path / "t.nc"
+    assert cli_main(["tune", "--dataset", "digits", "--n-train", "200", "--epochs", "1",
+                     "--seeds", "1", "--alpha", "0", "--scheduler", "serial", "--quiet",
+                     "--depths", "2,3", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "depths must be unset for tune" in err[0]
+    assert list(tmp_path.iterdir()) == []  # neither the result nor its rounds' folder

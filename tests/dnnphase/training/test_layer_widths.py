@@ -141,3 +141,45 @@ def test_the_command_line_takes_one_width_per_layer(tmp_path, capsys):
     for bad in ("32,8", "32,x,16", "0"):
         assert cli_main(common + ["--width", bad, "--overwrite"]) == 2
         assert "width must" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_equal_networks_stack_whatever_form_their_widths_were_given_in():
+    from dnnphase.networks.stack import EnsembleMLP
+
+    forms = [(24, 6, 12), [24, 6, 12], (np.int64(24), np.int32(6), 12)]
+    models = []
+    for seed, width in enumerate(forms):
+        torch.manual_seed(seed)
+        models.append(MLP(D, C, depth=3, width=width))
+    ens = EnsembleMLP.from_models(models)
+    assert ens.widths == (24, 6, 12)
+    for mdl, back in zip(models, ens.to_models(), strict=True):
+        for name, value in mdl.state_dict().items():
+            torch.testing.assert_close(back.state_dict()[name], value)
+    uniform = EnsembleMLP.from_models([MLP(D, C, depth=3, width=8),
+                                       MLP(D, C, depth=3, width=(8, 8, 8))])
+    assert uniform.widths == (8, 8, 8)
+
+
+def test_networks_of_other_widths_are_refused_in_one_line_naming_what_differs():
+    from dnnphase.networks.stack import EnsembleMLP
+
+    with pytest.raises(ConfigError) as err:
+        EnsembleMLP.from_models([MLP(D, C, depth=3, width=(24, 6, 12)),
+                                 MLP(D, C, depth=3, width=(24, 12, 6))])
+    message = str(err.value)
+    assert "\n" not in message
+    assert "models must be of one architecture" in message
+    assert "model 1: width (24, 12, 6) vs (24, 6, 12)" in message
+
+
+def test_the_memory_refusal_shows_per_layer_widths_as_given(tmp_path, capsys):
+    out = tmp_path / "s.nc"
+    assert cli_main(["sweep", "--dataset", "digits", "--n-train", "200", "--epochs", "1",
+                     "--alpha", "0", "--values", "0", "--seeds", "1", "--scheduler", "serial",
+                     "--depth", "3", "--width", "100000000,8,16", "-o", str(out),
+                     "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "width is too large" in err[0]
+    assert "(width 100000000,8,16, depth 3," in err[0]
+    assert not out.exists() and not (tmp_path / "s.nc.parts").exists()
