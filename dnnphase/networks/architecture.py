@@ -65,6 +65,8 @@ class Architecture:
 
     def __post_init__(self) -> None:
         plain_fields(self)
+        if hasattr(self.width, "tolist") and not is_int(self.width):  # an array
+            object.__setattr__(self, "width", self.width.tolist())
         if isinstance(self.width, (list, tuple)):  # JSON gives a list; held as plain ints
             object.__setattr__(self, "width", tuple(
                 int(w) if is_int(w) else w for w in self.width))

@@ -155,6 +155,10 @@ def hidden_widths(depth: int, width) -> tuple[int, ...]:
         require(width >= 1, "width", "an integer >= 1, or one integer >= 1 per hidden layer",
                 width)
         return (int(width),) * depth
+    if hasattr(width, "tolist"):  # a numpy or torch array (or scalar): plain Python values
+        width = width.tolist()
+        if is_int(width):
+            return hidden_widths(depth, width)
     widths = tuple(width) if isinstance(width, (tuple, list)) else None
     require(widths is not None and len(widths) == depth
             and all(is_int(w) and w >= 1 for w in widths), "width",

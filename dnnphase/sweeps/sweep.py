@@ -145,6 +145,8 @@ class SweepConfig(TrainingSettings):
         object.__setattr__(self, "seeds", seed_list(self.seeds, at_most=defaults.MAX_SEEDS))
         object.__setattr__(self, "measures", tuple(np.atleast_1d(self.measures).tolist()))
         object.__setattr__(self, "depths", depth_axis.normalise(self.depths))
+        if hasattr(self.width, "tolist") and not is_int(self.width):  # an array
+            object.__setattr__(self, "width", self.width.tolist())
         if isinstance(self.width, (list, tuple)):  # one width per hidden layer (JSON: a list)
             object.__setattr__(self, "width", tuple(
                 int(w) if is_int(w) else w for w in self.width))

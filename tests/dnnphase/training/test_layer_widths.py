@@ -183,3 +183,13 @@ def test_the_memory_refusal_shows_per_layer_widths_as_given(tmp_path, capsys):
     assert len(err) == 1 and "width is too large" in err[0]
     assert "(width 100000000,8,16, depth 3," in err[0]
     assert not out.exists() and not (tmp_path / "s.nc.parts").exists()
+
+
+def test_an_array_of_widths_is_taken_as_a_list_and_a_bad_one_is_one_line():
+    cfg = SweepConfig(depth=3, width=np.array([32, 8, 16]))
+    assert cfg.width == (32, 8, 16) and all(type(w) is int for w in cfg.width)
+    assert Architecture(depth=3, width=torch.tensor([4, 5, 6])).widths == (4, 5, 6)
+    assert MLP(D, C, depth=2, width=np.array([3, 4])).widths == (3, 4)
+    with pytest.raises(ConfigError) as err:
+        SweepConfig(depth=2, width=np.array([[1, 2], [3, 4]]))
+    assert "width must be" in str(err.value) and "\n" not in str(err.value)
