@@ -40,12 +40,9 @@ def parse(argv: list[str] | None = None):
                         help="processes (default; --quick: serial), serial, or a Dask address "
                              "tcp://host:port (the full scale on a cluster)")
     args = parser.parse_args(argv)
-    from dnnphase.sweeps.named_sweeps import stored_matches, twin
-    from dnnphase.sweeps.sweep import load_data, stored_config
-    from phasecore.checks import ConfigError, require
-    from phasecore.executors import check_reachable, validate_scheduler, validate_workers
-    from phasecore.results import check_output_folder
-    from phasecore.store import ChunkStore
+    from dnnphase.sweeps.named_sweeps import check_folder
+    from phasecore.checks import ConfigError
+    from phasecore.executors import validate_scheduler, validate_workers
 
     scheduler = args.scheduler or (
         "serial" if args.scale == "quick" and args.workers is None else "processes")
@@ -53,29 +50,9 @@ def parse(argv: list[str] | None = None):
         validate_scheduler(scheduler)
         validate_workers(args.workers, scheduler)
         configs = separation_laws.configs(args.scale, args.only)
-        require(str(args.folder).strip() != "", "folder", "a folder name", args.folder)
-        folder = Path(args.folder)
-        if folder.exists() and not folder.is_dir():
-            raise ConfigError(f"folder must be a folder (got the file {str(folder)!r})")
-        check_output_folder(folder)  # its parent a file, or not writable: before any work
         names = [n for sweeps in separation_laws.EXPERIMENTS.values() for n in sweeps]
-        for name, cfg in configs.items():
-            path = folder / f"{name}.nc"
-            if not stored_matches(path, cfg) and twin(folder, name, cfg, names) is None:
-                try:  # an interrupted sweep's chunks, of another configuration
-                    ChunkStore(path).check(*stored_config(cfg))
-                except FileExistsError as err:  # (this script has no --overwrite)
-                    raise ConfigError(f"{str(err).split(';')[0]}; move it or choose another "
-                                      "folder") from None
-            cfg.check_device()
-            for member in cfg.per_depth():  # a missing data set: one line naming its fix
-                member.check_data(load_data(member))
-        for experiment in separation_laws.check_experiments(args.only):
-            figure = folder / f"{experiment}.png"
-            if figure.is_dir():  # found only when it is written, after the sweeps
-                raise ConfigError(f"{str(figure)!r} is a folder where the figure goes; move it "
-                                  "or choose another folder")
-        check_reachable(scheduler)  # a Dask address that does not answer: before any work
+        check_folder(args.folder, configs, names, scheduler=scheduler,
+                     figures=[f"{e}.png" for e in separation_laws.check_experiments(args.only)])
     except (ConfigError, FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     return args, configs, scheduler

@@ -36,8 +36,7 @@ def parse(argv: list[str] | None = None):
         full="the paper's scale: 6 alphas x 16 dropout rates x 10 seeds",
         quick="seconds: the 8 x 8 digits, 5 epochs (a test)")
     args = parser.parse_args(argv)
-    from dnnphase.sweeps.named_sweeps import stored_matches
-    from dnnphase.sweeps.sweep import load_data
+    from dnnphase.sweeps.named_sweeps import check_folder
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_workers
 
@@ -45,13 +44,9 @@ def parse(argv: list[str] | None = None):
     try:
         validate_workers(args.workers, scheduler)
         configs = universality.configs(args.scale, args.only)
-        folder = Path(args.folder)
-        if folder.exists() and not folder.is_dir():
-            raise ConfigError(f"folder must be a folder (got the file {str(folder)!r})")
-        for name, cfg in configs.items():
-            stored_matches(folder / f"{name}.nc", cfg)
-            cfg.check_device()
-            cfg.check_data(load_data(cfg))  # a missing data set: one line naming its fix
+        names = [n for figure in universality.FIGURES.values() for n in figure]
+        check_folder(args.folder, configs, names, scheduler=scheduler,
+                     figures=[f"{name}.png" for name in configs])
     except (ConfigError, FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     return args, configs, scheduler
@@ -64,10 +59,10 @@ def main(argv: list[str] | None = None) -> int:
 
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
+    names = [n for figure in universality.FIGURES.values() for n in figure]
     started, figure_seconds = time.monotonic(), {}
     for name, cfg in configs.items():
         begun = time.monotonic()
-        names = [n for figure in universality.FIGURES.values() for n in figure]
         ds = run_named(name, cfg, folder, names, scheduler=scheduler, workers=args.workers,
                        quiet=args.scale == "quick")
         save_figure(universality.plot_diagram(ds, name, args.scale), folder / f"{name}.png")

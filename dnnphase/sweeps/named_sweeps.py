@@ -16,7 +16,7 @@ from pathlib import Path
 
 from phasecore.checks import ConfigError, check_distinct
 
-__all__ = ["HOW_NOT_WHAT", "check_only", "run_named", "stored_matches", "twin"]
+__all__ = ["HOW_NOT_WHAT", "check_folder", "check_only", "run_named", "stored_matches", "twin"]
 
 #: How a sweep was computed, not what: reused across these (as dnnphase reproduce does).
 HOW_NOT_WHAT = ("models_per_chunk", "device")
@@ -64,6 +64,43 @@ def twin(folder: Path, name: str, cfg, names) -> Path | None:
         if other != name and path.exists() and stored_matches(path, cfg, strict=False):
             return path
     return None
+
+
+def check_folder(folder, configs: dict, names, figures, scheduler: str) -> Path:
+    """Every check a figure script can make before any work, as a ConfigError (or the data
+    set's FileNotFoundError) in one line: ``folder`` a folder name that is not a file nor
+    under one; each sweep of ``configs`` (name -> configuration) finished there with this
+    configuration, a twin among ``names``, or free of an interrupted sweep of another
+    configuration (the scripts have no ``--overwrite``); its device and data set; no folder
+    where one of ``figures`` (file names) goes; ``scheduler`` reachable. Returns the folder."""
+    from dnnphase.sweeps.sweep import load_data, stored_config
+    from phasecore.checks import require
+    from phasecore.executors import check_reachable
+    from phasecore.results import check_output_folder
+    from phasecore.store import ChunkStore
+
+    require(str(folder).strip() != "", "folder", "a folder name", folder)
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"folder must be a folder (got the file {str(folder)!r})")
+    check_output_folder(folder)  # its parent a file, or not writable
+    for name, cfg in configs.items():
+        path = folder / f"{name}.nc"
+        if not stored_matches(path, cfg) and twin(folder, name, cfg, names) is None:
+            try:  # an interrupted sweep's chunks, of another configuration
+                ChunkStore(path).check(*stored_config(cfg))
+            except FileExistsError as err:
+                raise ConfigError(f"{str(err).split(';')[0]}; move it or choose another "
+                                  "folder") from None
+        cfg.check_device()
+        for member in cfg.per_depth():  # a missing data set: one line naming its fix
+            member.check_data(load_data(member))
+    for figure in figures:
+        if (folder / figure).is_dir():  # found only when it is written, after the sweeps
+            raise ConfigError(f"{str(folder / figure)!r} is a folder where the figure goes; "
+                              "move it or choose another folder")
+    check_reachable(scheduler)  # a Dask address that does not answer
+    return folder
 
 
 def run_named(name: str, cfg, folder: Path, names, *, scheduler: str, workers, quiet: bool):
