@@ -1,29 +1,23 @@
 """scripts/separation_laws.py (He & Su's and Galanti et al.'s experiments) end to end at its
 quick scale, its refusals, and the ledger reading what it writes."""
 
-import runpy
 from pathlib import Path
-
-import pytest
 
 from dnnphase.compare.claims import galanti, he_su
 from dnnphase.compare.claims.ledger import VERDICTS
 from dnnphase.sweeps import separation_laws
+from tests.scripts.refusals import refused, script_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "separation_laws.py"
 
 
 def _main():
-    return runpy.run_path(str(SCRIPT), run_name="script")["main"]
+    return script_main("separation_laws")
 
 
 def _refused(argv, capsys) -> str:
-    with pytest.raises(SystemExit) as done:
-        _main()(argv)
-    err = capsys.readouterr().err.strip()
-    assert done.value.code == 2, err
-    return err.splitlines()[-1]
+    return refused(_main(), argv, capsys)
 
 
 def test_quick_experiments_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, capsys):

@@ -1,7 +1,6 @@
 """scripts/universality.py (Figs. S5, S6, S7a, S7b) end to end at its quick scale, its
 refusals, and the ledger rows read from what it writes."""
 
-import runpy
 from pathlib import Path
 
 import pytest
@@ -9,21 +8,18 @@ import pytest
 from dnnphase import data
 from dnnphase.compare.claims import universality as ledger
 from dnnphase.sweeps import universality
+from tests.scripts.refusals import refused, script_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "universality.py"
 
 
 def _main():
-    return runpy.run_path(str(SCRIPT), run_name="script")["main"]
+    return script_main("universality")
 
 
 def _refused(argv, capsys) -> str:
-    with pytest.raises(SystemExit) as done:
-        _main()(argv)
-    err = capsys.readouterr().err.strip()
-    assert done.value.code == 2 and "\n" not in err.splitlines()[-1], err
-    return err.splitlines()[-1]
+    return refused(_main(), argv, capsys)
 
 
 def test_quick_figures_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, capsys):
@@ -91,3 +87,15 @@ def test_a_diagram_with_another_ones_configuration_is_its_twin(tmp_path):
     assert twin(tmp_path, "S6_width100", configs["S6_width100"], names) == \
         tmp_path / "S5_depth7.nc"
     assert twin(tmp_path, "S6_width25", configs["S6_width25"], names) is None
+
+
+def test_odd_folders_are_refused_before_any_work(tmp_path, capsys):
+    """The figure scripts share their checks (dnnphase.sweeps.named_sweeps.check_folder)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert "folder must be a folder name" in _refused(["", "--quick", "--only", "S7a"], capsys)
+    assert "is a file, not a folder" in _refused([str(afile / "sub"), "--quick", "--only",
+                                                  "S7a"], capsys)
+    (tmp_path / "taken" / "S7a_fashion_adam.png").mkdir(parents=True)
+    assert "is a folder where the figure goes" in _refused(
+        [str(tmp_path / "taken"), "--quick", "--only", "S7a"], capsys)
