@@ -11,6 +11,7 @@ last bit between devices.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -209,9 +210,11 @@ class DropoutMasks:
         """``width``: the hidden layers' units, one int for every layer or a sequence, one
         per layer."""
         self.keys, self.batch, self.width = keys, batch, width  # keys (M,)
-        if not isinstance(width, int):  # per layer: H_ℓ, and S_ℓ their running sum
+        if isinstance(width, int):  # every layer H = ⌈B·w/2⌉ integers, layer ℓ's from ℓ·H
+            self._half = -(-batch * width // 2)
+        else:  # per layer: H_ℓ, and S_ℓ their running sum
             self._halves = _halves(len(width), batch, width)
-            self._starts = [sum(self._halves[:k]) for k in range(len(width))]
+            self._starts = [0, *itertools.accumulate(self._halves)][:-1]
         self.threshold = (levels - 1).view(-1, 1, 1)  # (M, 1, 1), float
         self.scale = scale.view(-1, 1, 1)
         self.fused = keys.device.type == "cpu" if fused is None else fused
@@ -222,8 +225,7 @@ class DropoutMasks:
     def _layer(self, layer: int) -> tuple[int, int, int]:
         """Hidden layer ``layer``'s width w, its H = ⌈B·w/2⌉ and its first integer S."""
         if isinstance(self.width, int):
-            h = -(-self.batch * self.width // 2)
-            return self.width, h, layer * h
+            return self.width, self._half, layer * self._half
         return self.width[layer], self._halves[layer], self._starts[layer]
 
     def _fused(self, layer: int) -> torch.Tensor:

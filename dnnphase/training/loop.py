@@ -109,15 +109,6 @@ class Retired:
     final_record: Any = None  # record of the final state (for later record epochs)
 
 
-def _widths(model) -> int | tuple[int, ...]:
-    """The hidden layers' units for the dropout stream: one int when they are all equal (the
-    CNN's, or an MLP's single width), else one per layer (:class:`DropoutMasks`)."""
-    widths = tuple(getattr(model, "widths", ()))
-    if len(set(widths)) > 1:
-        return widths
-    return widths[0] if widths else int(model.width) if isinstance(model.width, int) else 0
-
-
 def explosion_limit(n_classes: int, factor: float) -> float:
     """The step loss above which a model has exploded: ``factor · ln C``.
 
@@ -299,10 +290,10 @@ class TrainingStack:
             xb, yb = x[idx.T], y[idx]  # (B, M, d), (M, B)
         masks = None
         if model.has_dropout:
-            masks = DropoutMasks(keys, model.drop_level, model.drop_scale, b, _widths(model))
+            masks = DropoutMasks(keys, model.drop_level, model.drop_scale, b, model.widths)
         if self._noisy:
             sigma = self.q[:, None] * self.data.x_std[None, :]  # (M, d)
-            start = dropout_span(model.depth, b, _widths(model))  # noise after the masks
+            start = dropout_span(model.depth, b, model.widths)  # noise after the masks
             xb, yb = corrupt_batch(xb, yb, keys, self.q, sigma, self.data.n_classes, start)
         logits = model(xb, dropout=masks)  # (M, B, C)
         losses = row_mean(F.cross_entropy(logits.reshape(m * b, -1), yb.reshape(m * b),
