@@ -50,7 +50,7 @@ from phasecore.results import check_output
 from phasecore.sweeps import finish, run_chunked
 
 __all__ = ["SweepConfig", "chunk_plan", "default_scheduler", "fused_cpu_layers", "load_data",
-           "runs_on_cuda", "sweep", "train_chunk"]
+           "runs_on_cuda", "stored_config", "sweep", "train_chunk"]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.he_su import FOLDER, open_sweep
+from dnnphase.compare.claims.he_su import COMMAND, FOLDER, missing_row, open_sweep
 from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import mean_interval, with_interval
 
@@ -41,17 +41,10 @@ __all__ = ["ORDER", "TITLE", "claims", "minimal_fitting_depth"]
 TITLE = "Galanti et al.: the implicit bias towards minimal depth"
 ORDER = 75
 
-COMMAND = "python scripts/separation_laws.py --only {}"
 FITS = 0.99
 CDNV_FACTOR = 1.5
 PAPER_CDNV = {0.0: 0.28, 0.25: 0.6}  # layer 4; "above 1 for the others"
 DATA = "Fashion-MNIST in place of their CIFAR-10"
-
-
-def _cannot(id_: str, claim: str, experiment: str, paper: str) -> Claim:
-    return Claim(id_, claim, COMMAND.format(experiment), paper, "not computed", "cannot",
-                 f"{FOLDER}/{experiment}.nc is not committed, or holds another scale without "
-                 "the paper's depths")
 
 
 def _ordered(depth: np.ndarray, network_depth: int) -> np.ndarray:
@@ -77,8 +70,8 @@ def _fig1_rows(root: Path) -> list[Claim]:
     minimal = ("the effective depth of the deep networks is the minimal depth that fits > 99 % "
                "of the training data")
     if ds is None or not {8, 16} <= set(ds["depth"].values.tolist()):
-        return [_cannot("Galanti Fig. 1", literal, "galanti_fig1", "4"),
-                _cannot("Galanti Fig. 1 (minimal depth)", minimal, "galanti_fig1", "4 = 4")]
+        return [missing_row("Galanti Fig. 1", literal, "galanti_fig1", "4"),
+                missing_row("Galanti Fig. 1 (minimal depth)", minimal, "galanti_fig1", "4 = 4")]
     path = (f"{FOLDER}/galanti_fig1.nc",)
     eff = ds["effective_depth"].isel(alpha=0, lr=0)
     per = {d: eff.sel(depth=d).values for d in (8, 16)}
@@ -131,7 +124,7 @@ def _fig3_rows(root: Path) -> list[Claim]:
                    "its labels")
     ids = ("Galanti Fig. 3", "Galanti Fig. 3 (NCC depth)", "Galanti Fig. 3 (layer-4 NCC)")
     if ds is None or ds.sizes["layer"] < 5:
-        return [_cannot(i, c, "galanti_fig3", "—") for i, c in zip(ids, claims_text,
+        return [missing_row(i, c, "galanti_fig3", "—") for i, c in zip(ids, claims_text,
                                                                    strict=True)]
     path = (f"{FOLDER}/galanti_fig3.nc",)
     noise = ds["random_labels"].values

@@ -43,8 +43,9 @@ from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
 
-__all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "PARTLY_R", "TITLE", "claims",
-           "difference_interval", "law_verdict", "open_sweep", "paper_rule"]
+__all__ = ["COMMAND", "FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "PARTLY_R", "TITLE",
+           "claims", "difference_interval", "law_verdict", "missing_row", "open_sweep",
+           "paper_rule"]
 
 TITLE = "He & Su: the law of equi-separation"
 ORDER = 70
@@ -89,7 +90,8 @@ def _epochs(ds: xr.Dataset) -> int:
     return int(json.loads(ds.attrs["config"])["epochs"])
 
 
-def _missing(id_: str, claim: str, experiment: str, paper: str) -> Claim:
+def missing_row(id_: str, claim: str, experiment: str, paper: str) -> Claim:
+    """The "cannot" row of a claim whose experiment's files are not committed here."""
     return Claim(id_, claim, COMMAND.format(experiment), paper, "not computed", "cannot",
                  f"{FOLDER}/{experiment}*.nc is not committed, or holds another scale "
                  "without the paper's depths")
@@ -121,7 +123,7 @@ def _fig1_rows(root: Path) -> list[Claim]:
                       f"log fuzziness falls linearly with the layer, r = {paper_r:.3f}")
         ds = files[opt]
         if ds is None or layers - 1 not in ds["depth"].values:
-            rows.append(_missing(id_, claim, "hesu_fig1", f"r {paper_r:.3f}"))
+            rows.append(missing_row(id_, claim, "hesu_fig1", f"r {paper_r:.3f}"))
             continue
         chosen = paper_rule(ds, layers - 1)
         mean_r = mean_interval(chosen["r_paper"])[0]
@@ -152,7 +154,7 @@ def _fig1_rows(root: Path) -> list[Claim]:
     id_, claim = ("He–Su Fig. 1 (Adam, 20 layers, ρ)",
                   "decay ratio ρ = 0.818, half-life 3.45 layers")
     if adam is None or 19 not in adam["depth"].values:
-        rows.append(_missing(id_, claim, "hesu_fig1", "ρ 0.818"))
+        rows.append(missing_row(id_, claim, "hesu_fig1", "ρ 0.818"))
     else:
         chosen = paper_rule(adam, 19)
         rho = mean_interval(chosen["rho_paper"])[0]
@@ -182,7 +184,7 @@ def _fig3_rows(root: Path) -> list[Claim]:
         claim = f"the optimal depth (lowest final fuzziness) on {words} is {PAPER_OPTIMAL[key]}"
         ds = open_sweep(root, f"hesu_fig3_{key}")
         if ds is None or PAPER_OPTIMAL[key] - 1 not in ds["depth"].values:
-            rows.append(_missing(id_, claim, "hesu_fig3", f"{PAPER_OPTIMAL[key]} layers"))
+            rows.append(missing_row(id_, claim, "hesu_fig3", f"{PAPER_OPTIMAL[key]} layers"))
             continue
         depths = ds["depth"].values
         final = _last_layer(ds)  # (D, S), log fuzziness
@@ -252,7 +254,7 @@ def _fig4_rows(root: Path) -> list[Claim]:
         ("He–Su Fig. 4 (shape)", "wide bottom layers then narrow ones separate better than "
          "narrow then wide"))
     if any(ds is None for ds in files.values()) or files["width1000"].sizes["layer"] != 8:
-        return [_missing(i, c, "hesu_fig4", "— (a figure)") for i, c in claims_text]
+        return [missing_row(i, c, "hesu_fig4", "— (a figure)") for i, c in claims_text]
     final = {n: _final(ds) for n, ds in files.items()}
     r = {n: ds["pearson_r"].values.ravel() for n, ds in files.items()}
     rows = []
@@ -293,8 +295,8 @@ def _fig7_rows(root: Path) -> list[Claim]:
     claim_law = "the law emerges at 1 000, 2 000 and 5 000 training samples (8 layers)"
     claim_half = "the half-life is larger for larger data sets"
     if any(ds is None for ds in files.values()):
-        return [_missing("He–Su Fig. 7", claim_law, "hesu_fig7", "—"),
-                _missing("He–Su Fig. 7 (half-life)", claim_half, "hesu_fig7", "—")]
+        return [missing_row("He–Su Fig. 7", claim_law, "hesu_fig7", "—"),
+                missing_row("He–Su Fig. 7 (half-life)", claim_half, "hesu_fig7", "—")]
     r = {n: ds["pearson_r"].values.ravel() for n, ds in files.items()}
     half = {n: ds["half_life"].values.ravel() for n, ds in files.items()}
     verdicts = [law_verdict(mean_interval(r[n])[0]) for n in sizes]
@@ -322,8 +324,8 @@ def _fig9_rows(root: Path) -> list[Claim]:
     claim_emerge = "the law does not hold at the beginning and emerges during training"
     claim_rho = "once it has emerged, the decay ratio decreases along training"
     if ds is None:
-        return [_missing("He–Su Fig. 9", claim_emerge, "hesu_fig9", "—"),
-                _missing("He–Su Fig. 9 (ρ)", claim_rho, "hesu_fig9", "—")]
+        return [missing_row("He–Su Fig. 9", claim_emerge, "hesu_fig9", "—"),
+                missing_row("He–Su Fig. 9 (ρ)", claim_rho, "hesu_fig9", "—")]
     curves = ds["load_curve_epochs"].isel(alpha=0, lr=0).transpose("seed", "epoch", "layer")
     stats = laws.equi_separation(curves.values)  # (S, E)
     epochs = ds["epoch"].values
@@ -374,7 +376,7 @@ def _fig12_row(root: Path) -> Claim:
     ds = open_sweep(root, "hesu_fig12")
     claim = "a fuzzy version of the law holds on the test data"
     if ds is None:
-        return _missing("He–Su Fig. 12", claim, "hesu_fig12", "—")
+        return missing_row("He–Su Fig. 12", claim, "hesu_fig12", "—")
     test, train = ds["pearson_r_test"].values.ravel(), ds["pearson_r"].values.ravel()
     mean = mean_interval(test)[0]
     verdict = "holds" if np.isfinite(mean) and mean <= PARTLY_R else (
