@@ -282,9 +282,8 @@ def plot_experiment(experiment: str, datasets: dict, scale: str):
     from matplotlib.ticker import MaxNLocator
 
     fig = _PLOTS[experiment](datasets, scale)
-    for ax in fig.axes:  # layers and depths are whole numbers
-        if "layer" in ax.get_xlabel() or "depth" in ax.get_xlabel():
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for ax in fig.axes:  # every x axis counts layers, depths or epochs: whole numbers
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     # The suptitle's lines wrapped to the figure's width (about 14 characters an inch at
     # its size); tight_layout keeps the panels below it.
     lines = [part for line in fig.get_suptitle().split("\n")
