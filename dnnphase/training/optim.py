@@ -3,6 +3,12 @@
 Both updates are elementwise, so one call over the stacked tensors ``(M, …)`` equals
 M separate ``torch.optim`` steps. Models that share a learning rate form contiguous
 runs (the trainer sorts them by lr), one call of torch's functional optimizer each.
+
+Fused Adam is handed each model's own slice of a parameter as a tensor of its own: the
+kernel updates a tensor's body in vector code and its last few elements in scalar code,
+which round differently, so on the whole ``(M, …)`` tensor a model's numbers would depend
+on where its stack-mates put the boundary. Per-model slices split exactly as one model
+alone does, so a model's result is the same whatever shares its stack, bit for bit.
 """
 
 from __future__ import annotations
@@ -26,9 +32,9 @@ OPTIMIZERS = ("adam", "sgd")
 class OptimizerSettings:
     """The optimizer's hyper-parameters shared by every model (lr is per model).
 
-    ``fused``: Adam's fused kernel — None uses it where supported (fast; it rounds the
-    last few elements of a tensor in scalar code, so a model's float32 result can
-    depend on its stack in the last bit); False is foreach Adam (bitwise invariant).
+    ``fused``: Adam's fused kernel — None uses it where supported (fast); False is
+    foreach Adam. Both give a model the same numbers whatever shares its stack (module
+    doc); they differ from each other in the last bit.
     """
 
     kind: str = "adam"  # "adam" | "sgd"
@@ -122,18 +128,21 @@ class StackedOptimizer:
 
     def _adam(self, run: int, ps, gs, a: int, b: int, lr: float) -> None:
         s = self.settings
+        ms, vs = [m[a:b] for m in self.state[0]], [v[a:b] for v in self.state[1]]
+        if self.fused:  # one tensor per (parameter, model): module doc
+            ps, gs, ms, vs = ([t[i] for t in group for i in range(b - a)]
+                              for group in (ps, gs, ms, vs))
         if self._step_tensors is None:
-            # One step tensor per (run, parameter): the functional Adam increments each.
+            self._step_tensors = {}
+        if run not in self._step_tensors:
+            # One step tensor per list entry: the functional Adam increments each.
             dev = ps[0].device if self.fused else torch.device("cpu")
-            self._step_tensors = [
-                [torch.tensor(float(self.steps), dtype=torch.float32, device=dev) for _ in ps]
-                for _ in self.runs
-            ]
+            self._step_tensors[run] = [
+                torch.tensor(float(self.steps), dtype=torch.float32, device=dev) for _ in ps]
         _functional_adam(
-            ps, gs, [m[a:b] for m in self.state[0]], [v[a:b] for v in self.state[1]], [],
-            self._step_tensors[run], foreach=not self.fused, fused=self.fused or None,
-            amsgrad=False, beta1=s.betas[0], beta2=s.betas[1], lr=lr,
-            weight_decay=s.weight_decay, eps=s.eps, maximize=False,
+            ps, gs, ms, vs, [], self._step_tensors[run], foreach=not self.fused,
+            fused=self.fused or None, amsgrad=False, beta1=s.betas[0], beta2=s.betas[1],
+            lr=lr, weight_decay=s.weight_decay, eps=s.eps, maximize=False,
         )
 
     def _sgd(self, ps, gs, a: int, b: int, lr: float) -> None:

@@ -495,19 +495,25 @@ def test_trusted_knobs_train_exactly_as_checked_arguments(data):
     assert torch.equal(checked.loss_history, trusted.loss_history)
 
 
-def test_float32_result_does_not_depend_on_stacking(data):
-    """Bitwise: mixed slopes, dropout and noise, stacks of all / 2 / 1 models
-    (foreach Adam; the fused kernel may differ in the last bit, see train.py)."""
+@pytest.mark.parametrize("optimizer", ["adam", "adam-foreach", "sgd", "sgd-momentum"])
+def test_float32_result_does_not_depend_on_stacking(data, optimizer):
+    """Bitwise: mixed slopes, dropout and noise, stacks of all / 2 / 1 models, with every
+    optimizer the experiments use: fused Adam (the default, handed each model's slice as a
+    tensor of its own), foreach Adam, plain SGD and SGD with momentum."""
     x, y = data
+    kind = optimizer.split("-")[0]
+    settings = dict(optimizer=kind, fused=False if optimizer == "adam-foreach" else None,
+                    momentum=0.9 if optimizer == "sgd-momentum" else 0.0)
     kw = dict(seeds=[1, 2, 3, 4, 5], alpha=[0.0, 0.2, 0.2, 0.6, 1.0],
               dropout=[0.0, 0.1, 0.2, 0.1, 0.0], label_noise=[0.0, 0.1, 0.0, 0.2, 0.1],
               batch_size=16, lr=1e-2, network=NET)
-    runs = [train_ensemble(x.float(), y, **kw, config=config(dtype=torch.float32, fused=False,
-                                                             stack_size=k))
+    runs = [train_ensemble(x.float(), y, **kw, config=config(dtype=torch.float32,
+                                                             stack_size=k, **settings))
             for k in (None, 2, 1)]
     ref = runs[0].model.state_dict()
     for other in runs[1:]:
         assert all(torch.equal(ref[k], v) for k, v in other.model.state_dict().items())
+        assert torch.equal(runs[0].loss_history, other.loss_history)
 
 
 @pytest.mark.parametrize("norm", ["scale", "none"])
