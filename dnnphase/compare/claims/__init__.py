@@ -8,8 +8,9 @@ test, read from committed result files, with a verdict reached by a rule fixed i
 * :func:`render` — the rows as ``docs/claims.md`` (``python scripts/claims.py``).
 
 A topic is a module of this folder with ``TITLE`` (its section's heading), ``ORDER`` (its
-place in the ledger) and ``claims(root) -> list[Claim]``; :func:`collect` finds it by
-itself. The shared rule for "highest accuracy where the load curve is linear" lives in
+place in the ledger), ``SOURCE`` (whose claims its rows are, :data:`~.ledger.SOURCES`)
+and ``claims(root) -> list[Claim]``; :func:`collect` finds it by itself. The shared rule
+for "highest accuracy where the load curve is linear" lives in
 :mod:`dnnphase.compare.claims.rules`; :mod:`dnnphase.compare.claims.equiseparation` puts other
 readings of a row's chosen cell (He & Su's Pearson r) through the same rule.
 

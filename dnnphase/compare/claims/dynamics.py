@@ -41,10 +41,11 @@ from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import with_interval
 from phasecore.loadcurve import curvature_scaled, phase_label
 
-__all__ = ["ORDER", "TITLE", "claims"]
+__all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 
 TITLE = "Spring–block paper: dynamics and the chain's variants"
 ORDER = 40
+SOURCE = "spring-block"
 
 FIG4 = "python scripts/fig4_dynamics.py figures/paper/fig4"
 CHAINS = "python scripts/supplement_chains.py figures/supplement/chains --only {}"

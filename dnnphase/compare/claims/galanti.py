@@ -36,10 +36,11 @@ from dnnphase.compare.claims.he_su import COMMAND, FOLDER, missing_row, open_swe
 from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import mean_interval, with_interval
 
-__all__ = ["ORDER", "TITLE", "claims", "minimal_fitting_depth"]
+__all__ = ["ORDER", "SOURCE", "TITLE", "claims", "minimal_fitting_depth"]
 
 TITLE = "Galanti et al.: the implicit bias towards minimal depth"
 ORDER = 75
+SOURCE = "galanti"
 
 FITS = 0.99
 CDNV_FACTOR = 1.5

@@ -43,12 +43,13 @@ from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
 
-__all__ = ["COMMAND", "FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "PARTLY_R", "TITLE",
+__all__ = ["COMMAND", "FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "SOURCE", "PARTLY_R", "TITLE",
            "claims", "difference_interval", "law_verdict", "missing_row", "open_sweep",
            "paper_rule"]
 
 TITLE = "He & Su: the law of equi-separation"
 ORDER = 70
+SOURCE = "he-su"
 
 FOLDER = "figures/separation_laws"
 COMMAND = "python scripts/separation_laws.py --only {}"

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from phasecore.checks import ConfigError
 
-__all__ = ["VERDICTS", "Claim", "collect", "render", "topics"]
+__all__ = ["SOURCES", "VERDICTS", "Claim", "collect", "render", "topics"]
 
-#: The verdicts a row may carry, in the order a reader weighs them.
-VERDICTS = ("holds", "partly", "differs", "cannot")
+#: The verdicts a row may carry, in the order a reader weighs them. "undecided": the
+#: interval over seeds straddles the rule's threshold, so the point estimate's side is not
+#: a verdict at this scale.
+VERDICTS = ("holds", "partly", "differs", "cannot", "undecided")
+
+#: Whose claim a row tests: the spring-block paper, He & Su, Galanti et al., or ours.
+SOURCES = ("spring-block", "he-su", "galanti", "ours")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,16 @@ class Claim:
         What the verdict rests on; required for every verdict but "holds".
     files : tuple of str
         The committed files (relative to the checkout) the row is computed from.
+    variants : dict of str to str
+        The verdict the same rule reaches under each variant a referee would ask about
+        (the other curvature definition, the authors' protocol, a rerun under other CPU
+        kernels, ...), by the variant's name; empty where none applies.
+    counts : bool
+        Whether the row enters the count line: False for a row reading the same file as
+        another, a reduced-scale twin of a paper-scale row, or a check of the simulator
+        against its own theory (not a claim about networks).
+    source : str
+        Whose claim it is, one of :data:`SOURCES`; empty: the topic module's ``SOURCE``.
     """
 
     id: str
@@ -52,6 +67,14 @@ class Claim:
     verdict: str
     why: str = ""
     files: tuple[str, ...] = field(default=())
+    variants: dict[str, str] = field(default_factory=dict)
+    counts: bool = True
+    source: str = ""
+
+    @property
+    def robust(self) -> bool:
+        """Every variant reaches the row's verdict (True where there is no variant)."""
+        return all(v == self.verdict for v in self.variants.values())
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -59,6 +82,13 @@ class Claim:
                               f"(got {self.verdict!r})")
         if self.verdict != "holds" and not self.why:
             raise ConfigError(f"{self.id}: a verdict of {self.verdict!r} needs its why")
+        for name, verdict in self.variants.items():
+            if verdict not in VERDICTS:
+                raise ConfigError(f"{self.id}: variant {name!r}'s verdict must be one of "
+                                  f"{', '.join(VERDICTS)} (got {verdict!r})")
+        if self.source and self.source not in SOURCES:
+            raise ConfigError(f"{self.id}: source must be one of {', '.join(SOURCES)} "
+                              f"(got {self.source!r})")
         for name in ("id", "claim", "command", "paper", "ours"):
             if not getattr(self, name):
                 raise ConfigError(f"{self.id or '?'}: {name} must not be empty")
@@ -78,7 +108,8 @@ def topics() -> list:
 def collect(root: str | Path = ".") -> list[tuple[str, list[Claim]]]:
     """Every topic's title and rows, computed from the files under ``root`` (a checkout)."""
     root = Path(root)
-    return [(module.TITLE, list(module.claims(root))) for module in topics()]
+    return [(module.TITLE, [c if c.source else replace(c, source=module.SOURCE)
+                            for c in module.claims(root)]) for module in topics()]
 
 
 def _cell(text: str) -> str:

@@ -12,10 +12,11 @@ from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import linear_best_of_sweep, sweep_cells
 from phasecore.loadcurve import PHASE_TOLERANCE
 
-__all__ = ["ORDER", "TITLE", "claims"]
+__all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 
 TITLE = "Spring–block paper, main text"
 ORDER = 10
+SOURCE = "spring-block"
 
 PAPER = "dnnphase reproduce --preset paper -o figures/paper/"
 CHAIN = ("springblock phase --rows mu_right=0:0.03:6 --cols noise=0:0.028:8 "

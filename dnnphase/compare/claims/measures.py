@@ -46,10 +46,11 @@ import xarray as xr
 
 from dnnphase.compare.claims.ledger import Claim
 
-__all__ = ["ORDER", "TITLE", "claims"]
+__all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 
 TITLE = "Spring–block paper, supplement: the two measures"
 ORDER = 30
+SOURCE = "spring-block"
 
 COMMAND = "python scripts/two_measures.py"
 RESULT = "figures/supplement/two_measures/two_measures.nc"

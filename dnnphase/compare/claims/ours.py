@@ -49,10 +49,11 @@ import xarray as xr
 from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.scrutiny import paired_interval
 
-__all__ = ["ORDER", "TITLE", "claims"]
+__all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 
 TITLE = "This project's own claims"
 ORDER = 60
+SOURCE = "ours"
 
 KNOBS = ("dropout", "lr", "batch_size", "label_noise")
 WORDS = {"dropout": "dropout", "lr": "lr", "batch_size": "batch size",

@@ -31,10 +31,11 @@ from dnnphase.compare.claims.rules import linear_best
 from dnnphase.sweeps.sweep import SweepConfig
 from phasecore.loadcurve import phase_label
 
-__all__ = ["ORDER", "TITLE", "claims", "paired_interval"]
+__all__ = ["ORDER", "SOURCE", "TITLE", "claims", "paired_interval"]
 
 TITLE = "Spring–block paper, supplement: Figs. S2 and S4"
 ORDER = 25
+SOURCE = "spring-block"
 
 S2_PAPER = "figures/supplement/paper_scale/cnn_dropout.nc"
 S2_REDUCED = "figures/supplement/cnn_dropout.nc"

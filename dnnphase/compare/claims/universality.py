@@ -24,10 +24,11 @@ from dnnphase.compare.claims.rules import linear_best_of_sweep, sweep_cells
 from dnnphase.compare.peaks import row_shape, sweep_row_peaks
 from dnnphase.sweeps.universality import FIGURES, SCALE_NOTES, SCALES
 
-__all__ = ["ORDER", "TITLE", "claims"]
+__all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 
 TITLE = "Spring–block paper, supplement: universality"
 ORDER = 20
+SOURCE = "spring-block"
 
 FOLDER = "figures/supplement/universality"
 COMMAND = "python scripts/universality.py --only {figure}"
