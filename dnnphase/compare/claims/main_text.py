@@ -1,5 +1,17 @@
 """The spring–block paper's main text: the four network diagrams (Fig. 1), the chain's
-diagram (Fig. 3) and the noiseless state (Eq. 7), from the committed paper preset."""
+diagram (Fig. 3) and the noiseless state (Eq. 7), from the committed paper preset; and the
+CNN's diagram ("the same behavior for ... CNNs").
+
+Rules (a phase is the seed-mean scale-free curvature's label, band ±0.05):
+
+* **Fig. 1a–d, corners**: the lazy corner (the most nonlinear row, the least noise) concave
+  and the noisy corner (the linear row, the most noise) convex: **holds** both, **partly**
+  one, **differs** neither.
+* **Fig. 1a–d, shading**: the rule of :mod:`dnnphase.compare.claims.rules`.
+* **CNN α × dropout** (``scripts/cnn_phase.py``, the supplement's CNN on Fig. 1c's
+  training and dropout range; written before its file was computed): Fig. 1's two rules
+  above, unchanged, on its file. The row is absent until the file is committed.
+"""
 
 from __future__ import annotations
 
@@ -109,5 +121,31 @@ def _chain_rows(root: Path) -> list[Claim]:
     return rows
 
 
+CNN = "figures/supplement/cnn_phase/cnn_phase.nc"
+CNN_COMMAND = "python scripts/cnn_phase.py"
+
+
+def _cnn_rows(root: Path) -> list[Claim]:
+    """Fig. 1's rules on the CNN's α × dropout diagram, once its file exists."""
+    if not (root / CNN).is_file():
+        return []
+    with xr.open_dataset(root / CNN) as net:
+        net = net.load()
+    curvature, _, _ = sweep_cells(net)
+    ours, verdict, why = _corners(curvature[-1, 0], curvature[0, -1])
+    scale = (f" ({net.sizes['alpha']} α × {net.sizes['dropout']} dropout × "
+             f"{net.sizes['seed']} seeds)")
+    rows = [Claim("Main text (CNNs)", "the supplement's CNN, α × dropout: high nonlinearity + "
+                  "low noise is concave, low nonlinearity + high noise convex (the same "
+                  "behaviour as the MLP's Fig. 1c)", CNN_COMMAND, "— (SM; no number)",
+                  ours + scale, verdict, why, (CNN,))]
+    best = linear_best_of_sweep(net)
+    rows.append(Claim("Main text (CNNs, shading)", "the CNN's linear load curves correspond "
+                      "to the highest test accuracy", CNN_COMMAND, "—", best.ours(),
+                      best["verdict"], "" if best["verdict"] == "holds" else best.why(),
+                      (CNN,)))
+    return rows
+
+
 def claims(root: Path) -> list[Claim]:
-    return _network_rows(root) + _chain_rows(root)
+    return _network_rows(root) + _chain_rows(root) + _cnn_rows(root)
