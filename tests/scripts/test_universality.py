@@ -99,3 +99,18 @@ def test_odd_folders_are_refused_before_any_work(tmp_path, capsys):
     (tmp_path / "taken" / "S7a_fashion_adam.png").mkdir(parents=True)
     assert "is a folder where the figure goes" in _refused(
         [str(tmp_path / "taken"), "--quick", "--only", "S7a"], capsys)
+
+
+def test_the_paper_grid_is_the_papers_grid_at_its_first_five_seeds():
+    """Fixed before any of its networks trained: 6 alphas x 16 dropout rates (the paper's,
+    the full scale's) x seeds 0-4, 100 epochs; its own folder, never the reduced one's."""
+    grid, full = universality.SCALES["paper-grid"], universality.SCALES["full"]
+    assert grid["alphas"] == full["alphas"] == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    assert grid["values"] == full["values"] and len(grid["values"]) == 16
+    assert grid["values"][0] == 0.0 and grid["values"][-1] == 0.3
+    assert grid["seeds"] == (0, 1, 2, 3, 4) and grid["epochs"] == full["epochs"] == 100
+    folders = universality.SCALE_FOLDERS
+    assert set(folders) == set(universality.SCALES)
+    assert len(set(folders.values())) == len(folders)  # no scale writes into another's
+    configs = universality.configs("paper-grid")
+    assert len(configs) == 11 and configs["S5_depth7"] == configs["S6_width100"]
