@@ -114,16 +114,20 @@ def folder_command(description: str, main, argv=None, default: str = "figures/pa
     return run(parser, argv)
 
 
-def scaled_figures_parser(description: str, *, folder: str, names, what: str, full: str,
-                          quick: str) -> Parser:
+def scaled_figures_parser(description: str, *, folder, names, what: str, full: str,
+                          quick: str, scales: dict[str, str] | None = None) -> Parser:
     """The options of a script that computes named figures at a scale into a folder:
     ``[FOLDER] [--only a,b] [--full | --quick] [--workers N]`` (``scale`` "reduced" unless
     ``--full`` or ``--quick``). ``names``: the figures ``--only`` picks from; ``what``: what
     they are called ("figures", "experiments"); ``full`` and ``quick``: what those scales
-    are, for the help."""
+    are, for the help; ``scales``: more scales, name -> help, each a flag ``--<name>``.
+    ``folder``: the default folder, or a mapping scale -> its default folder (the parsed
+    ``folder`` is then None unless given: the caller takes the scale's)."""
     parser = Parser(description=description)
-    parser.add_argument("folder", nargs="?", default=folder,
-                        help=f"output folder (created if missing; default {folder})")
+    default = folder if isinstance(folder, str) else None
+    where = folder if default else "; ".join(f"{k}: {v}" for k, v in folder.items())
+    parser.add_argument("folder", nargs="?", default=default,
+                        help=f"output folder (created if missing; default {where})")
     parser.add_argument("--only", default=None,
                         help=f"these {what}, comma-separated, of {', '.join(names)} "
                              "(default: all)")
@@ -131,6 +135,9 @@ def scaled_figures_parser(description: str, *, folder: str, names, what: str, fu
     scale.add_argument("--full", action="store_const", dest="scale", const="full", help=full)
     scale.add_argument("--quick", action="store_const", dest="scale", const="quick",
                        help=quick)
+    for name, text in (scales or {}).items():
+        scale.add_argument(f"--{name}", action="store_const", dest="scale", const=name,
+                           help=text)
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes (default: one per core; --quick: none)")
     parser.set_defaults(scale="reduced")

@@ -1,18 +1,22 @@
 """The supplement's universality figures (Figs. S5, S6, S7a, S7b): one network sweep and
 one figure per diagram (:mod:`dnnphase.sweeps.universality`).
 
-    python scripts/universality.py [FOLDER] [--only S5,S6,S7a,S7b] [--full | --quick]
-                                   [--workers N]
+    python scripts/universality.py [FOLDER] [--only S5,S6,S7a,S7b]
+                                   [--paper-grid | --full | --quick] [--workers N]
 
 Writes ``<diagram>.nc`` (the sweep, resumable: rerun the same command after an
 interruption) and ``<diagram>.png`` (mean load curves per cell over the test accuracy and
-over the curvature) in FOLDER (default figures/supplement/universality), and prints each
-figure's wall time. A diagram whose file holds the same configuration is reused, one with
-another configuration is an error; a diagram with the configuration of another one's file
-(S5's depth 7 is S6's width 100) is copied from it. The committed ("reduced") scale runs
-each figure in at most 30 minutes on 2 cores; ``--full`` is the paper's scale (a GPU or a
-cluster); ``--quick`` seconds (tests). Every option, the configurations and the data are checked
-before any work.
+over the curvature) in FOLDER, and prints each figure's wall time. FOLDER defaults to the
+scale's own (:data:`dnnphase.sweeps.universality.SCALE_FOLDERS`): the reduced scale's
+figures/supplement/universality, the others a subfolder of it (``paper_grid``, ``full``,
+``quick``). A diagram whose file holds the same configuration is reused, one with another
+configuration is an error; a diagram with the configuration of another one's file (S5's
+depth 7 is S6's width 100) is copied from it. The committed ("reduced") scale runs each
+figure in at most 30 minutes on 2 cores; ``--paper-grid`` (6 alphas x 16 dropout rates x 5
+seeds) is for background runs over several sessions on 2 cores (about 25 core-minutes a
+width-100 diagram, hours for width 400: interrupt it at will, the same command resumes);
+``--full`` is the paper's scale (a GPU or a cluster); ``--quick`` seconds (tests). Every
+option, the configurations and the data are checked before any work.
 """
 
 from __future__ import annotations
@@ -25,17 +29,20 @@ from dnnphase.sweeps import universality
 from phasecore.commandline import scaled_figures_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDER = "figures/supplement/universality"
 
 
 def parse(argv: list[str] | None = None):
     """The options, and every diagram's configuration, all checked: a bad one exits 2 with
     one line, before anything is written."""
     parser = scaled_figures_parser(
-        __doc__.split("\n\n")[0], folder=FOLDER, names=universality.FIGURES, what="figures",
+        __doc__.split("\n\n")[0], folder=universality.SCALE_FOLDERS,
+        names=universality.FIGURES, what="figures",
         full="the paper's scale: 6 alphas x 16 dropout rates x 10 seeds",
-        quick="seconds: the 8 x 8 digits, 5 epochs (a test)")
+        quick="seconds: the 8 x 8 digits, 5 epochs (a test)",
+        scales={"paper-grid": universality.SCALE_NOTES["paper-grid"]})
     args = parser.parse_args(argv)
+    if args.folder is None:
+        args.folder = universality.SCALE_FOLDERS[args.scale]
     from dnnphase.sweeps.named_sweeps import check_folder
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_workers

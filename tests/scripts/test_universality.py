@@ -1,6 +1,7 @@
 """scripts/universality.py (Figs. S5, S6, S7a, S7b) end to end at its quick scale, its
 refusals, and the ledger rows read from what it writes."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ def _refused(argv, capsys) -> str:
 
 
 def test_quick_figures_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, capsys):
-    folder = tmp_path / "figures" / "supplement" / "universality"
+    folder = tmp_path / universality.SCALE_FOLDERS["reduced"]
     assert _main()([str(folder), "--quick", "--only", "S7a,S7b"]) == 0
     names = [*universality.FIGURES["S7a"], *universality.FIGURES["S7b"]]
     for name in names:
@@ -48,12 +49,29 @@ def test_quick_figures_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, c
     # Another scale's diagram in the folder is refused, before any work.
     assert "another configuration" in _refused([str(folder), "--only", "S7a"], capsys)
 
+    # A finer scale's finished file, where there is one, is what a row reads, and says so;
+    # the width-100 row reads what the depth-7 row reads (the same networks), uncounted.
+    finer = tmp_path / universality.SCALE_FOLDERS["paper-grid"]
+    finer.mkdir(parents=True)
+    shutil.copyfile(folder / f"{names[0]}.nc", finer / f"{names[0]}.nc")
+    shutil.copyfile(folder / f"{names[0]}.nc", finer / "S5_depth7.nc")
+    rows = {row.id: row for row in ledger.claims(tmp_path)}
+    row = rows["Fig. S7a (Fashion-MNIST, Adam)"]
+    assert row.files == (f"{universality.SCALE_FOLDERS['paper-grid']}/{names[0]}.nc",)
+    assert row.command.endswith("--only S7a --paper-grid") and "quick scale" in row.why
+    assert rows["Fig. S7b (Fashion-MNIST, SGD momentum 0.9)"].files[0].startswith(
+        f"{ledger.FOLDER}/S7b")  # no finer file: the folder's own
+    depth7, width100 = rows["Fig. S5 (depth 7)"], rows["Fig. S6 (width 100)"]
+    assert width100.files == depth7.files and width100.ours == depth7.ours
+    assert depth7.counts and not width100.counts and "counted there" in width100.why
+
 
 @pytest.mark.parametrize(("argv", "fragment"), [
     (["--only", "S9"], "only must be one or more of S5, S6, S7a, S7b"),
     (["--only", "S5,S5"], "only"),
     (["--workers", "0"], "workers"),
     (["--full", "--quick"], "not allowed with"),
+    (["--paper-grid", "--full"], "not allowed with"),
     (["--banana"], "unrecognized arguments"),
 ])
 def test_bad_options_are_one_line_before_any_work(tmp_path, capsys, argv, fragment):

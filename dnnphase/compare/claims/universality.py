@@ -9,6 +9,13 @@ statistics of every alpha row (:func:`dnnphase.compare.peaks.sweep_row_peaks`): 
 rate of best accuracy, the rates tied with it, where the curvature changes sign and how
 many grid steps lie between. A diagram whose file is not committed is a "cannot" row that
 says so.
+
+A row reads its diagram at the finest scale committed (:data:`READ_ORDER`): the paper's
+(``full/``), else the paper grid at 5 seeds (``paper_grid/``), else the reduced one, and
+says which. A sweep's file is written only when all its networks have trained, so a paper
+grid still computing leaves the reduced row in place. S5's depth 7 and S6's width 100 are
+the same networks (one configuration, one file copied under two names): the width-100 row
+is shown but not counted.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import xarray as xr
 from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import linear_best_of_sweep, sweep_cells
 from dnnphase.compare.peaks import row_shape, sweep_row_peaks
-from dnnphase.sweeps.universality import FIGURES, SCALE_NOTES, SCALES
+from dnnphase.sweeps.universality import FIGURES, SCALE_FOLDERS, SCALE_NOTES, SCALES, figure_of
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 
@@ -30,9 +37,13 @@ TITLE = "Spring–block paper, supplement: universality"
 ORDER = 20
 SOURCE = "spring-block"
 
-FOLDER = "figures/supplement/universality"
+FOLDER = SCALE_FOLDERS["reduced"]
 COMMAND = "python scripts/universality.py --only {figure}"
 MEASURE = "trace_ratio"
+#: The scales a row may read, finest first: the first whose file is committed is read.
+READ_ORDER = ("full", "paper-grid", "reduced")
+#: A diagram read by another row already (the same networks): shown, not counted.
+DUPLICATES = {"S6_width100": "S5_depth7"}
 
 
 def _label(name: str) -> str:
@@ -84,15 +95,35 @@ def _rows_text(net: xr.Dataset) -> str:
     return "; ".join(parts)
 
 
+def _committed(root: Path, name: str) -> tuple[str, str] | None:
+    """The file a diagram's row reads (relative to ``root``) and the scale of its folder:
+    the first of :data:`READ_ORDER` whose file exists; None if none does."""
+    for scale in READ_ORDER:
+        file = f"{SCALE_FOLDERS[scale]}/{name}.nc"
+        if (root / file).is_file():
+            return file, scale
+    return None
+
+
 def _diagram_row(root: Path, figure: str, name: str) -> Claim:
-    file = f"{FOLDER}/{name}.nc"
-    command = COMMAND.format(figure=figure)
     claim = (f"{_label(name)}: the highest test accuracy occurs where the load curve is "
              "linear (α × dropout)")
     ident = f"Fig. {figure} ({_label(name)})"
-    if not (root / file).is_file():
-        return Claim(ident, claim, command, "—", "not computed",
-                     "cannot", f"{file} is not committed")
+    twin = DUPLICATES.get(name)
+    counts = twin is None
+    found = _committed(root, name)
+    if twin is not None:  # the same networks: never a coarser scale than the twin's row
+        other = _committed(root, twin)
+        if other is not None and (found is None or READ_ORDER.index(other[1])
+                                  < READ_ORDER.index(found[1])):
+            found = other
+    if found is None:
+        file = f"{FOLDER}/{name}.nc"
+        return Claim(ident, claim, COMMAND.format(figure=figure), "—", "not computed",
+                     "cannot", f"{file} is not committed", counts=counts)
+    file, folder_scale = found
+    command = COMMAND.format(figure=figure) + \
+        ("" if folder_scale == "reduced" else f" --{folder_scale}")
     with xr.open_dataset(root / file) as net:
         net = net.load()
     best = linear_best_of_sweep(net, MEASURE)
@@ -102,8 +133,11 @@ def _diagram_row(root: Path, figure: str, name: str) -> Claim:
     why = best.why() if best["verdict"] != "holds" else ""
     if scale != "full":  # the row says on what it rests
         why = f"{why}; {note}" if why else note
-    return Claim(ident, claim, command, "—", ours, best["verdict"],
-                 why, (file,))
+    if twin is not None:
+        why += (f"; the same networks as Fig. {figure_of(twin)} ({_label(twin)}) (one "
+                "configuration): counted there, not here")
+    return Claim(ident, claim, command, "—", ours, best["verdict"], why, (file,),
+                 counts=counts)
 
 
 def claims(root: Path) -> list[Claim]:
