@@ -32,7 +32,7 @@ from .optim import OptimizerSettings, StackedOptimizer
 from .schedule import LR_DROP_DIVISOR, changes, drop_epochs, rules_start
 
 __all__ = ["LoopSettings", "Retired", "StackData", "StackMembers", "TrainingStack",
-           "divergence", "stop_reason"]
+           "divergence", "final_divergence", "stop_reason"]
 
 
 class LoopSettings(Protocol):
@@ -125,6 +125,31 @@ def divergence(losses: torch.Tensor, limit: float) -> torch.Tensor:
     code = torch.where(losses > limit, 3, 0)
     code = torch.where(torch.isinf(losses), 2, code)
     return torch.where(torch.isnan(losses), 1, code)
+
+
+def final_divergence(retired: list[Retired], losses: torch.Tensor, limit: float) -> None:
+    """Mark as diverged the retired models whose *final* state is bad: a parameter or
+    buffer that is NaN or ±inf, or a final loss ``losses`` ``(M,)`` (eval mode, after the
+    last update) that is NaN, ±inf or above ``limit``, in that order of precedence.
+
+    The loop checks each step's loss before its update, so an update that blows a model
+    up on the last step of its run is only seen here (e.g. SGD with momentum at lr 100
+    ends with a loss of 6e29 after losses that were all finite). Such a model applied all
+    its ``steps``; it is changed in place to ``reason`` "diverged" with its
+    ``diverged_reason``.
+    """
+    codes = divergence(losses.detach().cpu().double(), limit).tolist()
+    for r, code in zip(retired, codes, strict=True):
+        if r.reason == "diverged":
+            continue
+        state = list(r.model.state_dict().values())
+        floats = [t for t in state if t.is_floating_point()]
+        if any(torch.isnan(t).any() for t in floats):
+            code = 1
+        elif any(torch.isinf(t).any() for t in floats):
+            code = 2
+        if code:
+            r.reason, r.diverged_reason = "diverged", _DIVERGED[int(code)]
 
 
 def stop_reason(hist: np.ndarray, e: int, cfg: LoopSettings, start: int = 1) -> str | None:

@@ -26,7 +26,14 @@ from dnnphase.networks.stack import EnsembleMLP
 from phasecore.checks import as_config, require
 
 from .inputs import check_data, check_seeds
-from .loop import Retired, StackData, StackMembers, TrainingStack
+from .loop import (
+    Retired,
+    StackData,
+    StackMembers,
+    TrainingStack,
+    explosion_limit,
+    final_divergence,
+)
 from .optim import OptimizerSettings
 from .settings import DTYPES, TrainingSettings
 
@@ -84,7 +91,11 @@ class TrainConfig(TrainingSettings):
     Divergence: a model stops as "diverged" at the end of an epoch in which a step
     loss was NaN ("nan"), ±inf ("inf") or above ``explode_factor · ln C`` ("exploded";
     ln C is the loss of the uniform guess, so the default 1000 flags only run-away
-    weights; 0 switches this rule off). Its metrics are NaN.
+    weights; 0 switches this rule off). A step's loss is taken before its update, so the
+    final state is checked as well, whatever the optimizer: a parameter that is not
+    finite, or a final (eval-mode) loss that is not finite or above the limit, makes the
+    model diverged with that reason (its ``steps_run`` then counts every update). Its
+    metrics are NaN.
 
     Label + data noise of level q (knob ``label_noise``), fresh every step: each
     label of the batch is, with probability q, replaced by a class drawn uniformly
@@ -149,7 +160,7 @@ class TrainResult:
     train_accuracy: torch.Tensor  # (M,) float64
     test_accuracy: torch.Tensor  # (M,) float64
     epochs_run: torch.Tensor  # (M,) int64: epochs started (a diverged model's last one counts)
-    steps_run: torch.Tensor  # (M,) int64: optimizer updates applied before a diverged step
+    steps_run: torch.Tensor  # (M,) int64: updates applied (before a diverged step, if one was)
     diverged: torch.Tensor  # (M,) bool
     stop_reason: list[str]  # "max_epochs" | "loss_threshold" | "plateau" | "diverged"
     loss_history: torch.Tensor  # (M, epochs) float64: epoch losses, NaN after the stop
@@ -269,13 +280,16 @@ def _stacks(k: ModelKnobs, cfg: TrainConfig, widest: int, device: torch.device):
             yield b, group[a : a + per]
 
 
-def _metrics(models: list[Retired], data: StackData, xt, yt, ids: list[int]
-             ) -> dict[str, np.ndarray]:
+def _metrics(models: list[Retired], data: StackData, xt, yt, ids: list[int],
+             limit: float) -> dict[str, np.ndarray]:
     """Eval-mode train loss / accuracy (on the labels each model trained on) and test
-    accuracy of retired models ``ids`` (NaN when diverged)."""
+    accuracy of retired models ``ids`` (NaN when diverged). A model whose final state is
+    not finite or whose final loss is above ``limit`` is marked diverged here
+    (:func:`~dnnphase.training.loop.final_divergence`): the last update is checked too."""
     final = type(models[0].model).cat([r.model for r in models]).to(data.x.device)
     y = data.y if data.labels is None else data.labels[torch.tensor(ids)]
     ev = final.evaluate(data.x, y, stack_size=data.eval_stack)
+    final_divergence(models, ev["loss"], limit)
     out = {"train_loss": ev["loss"].double().cpu().numpy(),
            "train_accuracy": ev["accuracy"].double().cpu().numpy(),
            "test_accuracy": np.full(len(models), np.nan)}
@@ -512,7 +526,8 @@ def _run_stacks(start: EnsembleMLP, k: ModelKnobs, data: StackData, xt, yt, cfg:
     history = np.full((m, cfg.epochs), np.nan)
     for b, ids in _stacks(k, cfg, max(_widest(start), start.in_features), device):
         outs, hist = _train_stack(start, ids, b, k, data, cfg)
-        for name, values in _metrics(outs, data, xt, yt, ids).items():
+        limit = explosion_limit(data.n_classes, cfg.explode_factor)
+        for name, values in _metrics(outs, data, xt, yt, ids, limit).items():
             metrics[name][ids] = values
         for j, out in zip(ids, outs, strict=True):
             retired[j] = out
