@@ -11,12 +11,15 @@ residuals' sums), so memory holds one batch's features and K·d numbers per
 layer, never a layer's features of the whole data set: a CNN on 60 000 images
 is measured in a laptop's memory. Features are the chosen modules' outputs,
 flattened per sample, in eval mode (``model.eval()`` for the measurement; the
-training flag is restored).
+training flag is restored) — or under another measurement protocol
+(:mod:`dnnphase.measures.protocol`: He & Su's BatchNorm statistics of each batch of 100,
+Galanti et al.'s ``Linear`` outputs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -27,6 +30,7 @@ from torch import nn
 from dnnphase.data import MIN_PER_CLASS
 from dnnphase.defaults import MEASURE, SWEEP_MEASURES
 from dnnphase.measures import laws
+from dnnphase.measures import protocol as protocols
 from dnnphase.measures.separation_numpy import FUZZINESS_RCOND, check_measures
 from dnnphase.measures.separation_torch import LayerAccumulator
 from phasecore import loadcurve
@@ -66,19 +70,21 @@ def _blocks(module: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
     return out
 
 
-def _layer_names(model: nn.Module, layers) -> list[str]:
+def _layer_names(model: nn.Module, layers, protocol: str = protocols.OURS) -> list[str]:
     """``layers`` as a list (the default where None); one string is refused, not spelled out."""
     if layers is None:
-        return default_layers(model)
+        return default_layers(model, protocol)
     require(not isinstance(layers, (str, bytes)), "layers",
             "a list of module names (one name as a list: ['name'])", layers)
     return list(layers)
 
 
-def default_layers(model: nn.Module) -> list[str]:
+def default_layers(model: nn.Module, protocol: str = protocols.OURS) -> list[str]:
     """The layers measured when none are named.
 
-    The input, then
+    The input, then, under a protocol that measures ``Linear`` outputs (``"galanti"``,
+    :mod:`dnnphase.measures.protocol`), every ``nn.Linear`` module but the last (the head),
+    in the order the model defines them; otherwise
 
     * the top-level activation modules (an ``nn.Sequential`` MLP or CNN: the
       output of every activation), or, when the model has none at top level,
@@ -95,6 +101,8 @@ def default_layers(model: nn.Module) -> list[str]:
     ----------
     model : torch.nn.Module
         The model whose layers are chosen (not run).
+    protocol : str, default "ours"
+        A name of :data:`dnnphase.measures.protocol.PROTOCOLS`.
 
     Returns
     -------
@@ -113,6 +121,9 @@ def default_layers(model: nn.Module) -> list[str]:
     >>> default_layers(Residual())
     ['input', 'embed', 'blocks.0', 'blocks.1', 'blocks.2']
     """
+    if protocols.lookup(protocol).layers == "linear":
+        linears = [name for name, mod in model.named_modules() if isinstance(mod, nn.Linear)]
+        return [INPUT, *linears[:-1]]
     children = _blocks(model)
     acts = [name for name, child in children if isinstance(child, _ACTIVATIONS)]
     return [INPUT, *(acts or [name for name, _ in children[:-1]])]
@@ -124,27 +135,31 @@ def default_layers(model: nn.Module) -> list[str]:
 
 
 class _Tensors:
-    """(x, y) arrays served in batches of ``batch_size``, in order."""
+    """(x, y) arrays served in batches of ``batch_size``, in order (``whole``: a last batch of
+    one sample joins the one before it, as a batch's own statistics need two)."""
 
-    def __init__(self, x, y, batch_size: int) -> None:
+    def __init__(self, x, y, batch_size: int, whole: bool = False) -> None:
         self.x, self.y = torch.as_tensor(x), torch.as_tensor(y)
         require(self.x.ndim >= 1 and self.x.shape[0] > 0, "data",
                 "inputs with samples along the first dimension", tuple(self.x.shape))
         require(self.y.shape == (self.x.shape[0],), "labels",
                 f"a 1-D array of {self.x.shape[0]} class labels (one per input)",
                 tuple(self.y.shape))
-        self.batch_size = batch_size
+        self.batch_size, self.whole = batch_size, whole
 
     def __iter__(self):
-        for a in range(0, self.x.shape[0], self.batch_size):
-            yield self.x[a:a + self.batch_size], self.y[a:a + self.batch_size]
+        n, size = self.x.shape[0], self.batch_size
+        whole = self.whole and size >= 2
+        for a, b in protocols.batch_bounds(n, size) if whole else \
+                [(a, a + size) for a in range(0, n, size)]:
+            yield self.x[a:b], self.y[a:b]
 
 
-def _source(data, batch_size: int) -> Iterable:
+def _source(data, batch_size: int, whole: bool = False) -> Iterable:
     """Any accepted data → an iterable of (x, y) batches that can be iterated twice."""
     if isinstance(data, tuple | list) and len(data) == 2 and \
             not isinstance(data[0], tuple | list):  # (x, y), not a list of two batches
-        return _Tensors(data[0], data[1], batch_size)
+        return _Tensors(data[0], data[1], batch_size, whole)
     if isinstance(data, torch.utils.data.DataLoader):
         return data
     if isinstance(data, torch.utils.data.Dataset):
@@ -156,13 +171,13 @@ def _source(data, batch_size: int) -> Iterable:
     return data
 
 
-def _splits(data, split: str, batch_size: int) -> dict[str, Iterable]:
+def _splits(data, split: str, batch_size: int, whole: bool = False) -> dict[str, Iterable]:
     if isinstance(data, Mapping):
         require(len(data) > 0 and all(isinstance(k, str) and k for k in data), "data",
                 "a mapping of split names (e.g. 'train', 'test') to data", list(data))
-        return {name: _source(d, batch_size) for name, d in data.items()}
+        return {name: _source(d, batch_size, whole) for name, d in data.items()}
     require(isinstance(split, str) and split != "", "split", "a non-empty name", split)
-    return {split: _source(data, batch_size)}
+    return {split: _source(data, batch_size, whole)}
 
 
 def _batch(batch) -> tuple[Any, torch.Tensor]:
@@ -352,27 +367,31 @@ def measure_model(
     measures: Sequence[str] = SWEEP_MEASURES,
     *,
     split: str = "train",
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | None = None,
     rcond: float = FUZZINESS_RCOND,
+    protocol: str = protocols.OURS,
 ) -> xr.Dataset:
     """The load curve of ``model`` on ``data``: how each layer separates the classes.
 
     Parameters
     ----------
     model : torch.nn.Module
-        Any ``torch.nn.Module``; measured in eval mode, without gradients, on the
-        device of its parameters (inputs are moved there and cast to its float
-        dtype). Its training flag is restored afterwards.
+        Any ``torch.nn.Module``; measured in eval mode (but see ``protocol``), without
+        gradients, on the device of its parameters (inputs are moved there and cast to its
+        float dtype). Its training flag, and its BatchNorm statistics, are as before
+        afterwards.
     data : tuple, Dataset, DataLoader, iterable or mapping
         ``(x, y)`` arrays or tensors (x: samples first, y: (N,) integer labels),
         a ``torch.utils.data.Dataset`` or ``DataLoader`` yielding ``(x, y)``, or
         any re-iterable of ``(x, y)`` batches. Read twice, so it must give the
-        same samples both times (no random augmentation). A mapping
+        same samples both times (no random augmentation; with ``protocol="he_su"`` in the
+        same batches, which normalise each other). A mapping
         ``{"train": ..., "test": ...}`` measures each and adds a ``split`` dimension.
     layers : sequence of str, optional
         Module names (``model.named_modules()``) whose outputs are measured, and
         ``"input"`` for the input (integer inputs, such as token ids, measured as
-        float64 numbers); default :func:`default_layers`, which measures the blocks
+        float64 numbers; always the raw input); default :func:`default_layers` (of the
+        ``protocol``), which measures the blocks
         inside an ``nn.ModuleList``. Layers are
         ordered as they run in the forward pass; a module called k times gives
         k layers ``name``, ``name#2``, ..., ``name#k``. An output is flattened per
@@ -381,10 +400,16 @@ def measure_model(
         Names in :data:`dnnphase.measures.separation_numpy.MEASURE_NAMES` (default the sweep's).
     split : str, default "train"
         The name of a single data set's split (a coordinate of the result).
-    batch_size : int
-        Samples per forward pass for arrays and Datasets (a DataLoader keeps its own).
+    batch_size : int, optional
+        Samples per forward pass for arrays and Datasets (a DataLoader keeps its own);
+        default 1 024, or the protocol's batch (He & Su's 100) where it sets BatchNorm's.
     rcond : float
         The fuzziness's relative rank cut-off (docs/measures.md).
+    protocol : str, default "ours"
+        The measurement (:mod:`dnnphase.measures.protocol`): ``"ours"`` eval mode;
+        ``"he_su"`` BatchNorm modules in training mode, each batch (of ``batch_size``, in
+        order) normalised by its own statistics, running statistics restored, other modules
+        in eval mode; ``"galanti"`` eval mode, default layers every ``nn.Linear`` but the last.
 
     Returns
     -------
@@ -411,10 +436,14 @@ def measure_model(
         layers that do not run in the forward pass (the message names which).
     """
     require(isinstance(model, nn.Module), "model", "a torch.nn.Module", type(model).__name__)
+    how = protocols.lookup(protocol)
+    if batch_size is None:
+        batch_size = how.batch or BATCH_SIZE
     measures = _check_options(measures, rcond, batch_size)
-    sources = _splits(data, split, batch_size)
+    batch_stats = how.batchnorm == "batch"
+    sources = _splits(data, split, batch_size, whole=batch_stats)
     defaulted = layers is None
-    layers = _layer_names(model, layers)
+    layers = _layer_names(model, layers, protocol)
     require(len(layers) >= 1 and all(isinstance(n, str) for n in layers), "layers",
             "a non-empty list of module names", layers)
     device, dtype = _device_and_dtype(model)
@@ -423,7 +452,8 @@ def measure_model(
     curves, sizes, centres, ncc = {}, {}, {}, {}
     try:
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), (protocols.training_mode_batchnorm(model) if batch_stats
+                               else nullcontext()):
             for name, source in sources.items():
                 curves[name], sizes[name], centres[name] = _measure_split(
                     features, source, measures, rcond, device, dtype)
@@ -436,6 +466,7 @@ def measure_model(
     ds = _dataset(curves, sizes, features.names, measures, ncc)
     config = {"model": type(model).__name__, "layers": layers, "measures": list(measures),
               "rcond": rcond, "batch_size": batch_size, "splits": list(sources),
+              "protocol": protocol,
               "parameters": sum(p.numel() for p in model.parameters())}
     ds.attrs.update(provenance("dnnphase.measure_model", config))
     if not isinstance(data, Mapping):
@@ -509,7 +540,7 @@ class LoadCurveRecorder:
         them, each measured at every recorded epoch (a ``split`` dimension).
     every : int, default 1
         Measure at the epochs that are multiples of ``every``.
-    layers, batch_size, rcond
+    layers, batch_size, rcond, protocol
         As :func:`measure_model`'s.
     measures : sequence of str, default ("trace_ratio",)
         As :func:`measure_model`'s; the paper's trace ratio alone is cheap.
@@ -528,17 +559,19 @@ class LoadCurveRecorder:
 
     def __init__(self, model: nn.Module, train, test=None, *, every: int = 1,
                  layers: Sequence[str] | None = None, measures: Sequence[str] = (MEASURE,),
-                 batch_size: int = BATCH_SIZE, rcond: float = FUZZINESS_RCOND) -> None:
+                 batch_size: int | None = None, rcond: float = FUZZINESS_RCOND,
+                 protocol: str = protocols.OURS) -> None:
         require(isinstance(model, nn.Module), "model", "a torch.nn.Module",
                 type(model).__name__)
         require(is_int(every) and every >= 1, "every", "an integer >= 1 (epochs)", every)
+        batch_size = batch_size or protocols.lookup(protocol).batch or BATCH_SIZE
         self.measures = _check_options(measures, rcond, batch_size)
         self.data = {"train": train} if test is None else {"train": train, "test": test}
         _splits(self.data, "train", batch_size)  # the data's form, checked now
-        self.layers = _layer_names(model, layers)
+        self.layers = _layer_names(model, layers, protocol)
         _Features(model, self.layers).remove()  # the names, checked now
         self.model, self.every = model, every
-        self.batch_size, self.rcond = batch_size, rcond
+        self.batch_size, self.rcond, self.protocol = batch_size, rcond, protocol
         self._epochs: list[int] = []
         self._curves: list[xr.Dataset] = []
 
@@ -551,7 +584,8 @@ class LoadCurveRecorder:
         if epoch % self.every:
             return None
         ds = measure_model(self.model, self.data, self.layers, self.measures,
-                           batch_size=self.batch_size, rcond=self.rcond)
+                           batch_size=self.batch_size, rcond=self.rcond,
+                           protocol=self.protocol)
         self._epochs.append(int(epoch))
         self._curves.append(ds)
         return ds
