@@ -68,9 +68,10 @@ def test_the_regression_row_reads_the_lazy_and_the_noisy_corner(tmp_path):
     assert "flat" not in dynamics._regression_row(tmp_path).why
 
 
-def _fig4_files(root, ends, misfits, chain_ends):
+def _fig4_files(root, ends, chi2, chain_ends):
     """Fig. 4's two files: each setting's curves d(u) = 1 - u + a (u^2 - u) (scale-free
-    curvature a) at its last epoch, a linear curve before; the chain's misfit and end."""
+    curvature a) at its last epoch, a linear curve before; the chain's χ²/dof (the fit's
+    acceptable value 2) and end."""
     u = np.linspace(0, 1, 8)
     curves = np.empty((3, 2, 3, 8))
     for i, a in enumerate(ends):
@@ -85,25 +86,26 @@ def _fig4_files(root, ends, misfits, chain_ends):
         folder / "fig4_network.nc")
     one = ("setting", [0.01, 0.02, 0.01])
     xr.Dataset({"chain_positions": (("setting", "epoch", "layer"), 1 - curves.mean(1)),
-                "chain_residual": ("setting", misfits),
+                "chain_residual": ("setting", [0.05] * 3), "chi2_per_dof": ("setting", chi2),
                 "chain_curvature": ("setting", chain_ends), "mu_right": one, "mu_left": one,
                 "noise": one, "horizon": ("setting", [100.0] * 3)},
-               coords={"setting": setting}).to_netcdf(folder / "fig4_chain.nc")
+               coords={"setting": setting},
+               attrs={"config": '{"acceptable_chi2": 2.0}'}).to_netcdf(folder / "fig4_chain.nc")
 
 
 def test_fig4_rows_judge_each_panel_and_the_chain(tmp_path):
-    _fig4_files(tmp_path, [-0.3, 0.0, 0.3], [0.05, 0.05, 0.05], [-0.3, 0.0, 0.3])
+    _fig4_files(tmp_path, [-0.3, 0.0, 0.3], [1.0, 2.0, 1.5], [-0.3, 0.0, 0.3])
     rows = {r.id: r for r in dynamics._fig4_rows(tmp_path)}
     assert [rows[f"Fig. 4{s}"].verdict for s in "bcd"] == ["holds"] * 3
     assert rows["Fig. 4 (right)"].verdict == "holds"
     assert "linear → concave" in rows["Fig. 4b"].ours  # the path over epochs
     assert "over time linear → concave" in rows["Fig. 4 (right)"].ours
-    # (c) ends convex, one phase off but in order; the chain misses (c) by too much
-    _fig4_files(tmp_path, [-0.3, 0.2, 0.3], [0.05, 0.2, 0.05], [-0.3, 0.2, 0.3])
+    # (c) ends convex, one phase off but in order; the chain's χ²/dof on (c) is too large
+    _fig4_files(tmp_path, [-0.3, 0.2, 0.3], [1.0, 31.0, 1.0], [-0.3, 0.2, 0.3])
     rows = {r.id: r for r in dynamics._fig4_rows(tmp_path)}
     assert rows["Fig. 4c"].verdict == "partly"
     assert rows["Fig. 4 (right)"].verdict == "partly" and "for c" in rows["Fig. 4 (right)"].why
     # (b) ends convex: two phases off
-    _fig4_files(tmp_path, [0.4, 0.0, 0.3], [0.5] * 3, [0.0] * 3)
+    _fig4_files(tmp_path, [0.4, 0.0, 0.3], [142.0, 31.0, 57.0], [0.0] * 3)
     rows = {r.id: r for r in dynamics._fig4_rows(tmp_path)}
     assert rows["Fig. 4b"].verdict == "differs" and rows["Fig. 4 (right)"].verdict == "differs"
