@@ -13,6 +13,16 @@ The rules, fixed before any of these files was computed:
   not look at r;
 * Fig. 1, ρ at 20 layers with Adam (0.818): holds within :data:`RHO_HOLDS` (0.03), partly
   within :data:`RHO_PARTLY` (0.1);
+* Fig. 1's text, "the 20-layer neural networks have higher values of the final separation
+  fuzziness than those of their 8-layer counterparts": per optimizer, the seed-mean final
+  log fuzziness (the last hidden layer's, D_{L−1}) of the 20-layer network minus the
+  8-layer one's, each at the learning rate their rule keeps per seed, with its 95 %
+  interval (each network's seeds resampled on their own, :func:`difference_interval`):
+  holds where the interval lies above 0, differs where it lies below 0, undecided where it
+  straddles 0. The row holds (differs) where all three optimizers hold (differ), is partly
+  where one holds and another differs, and undecided otherwise; its variant "lowest-loss
+  lr" is the same rule with each network at the learning rate of lowest seed-mean training
+  loss;
 * Fig. 3: the optimal depth is the depth of lowest seed-mean fuzziness at the last layer;
   holds where it is the paper's, partly where it is a neighbour on the depth grid;
 * Fig. 4: width 20 separates worse than 100 when the interval of the difference of their
