@@ -27,12 +27,14 @@ import xarray as xr
 from dnnphase import defaults, knobs
 from dnnphase.data import check_class_sizes, dataset_key
 from dnnphase.measures import laws
+from dnnphase.measures.protocol import check_protocol
 from dnnphase.measures.separation_numpy import check_measures
 from dnnphase.networks.architecture import Architecture
 from dnnphase.sweeps import depth_axis
 from dnnphase.sweeps.assemble import assemble as _assemble
 from dnnphase.sweeps.memory import check_sweep_memory
 from dnnphase.training.schedule import own_value_used
+from dnnphase.training.settings import check_last_batch
 from dnnphase.training.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore.checks import (
     as_config,
@@ -104,6 +106,14 @@ class SweepConfig(TrainingSettings):
         Measures of every layer (:data:`dnnphase.measures.separation_numpy.MEASURE_NAMES`).
     record_every : int
         Also record the first measure's load curve (training and test set) every k epochs.
+    protocol : str
+        The measurement (:data:`dnnphase.measures.protocol.PROTOCOLS`): "ours" (eval-mode
+        BatchNorm, layer 0 after the input BatchNorm, activations), "he_su" (BatchNorm
+        statistics of each batch of 100, raw input) or "galanti" (each hidden Linear's
+        output); not "ours" only for MLPs.
+    keep_last_batch, warmup_epochs
+        An epoch's last, partial batch as a step (He & Su's code) and a linear learning-rate
+        warm-up (Galanti et al.'s), :class:`dnnphase.training.settings.TrainingSettings`.
     models_per_chunk : int, optional
         Models trained as one stack, stored as one resumable chunk (float32 results depend
         on it at the rounding level). None: on the CPU at most ``defaults.MODELS_PER_CHUNK``
@@ -134,6 +144,7 @@ class SweepConfig(TrainingSettings):
     record_every: int = 0
     models_per_chunk: int | None = None
     depths: tuple = ()
+    protocol: str = "ours"
 
     def __post_init__(self):
         if self.values is None:
@@ -204,6 +215,9 @@ class SweepConfig(TrainingSettings):
                 "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
         check_measures(self.measures, "measures")
         check_distinct("measures", self.measures)
+        check_protocol(self.protocol)
+        require(self.protocol == "ours" or self.arch != "cnn", "protocol",
+                "ours for a CNN (the papers' protocols are written for MLPs)", self.protocol)
         # Before any plan is made: 10^9 networks would fill the memory with their chunk
         # plan alone, silently. Per network at least every layer's measures and
         # snapshots, and a few scalars (the result holds more: the estimate errs low).
@@ -234,8 +248,9 @@ class SweepConfig(TrainingSettings):
         training samples a load curve needs, batch sizes fit its size, a CNN has images."""
         check_class_sizes(data, self.dataset)
         n_train = data.n_train
-        knobs.check_batch_fits(list(self.values) if self.knob == "batch_size"
-                               else [self.batch_size or n_train], n_train)
+        sizes = list(self.values) if self.knob == "batch_size" else [self.batch_size or n_train]
+        knobs.check_batch_fits(sizes, n_train)
+        check_last_batch(sizes, n_train, self.keep_last_batch)
         self.architecture().check_data(data.image_shape, self.dataset)
 
     def preflight(self, scheduler: str = defaults.PYTHON_SCHEDULER,
@@ -270,7 +285,8 @@ class SweepConfig(TrainingSettings):
         """The :class:`dnnphase.training.train.TrainConfig` of every model: the training settings
         (and the record interval, 0 -> None)."""
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(TrainingSettings)}
-        return TrainConfig(**shared, record_every=self.record_every or None)
+        return TrainConfig(**shared, record_every=self.record_every or None,
+                           protocol=self.protocol)
 
     def model_knobs(self, models: list) -> ModelKnobs:
         """The per-model knobs of ``models``, (alpha index, value index, seed) each: the
@@ -300,7 +316,8 @@ _FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SweepConfig)}
 #: Fields added after results were stored (figures/): left out of a stored configuration
 #: while at their default, so such results resume and are reused as before.
 _LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule", "momentum", "weight_decay",
-                 "lr_drops", "random_labels", "size", "depths")
+                 "lr_drops", "random_labels", "size", "depths", "protocol", "keep_last_batch",
+                 "warmup_epochs")
 
 
 def default_scheduler(device: str, workers: int | None = None) -> str:
@@ -510,7 +527,8 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     curves = np.full((len(seeds), len(cfg.measures), cfg.depth + 1), np.nan)
     healthy = np.flatnonzero(~diverged)
     if healthy.size:
-        features = result.features(indices=healthy.tolist(), on_device=True)  # L+1 (m, N, d)
+        features = result.features(indices=healthy.tolist(), on_device=True,
+                                   protocol=cfg.protocol)  # L+1 (m, N, d)
         labels = y_train if result.train_labels is None \
             else result.train_labels[torch.as_tensor(healthy)]  # each model's own
         curves[healthy] = _measure_train(features, labels, cfg.measures)  # (m, measures, L+1)
@@ -519,7 +537,8 @@ def _train_and_measure(cfg: SweepConfig, models: list, test_set: bool = True) ->
     curves_test = np.full_like(curves, np.nan)
     ncc_test = np.full((len(seeds), cfg.depth + 1), np.nan)
     if healthy.size and measure_test:
-        features = result.features(indices=healthy.tolist(), x=x_test, on_device=True)
+        features = result.features(indices=healthy.tolist(), x=x_test, on_device=True,
+                                   protocol=cfg.protocol)
         curves_test[healthy] = separation.measure_layers(
             features, y_test, cfg.measures).cpu().numpy()
         ncc_test[healthy] = laws.ncc_to_centres(features, y_test, centres).cpu().numpy()

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from dnnphase.measures.protocol import stack_features
 from dnnphase.networks.per_model import row_mean
 from dnnphase.networks.randomness import (
     DropoutMasks,
@@ -46,6 +47,8 @@ class LoopSettings(Protocol):
     explode_factor: float
     schedule: tuple  # (epoch, knob, value) entries, dnnphase.training.schedule
     lr_drops: tuple  # fractions of the run after which lr / 10, dnnphase.training.schedule
+    keep_last_batch: bool  # an epoch's last, partial batch is a step (TrainingSettings)
+    warmup_epochs: int  # linear learning-rate warm-up (TrainingSettings)
 
     def optimizer_settings(self) -> OptimizerSettings: ...
 
@@ -81,6 +84,7 @@ class StackData:
     x_test: torch.Tensor | None = None  # (N_test, d), recorded beside x (None: not recorded)
     test_record_fn: Callable | None = None
     labels: torch.Tensor | None = None  # (M, N): each model's fixed random labels (None: y)
+    protocol: str = "ours"  # the records' measurement (dnnphase.measures.protocol)
 
 
 @dataclass(frozen=True)
@@ -269,12 +273,20 @@ class TrainingStack:
         if epoch in self._drops:  # every model's current rate, divided (no lr schedule)
             self.opt.set_lr([v / LR_DROP_DIVISOR for v in self.opt.lr])
             self._changed()
+        if self.cfg.warmup_epochs and epoch == self.cfg.warmup_epochs + 1:  # warm-up ends
+            self.opt.set_lr([self._own["lr"][j] for j in self.ids])
+            self._changed()
+
+    def _warm(self, step: int, total: int) -> None:
+        """Galanti et al.'s linear warm-up: step ``step`` (from 0) of ``total`` at lr·step/total."""
+        self.opt.set_lr([self._own["lr"][j] * step / total for j in self.ids])
+        self._changed()
 
     def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All steps of one epoch. Returns, per model, the epoch loss (mean of its step
         losses), the first divergence code and the step at which it occurred (−1)."""
         n, b = self.data.x.shape[0], self.batch
-        steps = n // b
+        steps = -(-n // b) if self.cfg.keep_last_batch else n // b
         dev = self.data.x.device
         m = len(self.ids)
         first = self.opt.steps  # steps are counted per model over the whole run
@@ -288,7 +300,10 @@ class TrainingStack:
             step = self._graph_step
         for s in range(steps):
             idx = None if perm is None else perm[:, s * b : (s + 1) * b]  # (M, B)
-            losses = step(idx, keys[:, s])
+            if epoch <= self.cfg.warmup_epochs:
+                self._warm(first + s, self.cfg.warmup_epochs * steps)
+            partial = idx is not None and idx.shape[1] != b  # a captured step has B samples
+            losses = (self._step if partial else step)(idx, keys[:, s])
             # The first loss that is not ≤ limit (NaN, inf, exploded), kept on the device.
             new = (bad_step < 0) & ~(losses <= self.limit)
             bad_step = torch.where(new, first + s, bad_step)
@@ -302,7 +317,7 @@ class TrainingStack:
         """One optimizer step of every model on its batch (``idx`` ``(M, B)``, None =
         the whole training set); returns the ``(M,)`` step losses before the update."""
         model, x, y = self.model, self.data.x, self.data.y
-        m, b = model.n_models, self.batch
+        m, b = model.n_models, self.batch if idx is None else idx.shape[1]
         if idx is None:
             if self._x_full is None:  # (N, M, d) and (M, N), rebuilt when the stack shrinks
                 self._x_full = x.unsqueeze(1).expand(b, m, -1).contiguous()
@@ -464,7 +479,7 @@ class TrainingStack:
 
     def _record_of(self, model: EnsembleMLP, x: torch.Tensor, fn: Callable | None,
                    labels: torch.Tensor | None = None) -> Any:
-        feats = model.features(x, stack_size=self.data.eval_stack)
+        feats = stack_features(model, x, self.data.protocol, stack_size=self.data.eval_stack)
         if fn is not None:
             feats = fn(feats) if labels is None else fn(feats, labels)
         return _to_cpu(feats)  # off the GPU

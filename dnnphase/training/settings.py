@@ -16,9 +16,9 @@ from dnnphase.knobs import check
 from phasecore.checks import is_finite, is_int, plain_fields, require
 
 from .optim import OptimizerSettings
-from .schedule import check_lr_drops, check_schedule, normalise, normalise_drops
+from .schedule import check_lr_drops, check_schedule, drop_epochs, normalise, normalise_drops
 
-__all__ = ["DTYPES", "TrainingSettings", "dtype_name"]
+__all__ = ["DTYPES", "TrainingSettings", "check_last_batch", "dtype_name"]
 
 #: The float types a model trains in (float32: fast; float64: rounding far below any signal).
 DTYPES = ("float32", "float64")
@@ -27,6 +27,14 @@ DTYPES = ("float32", "float64")
 def dtype_name(dtype) -> str:
     """The dtype's name: ``"float32"`` for ``"float32"`` and ``torch.float32`` alike."""
     return str(dtype).removeprefix("torch.")
+
+
+def check_last_batch(sizes, n_train: int, keep_last_batch: bool) -> None:
+    """With ``keep_last_batch``, ConfigError naming ``batch_size`` where a size leaves a last
+    batch of a single sample (BatchNorm in training mode cannot normalise one sample)."""
+    single = [b for b in sizes if keep_last_batch and n_train % b == 1]
+    require(not single, "batch_size", f"a size that leaves a last batch of 0 or >= 2 of the "
+            f"{n_train} training samples (keep_last_batch)", single[:1])
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,16 @@ class TrainingSettings:
         drop at fraction f takes effect at the start of epoch ⌊f·epochs + ½⌋ + 1, relative
         to the run's length ``epochs``; the stopping rules wait for the last drop, as for a
         ``schedule`` (with which lr entries are refused). Default ``()``: no drop.
+    keep_last_batch : whether an epoch ends with the last, partial batch of the shuffled
+        samples (N mod batch_size of them, one more step: He & Su's code keeps it, 8 steps
+        an epoch at N = 1 000 and batch 128) or leaves those samples out of the epoch (the
+        default, every committed result: 7 steps). Kept, the batch must hold two samples
+        or more where BatchNorm normalises it; the epoch loss is its steps' mean.
+    warmup_epochs : Galanti et al.'s linear warm-up: in the first ``warmup_epochs`` epochs
+        every model's learning rate rises with the step, step s (counted from 0) of the S
+        steps of those epochs at lr · s / S (their first step at 0), then is its own lr
+        again. No ``lr_drops`` nor lr entry of the ``schedule`` may fall within the warm-up.
+        Their code: 1. Default 0: none.
     """
 
     epochs: int = EPOCHS
@@ -75,6 +93,8 @@ class TrainingSettings:
     momentum: float = OptimizerSettings.momentum  # SGD
     weight_decay: float = OptimizerSettings.weight_decay  # L2 added, as torch.optim
     lr_drops: tuple = ()  # fractions of the run: lr / 10 after each
+    keep_last_batch: bool = False  # the epoch's last, partial batch: a step (He & Su)
+    warmup_epochs: int = 0  # linear learning-rate warm-up over these epochs (Galanti)
 
     def __post_init__(self) -> None:
         plain_fields(self)
@@ -108,3 +128,12 @@ class TrainingSettings:
         require(is_finite(self.weight_decay) and 0 <= self.weight_decay < 1, "weight_decay",
                 "in [0, 1) (an L2 coefficient; the papers use 5e-4)", self.weight_decay)
         check_lr_drops(self.lr_drops, self.epochs, self.schedule)
+        require(isinstance(self.keep_last_batch, bool), "keep_last_batch", "True or False",
+                self.keep_last_batch)
+        require(is_int(self.warmup_epochs) and 0 <= self.warmup_epochs < self.epochs,
+                "warmup_epochs", f"an integer in 0..epochs - 1 ({self.epochs - 1})",
+                self.warmup_epochs)
+        within = [e for e, knob, _ in self.schedule if knob == "lr" and e <= self.warmup_epochs]
+        within += [e for e in drop_epochs(self.lr_drops, self.epochs) if e <= self.warmup_epochs]
+        require(not within, "warmup_epochs", "fewer than the epoch of the first lr change "
+                "(schedule or lr_drops): the warm-up ends at each model's own lr", within)

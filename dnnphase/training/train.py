@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from dnnphase.knobs import check, check_batch_fits
+from dnnphase.measures.protocol import check_protocol, stack_features
 from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.per_model import per_model
 from dnnphase.networks.randomness import fixed_random_labels
@@ -35,7 +36,7 @@ from .loop import (
     final_divergence,
 )
 from .optim import OptimizerSettings
-from .settings import DTYPES, TrainingSettings
+from .settings import DTYPES, TrainingSettings, check_last_batch
 
 __all__ = ["DTYPES", "EnsembleMLP", "ModelKnobs", "TrainConfig", "TrainResult", "TrainingSettings",
            "default_stack_size", "resolve_device", "train_ensemble", "train_models"]
@@ -125,6 +126,8 @@ class TrainConfig(TrainingSettings):
     # Adam's fused kernel: None = where supported (stack-invariant only to the last bit);
     # False = foreach Adam (bitwise invariant). See OptimizerSettings.
     fused: bool | None = OptimizerSettings.fused
+    # the records' measurement (dnnphase.measures.protocol): "ours" eval mode, "he_su", ...
+    protocol: str = "ours"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -139,6 +142,7 @@ class TrainConfig(TrainingSettings):
         require(self.record_every is None or self.record_every >= 1, "record_every",
                 "an integer >= 1 or None", self.record_every)
         require(self.explode_factor >= 0, "explode_factor", ">= 0", self.explode_factor)
+        check_protocol(self.protocol)
         self.optimizer_settings()  # validates the optimizer's own settings
 
     def optimizer_settings(self) -> OptimizerSettings:
@@ -181,18 +185,20 @@ class TrainResult:
         x: torch.Tensor | None = None,
         stack_size: int | None = 16,
         on_device: bool = False,
+        protocol: str = "ours",
     ) -> list[torch.Tensor]:
         """Final eval-mode features ``[h_0..h_L]``, each ``(m, N, F)``, of models
         ``indices`` (default all) on ``x`` (default the training set), computed
         ``stack_size`` models at a time on the training device; on the CPU unless
-        ``on_device``."""
+        ``on_device``; under another measurement ``protocol``
+        (:func:`dnnphase.measures.protocol.stack_features`) where asked."""
         if indices is None:
             indices = range(self.model.n_models)
         model = self.model.select(list(indices)).to(self.device)  # a copy
         x = self.x_train if x is None else x
         with _threads(self.device, self.cpu_threads):
-            feats = model.features(x.to(self.device, model.weights[0].dtype),
-                                   stack_size=stack_size)
+            feats = stack_features(model, x.to(self.device, model.weights[0].dtype),
+                                   protocol, stack_size=stack_size)
         return feats if on_device else [f.cpu() for f in feats]
 
 
@@ -335,7 +341,7 @@ def _device_data(x_train, y_train, x_test, y_test, cfg: TrainConfig, device, rec
             "given only with a test set (x_test and y_test)", test_record_fn)
     data = StackData(x, y, x_std, 0, epochs, record_fn,
                      x_test=xt if test_record_fn is not None else None,
-                     test_record_fn=test_record_fn)
+                     test_record_fn=test_record_fn, protocol=cfg.protocol)
     return data, xt, yt
 
 
@@ -482,6 +488,7 @@ def _train(x_train, y_train, x_test, y_test, cfg: TrainConfig, record_fn,
         # None: the configuration's batch size, whose None is the full batch.
         k = replace(k, batch_size=tuple(int(cfg.batch_size or n) if v is None else v
                                         for v in k.batch_size))
+        check_last_batch(k.batch_size, n, cfg.keep_last_batch)
         start = _start_model(k, model, d, int(data.y.max()) + 1, net, image_shape, cfg.dtype)
         data.n_classes = start.n_classes
         lo, hi = int(data.y.min()), int(data.y.max())

@@ -213,7 +213,7 @@ def test_every_training_setting_reaches_the_trainer():
     given = dict(epochs=7, batch_size=64, optimizer="sgd", lr=0.02, loss_threshold=0.5,
                  patience=3, rel_tol=0.01, dtype="float64", device="cpu",
                  schedule=((2, "dropout", 0.1), (4, "dropout", 0.0)), momentum=0.9,
-                 weight_decay=5e-4, lr_drops=(0.5,))
+                 weight_decay=5e-4, lr_drops=(0.5,), keep_last_batch=True, warmup_epochs=1)
     assert set(given) == {f.name for f in dataclasses.fields(TrainingSettings)}
     cfg = SweepConfig(**{**SMALL, **given, "record_every": 7}).train_config()
     assert {name: getattr(cfg, name) for name in given} == {**given, "dtype": torch.float64}

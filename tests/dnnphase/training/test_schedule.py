@@ -302,7 +302,8 @@ def test_sweep_without_a_schedule_stores_the_configuration_it_stored_before():
     cfg = SweepConfig(epochs=EPOCHS)
     stored = cfg.to_dict()
     later = {"schedule", "arch", "channels", "kernel_size", "momentum", "weight_decay",
-             "lr_drops", "random_labels", "size", "depths"}
+             "lr_drops", "random_labels", "size", "depths", "protocol", "keep_last_batch",
+             "warmup_epochs"}
     assert not later & set(stored) and SweepConfig(**stored) == cfg
     expected = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
                 if f.name not in later}
