@@ -3,10 +3,14 @@ experiments, one network sweep or more and one figure each
 (dnnphase.sweeps.separation_laws).
 
     python scripts/separation_laws.py [FOLDER] [--only hesu_fig1,...] [--full | --quick]
-                                      [--workers N] [--scheduler processes|serial|tcp://...]
+                                      [--protocol authors|ours] [--workers N]
+                                      [--scheduler processes|serial|tcp://...]
 
-Writes ``<sweep>.nc`` (resumable: rerun the same command after an interruption) and
-``<experiment>.png`` in FOLDER (default figures/separation_laws), and prints each
+``--protocol authors`` (the default, the reference): each paper's own measurement and
+training, read from its authors' code; ``ours``: the committed sweeps' (their command
+reruns them). Writes ``<sweep>.nc`` (resumable: rerun the same command after an
+interruption) and ``<experiment>.png`` in FOLDER (default figures/separation_laws_authors,
+with ``--protocol ours`` figures/separation_laws), and prints each
 experiment's wall time. A sweep whose file holds the same configuration is reused, one with
 another configuration is an error; Fig. 12's networks are Fig. 7's 1 000-sample ones (copied
 when that file exists). The committed ("reduced") scale: 200 epochs, 3 seeds; ``--full`` the
@@ -24,7 +28,8 @@ from pathlib import Path
 from dnnphase.sweeps import separation_laws
 from phasecore.commandline import scaled_figures_parser
 
-FOLDER = "figures/separation_laws"
+FOLDER = "figures/separation_laws"  # the committed sweeps: --protocol ours
+AUTHORS_FOLDER = "figures/separation_laws_authors"
 
 
 def parse(argv: list[str] | None = None):
@@ -36,10 +41,17 @@ def parse(argv: list[str] | None = None):
         full="the papers' scale: 600 / 500 epochs, Galanti's width 500 and all of "
              "Fashion-MNIST, 5 seeds",
         quick="seconds: the 8 x 8 digits, 3 epochs (a test)")
+    parser.add_argument("--protocol", choices=separation_laws.PROTOCOLS, default="authors",
+                        help="authors (default): each paper's own measurement and training "
+                             f"(default folder {AUTHORS_FOLDER}); ours: the committed sweeps' "
+                             f"({FOLDER})")
+    parser.set_defaults(folder=None)  # the protocol's folder unless one is given
     parser.add_argument("--scheduler", default=None,
                         help="processes (default; --quick: serial), serial, or a Dask address "
                              "tcp://host:port (the full scale on a cluster)")
     args = parser.parse_args(argv)
+    if args.folder is None:
+        args.folder = FOLDER if args.protocol == "ours" else AUTHORS_FOLDER
     from dnnphase.sweeps.named_sweeps import check_folder
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_scheduler, validate_workers
@@ -49,7 +61,7 @@ def parse(argv: list[str] | None = None):
     try:
         validate_scheduler(scheduler)
         validate_workers(args.workers, scheduler)
-        configs = separation_laws.configs(args.scale, args.only)
+        configs = separation_laws.configs(args.scale, args.only, args.protocol)
         names = [n for sweeps in separation_laws.EXPERIMENTS.values() for n in sweeps]
         check_folder(args.folder, configs, names, scheduler=scheduler,
                      figures=[f"{e}.png" for e in separation_laws.check_experiments(args.only)])
@@ -72,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         begun = time.monotonic()
         datasets = {name: run_named(name, configs[name], folder, names, scheduler=scheduler,
                                     workers=args.workers, quiet=args.scale == "quick")
-                    for name in separation_laws.EXPERIMENTS[experiment]}
+                    for name in separation_laws.sweeps_of(experiment, args.protocol)}
         save_figure(plot_experiment(experiment, datasets, args.scale),
                     folder / f"{experiment}.png")
         print(f"{experiment}: {time.monotonic() - begun:.0f} s", flush=True)

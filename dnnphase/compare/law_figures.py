@@ -116,7 +116,7 @@ def _hesu_fig4(datasets: dict, scale: str):
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     panels = (("widths", ("width20", "width100", "width1000")),
-              ("shapes", ("narrow_wide", "wide_narrow", "width100")))
+              ("shapes", ("narrow_wide", "wide_narrow", "mixed", "width100")))
     for ax, (title, names) in zip(axes, panels, strict=True):
         for k, name in enumerate(names):
             ds = datasets.get(f"hesu_fig4_{name}")

@@ -1,6 +1,21 @@
 """He & Su's law of equi-separation and Galanti et al.'s minimal depth: their headline
 experiments as sweeps (``python scripts/separation_laws.py``).
 
+*Protocols* (:data:`PROTOCOLS`). The reference, ``"authors"``, is each paper's own protocol,
+read from its authors' public code where the text is silent: He & Su measure with BatchNorm
+in training mode (statistics of each batch of 100, in the data's order), take D_0 from the
+raw input and keep each epoch's last, partial batch; their Wide-Narrow is 1 000 x 4 then
+100 x 3 and their Mixed (100, 500, 500, 2 500, 2 500, 500, 500). Galanti et al. train with
+lr 0.1, x 0.2 at epochs 60, 100 and 200 (:data:`GALANTI_SCHEDULE`), one epoch of linear
+warm-up, and measure each hidden ``Linear`` map's output (before BatchNorm and ReLU);
+:mod:`dnnphase.measures.protocol`. ``"ours"`` is what the committed sweeps in
+``figures/separation_laws`` ran, kept as a named variant (so they come out again): eval-mode
+BatchNorm, layer 0 after the network's input BatchNorm, the activations, the last partial
+batch dropped, Galanti's networks at a constant lr 0.01 without warm-up, Wide-Narrow
+1 000 x 3 then 100 x 4 and no Mixed. Settings that still differ from the authors' under
+either are listed in docs/results.md (e.g. the project's MLP normalises its input with a
+BatchNorm neither paper has; He & Su choose Adam's learning rate by their rule).
+
 Every experiment is one or more network sweeps (:func:`dnnphase.sweeps.sweep.sweep`) of ReLU
 MLPs (BatchNorm after every hidden linear map, before the ReLU, as both papers; the
 project's MLP also normalises the input, which neither paper says) measured by the
@@ -56,8 +71,9 @@ from __future__ import annotations
 
 from phasecore.checks import ConfigError, require
 
-__all__ = ["ADAM_LRS", "EXPERIMENTS", "HE_SU_SHAPES", "SCALES", "SCALE_NOTES", "SGD_LRS",
-           "check_experiments", "configs", "experiment_of"]
+__all__ = ["ADAM_LRS", "EXPERIMENTS", "GALANTI_SCHEDULE", "HE_SU_SHAPES", "OURS_SHAPES",
+           "PROTOCOLS", "SCALES", "SCALE_NOTES", "SGD_LRS", "check_experiments", "configs",
+           "experiment_of", "sweeps_of"]
 
 #: He & Su's learning-rate grids (appendix A.1).
 SGD_LRS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
@@ -71,13 +87,28 @@ _HE_SU = dict(_COMMON, dataset="fashion-mnist", n_train=1000, size=10, lr_drops=
 _HE_SU_ADAM = dict(_HE_SU, optimizer="adam", knob="lr", values=(1e-3,))
 _GALANTI = dict(_COMMON, dataset="fashion-mnist", n_train=5000, size=10, optimizer="sgd",
                 momentum=0.9)
-_GALANTI_LR = 0.01
+_GALANTI_LR = 0.01  # "ours": constant, fixed before any result (they name none in the text)
 
-#: Fig. 4's widths and shapes of their 8-layer network (7 hidden layers). Their list of
-#: Narrow-Wide widths is cut in the text after "(100, 100, 100, 100, 1000": completed with
-#: 1000 to seven layers, and reversed for Wide-Narrow; their "Mixed" is not run (unknown).
+#: The protocols an experiment runs under: the authors' (the reference) or ours (the
+#: committed sweeps').
+PROTOCOLS = ("authors", "ours")
+#: What the authors' protocol sets in each paper's sweeps.
+_AUTHORS = {"hesu": dict(protocol="he_su", keep_last_batch=True),
+            "galanti": dict(protocol="galanti", warmup_epochs=1)}
+#: Galanti et al.'s code: lr 0.1, multiplied by 0.2 at the start of epochs 60, 100 and 200.
+GALANTI_AUTHORS_LR = 0.1
+GALANTI_SCHEDULE = ((60, "lr", 0.02), (100, "lr", 0.004), (200, "lr", 0.0008))
+
+#: Fig. 4's widths and shapes of their 8-layer network (7 hidden layers), as their code
+#: builds them (its FNNSW, FNNWS and FNNMIX): Narrow-Wide 100 x 4 then 1 000 x 3, Wide-Narrow
+#: 1 000 x 4 then 100 x 3, Mixed (100, 500, 500, 2 500, 2 500, 500, 500).
 HE_SU_SHAPES = {"width20": 20, "width100": 100, "width1000": 1000,
-                "narrow_wide": (100,) * 4 + (1000,) * 3, "wide_narrow": (1000,) * 3 + (100,) * 4}
+                "narrow_wide": (100,) * 4 + (1000,) * 3, "wide_narrow": (1000,) * 4 + (100,) * 3,
+                "mixed": (100, 500, 500, 2500, 2500, 500, 500)}
+#: The shapes the committed sweeps ran (protocol "ours"): the text's Narrow-Wide list, cut
+#: after "(100, 100, 100, 100, 1000", completed to seven layers and reversed; no Mixed.
+OURS_SHAPES = {**{k: v for k, v in HE_SU_SHAPES.items() if k != "mixed"},
+               "wide_narrow": (1000,) * 3 + (100,) * 4}
 
 #: Their L = 3 … 16 (L − 1 hidden layers), for the optimal depth.
 HE_SU_DEPTHS = (2, 3, 4, 5, 6, 7, 9, 11, 13, 15)
@@ -141,9 +172,23 @@ def check_experiments(only=None) -> list[str]:
     return check_only(only, EXPERIMENTS)
 
 
-def _fields(name: str, fields: dict, scale: str) -> dict:
-    """A sweep's fields at ``scale``."""
-    out = dict(fields, **SCALES[scale])
+def _protocol_fields(name: str, fields: dict, protocol: str) -> dict:
+    """A sweep's fields under ``protocol`` (before the scale's changes; Galanti's schedule
+    follows the scale's epochs, :func:`_fields`)."""
+    out = dict(fields)
+    if protocol == "ours" and name.startswith("hesu_fig4_"):
+        out["width"] = OURS_SHAPES[name.removeprefix("hesu_fig4_")]
+    if protocol == "authors":
+        out.update(_AUTHORS["galanti" if name.startswith("galanti") else "hesu"])
+        if name.startswith("galanti"):
+            out.update(dict(values=(GALANTI_AUTHORS_LR,)) if out["knob"] == "lr"
+                       else dict(lr=GALANTI_AUTHORS_LR))
+    return out
+
+
+def _fields(name: str, fields: dict, scale: str, protocol: str = "authors") -> dict:
+    """A sweep's fields at ``scale`` under ``protocol``."""
+    out = dict(_protocol_fields(name, fields, protocol), **SCALES[scale])
     if scale == "full":
         out.update(_FULL["galanti" if name.startswith("galanti") else "hesu"])
         if name == "galanti_fig3":
@@ -164,19 +209,30 @@ def _fields(name: str, fields: dict, scale: str) -> dict:
             out["n_train"] = 300 + fields["n_train"] // 100
     if out.get("record_every", 0) < 0:
         out["record_every"] = max(1, out.get("epochs", 1) // -out["record_every"])
+    if protocol == "authors" and name.startswith("galanti"):  # the drops within the run
+        out["schedule"] = tuple(e for e in GALANTI_SCHEDULE if e[0] <= out.get("epochs", 500))
     return out
 
 
-def configs(scale: str = "reduced", only=None) -> dict:
+def sweeps_of(experiment: str, protocol: str = "authors") -> list[str]:
+    """The sweep names of ``experiment`` under ``protocol`` (``"ours"`` has no Mixed)."""
+    return [name for name in EXPERIMENTS[experiment]
+            if protocol == "authors" or name.removeprefix("hesu_fig4_") not in
+            set(HE_SU_SHAPES) - set(OURS_SHAPES)]
+
+
+def configs(scale: str = "reduced", only=None, protocol: str = "authors") -> dict:
     """Sweep name -> its checked :class:`~dnnphase.sweeps.sweep.SweepConfig`, for the
-    experiments ``only`` (default all) at ``scale`` (a key of :data:`SCALES`). Every
-    configuration is built, and so checked, before any is returned."""
+    experiments ``only`` (default all) at ``scale`` (a key of :data:`SCALES`) under
+    ``protocol`` (:data:`PROTOCOLS`: "authors", the reference, or "ours", the committed
+    sweeps'). Every configuration is built, and so checked, before any is returned."""
     from dnnphase.sweeps.sweep import SweepConfig
 
     require(scale in SCALES, "scale", f"one of {', '.join(SCALES)}", scale)
-    return {name: SweepConfig(**_fields(name, fields, scale))
+    require(protocol in PROTOCOLS, "protocol", f"one of {', '.join(PROTOCOLS)}", protocol)
+    return {name: SweepConfig(**_fields(name, EXPERIMENTS[experiment][name], scale, protocol))
             for experiment in check_experiments(only)
-            for name, fields in EXPERIMENTS[experiment].items()}
+            for name in sweeps_of(experiment, protocol)}
 
 
 def experiment_of(name: str) -> str:

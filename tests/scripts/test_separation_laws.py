@@ -34,9 +34,10 @@ def test_quick_experiments_end_to_end_then_reused_and_read_by_the_ledger(tmp_pat
     assert "reusing" in capsys.readouterr().out
     assert (folder / "galanti_fig3.nc").stat().st_mtime_ns == before
     rows = he_su.claims(tmp_path) + galanti.claims(tmp_path)
-    # He & Su: Fig. 1's nine networks and ρ, Figs. 3 (2), 4 (3), 7 (2), 9 (2), 12; Galanti 5
-    # (the rows that compare two depths or data sets need the papers' depths: absent here)
-    assert len(rows) == 10 + 2 + 3 + 2 + 2 + 1 + 5
+    # He & Su: Fig. 1's nine networks, ρ and 20 against 8 layers, Figs. 3 (2), 4 (3), 7 (2),
+    # 9 (2), 12; Galanti 5 (the rows that compare two depths or data sets need the papers'
+    # depths: absent here)
+    assert len(rows) == 11 + 2 + 3 + 2 + 2 + 1 + 5
     assert all(row.verdict in VERDICTS for row in rows)
     # The quick scale lacks the papers' depths: those rows say so rather than guess.
     assert {r.verdict for r in rows if "20 layers" in r.id} == {"cannot"}
@@ -125,6 +126,28 @@ def test_every_scale_builds_and_the_depth_axes_follow_their_papers():
     assert reduced["hesu_fig7_n5000"].n_train == 5000
     for cfg in reduced.values():
         assert cfg.weight_decay == 5e-4 and cfg.batch_size == 128 and cfg.alphas == (0.0,)
+
+
+def test_the_authors_protocol_is_the_reference_and_ours_reruns_the_committed_files():
+    """Under "ours" every configuration is the one its committed file holds (so the ledger's
+    commands rerun them); the reference is each paper's own protocol, read from its code."""
+    from dnnphase.sweeps.named_sweeps import stored_matches
+
+    ours = separation_laws.configs("reduced", protocol="ours")
+    for name, cfg in ours.items():
+        assert stored_matches(ROOT / "figures" / "separation_laws" / f"{name}.nc", cfg), name
+    assert "hesu_fig4_mixed" not in ours and ours["hesu_fig7_n1000"].protocol == "ours"
+    authors = separation_laws.configs("reduced")
+    assert authors["hesu_fig4_wide_narrow"].width == (1000,) * 4 + (100,) * 3
+    assert authors["hesu_fig4_mixed"].width == (100, 500, 500, 2500, 2500, 500, 500)
+    for name, cfg in authors.items():
+        if name.startswith("hesu"):
+            assert (cfg.protocol, cfg.keep_last_batch, cfg.warmup_epochs) == ("he_su", True, 0)
+        else:
+            assert (cfg.protocol, cfg.warmup_epochs, cfg.keep_last_batch) == ("galanti", 1, False)
+            assert cfg.schedule == separation_laws.GALANTI_SCHEDULE
+            assert (cfg.values if cfg.knob == "lr" else (cfg.lr,)) == (0.1,)
+    assert separation_laws.configs("quick", only="galanti_fig1")["galanti_fig1"].schedule == ()
 
 
 def test_a_bad_scheduler_is_refused_before_any_file(tmp_path, capsys):
