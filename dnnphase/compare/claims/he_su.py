@@ -62,7 +62,9 @@ ORDER = 70
 SOURCE = "he-su"
 
 FOLDER = "figures/separation_laws"
-COMMAND = "python scripts/separation_laws.py --only {}"
+#: The committed files are the experiments under our protocol (the reference is now the
+#: authors', :mod:`dnnphase.sweeps.separation_laws`): this command reruns them.
+COMMAND = "python scripts/separation_laws.py --protocol ours --only {}"
 LAW_R = -0.99
 PARTLY_R = -0.95
 RHO_HOLDS, RHO_PARTLY = 0.03, 0.1
@@ -176,10 +178,65 @@ def _fig1_rows(root: Path) -> list[Claim]:
             id_, claim, COMMAND.format("hesu_fig1"), "ρ 0.818, half-life 3.45",
             f"ρ {with_interval(chosen['rho_paper'])}, half-life {half:.2f} layers", verdict,
             "" if verdict == "holds" else
-            f"|ρ − 0.818| = {gap:.3f} (> {RHO_HOLDS}); ρ depends on the training time: "
-            f"{_epochs(adam)} of their 600 epochs",
+            f"|ρ − 0.818| = {gap:.3f} (> {RHO_HOLDS}); ρ depends on the training time "
+            f"({_epochs(adam)} of their 600 epochs) and on the measurement: these networks "
+            "are measured with eval-mode BatchNorm and D_0 after an input BatchNorm, theirs "
+            "with each batch's statistics and the raw input (not computed here)",
             (f"{FOLDER}/hesu_fig1_adam.nc",)))
+    rows.append(_deeper_row(files))
     return rows
+
+
+def _final_at(ds: xr.Dataset, depth: int, lrs) -> np.ndarray:
+    """Per seed, the final log fuzziness (layer ``depth``, the last hidden one) of the
+    ``depth`` network at that seed's learning rate ``lrs[s]`` (one lr: every seed's), (S,)."""
+    final = ds["load_curve"].sel(measure="fuzziness", depth=depth, layer=depth).isel(
+        alpha=0).transpose("lr", "seed").values
+    index = np.searchsorted(ds["lr"].values, np.broadcast_to(lrs, final.shape[1:]))
+    return final[index, np.arange(final.shape[1])]
+
+
+def _deeper_verdict(low: float, high: float) -> str:
+    """One optimizer: 20 layers end fuzzier (the interval above 0), less fuzzy, or either."""
+    return "holds" if low > 0 else "differs" if high < 0 else "undecided"
+
+
+def _overall(verdicts: list[str]) -> str:
+    """The row of three optimizers' verdicts (the module's rule)."""
+    if len(set(verdicts)) == 1:
+        return verdicts[0]
+    return "partly" if {"holds", "differs"} <= set(verdicts) else "undecided"
+
+
+def _deeper_row(files: dict) -> Claim:
+    id_ = "He–Su Fig. 1 (20 against 8 layers)"
+    claim = ("the 20-layer networks end with a higher final fuzziness than their 8-layer "
+             "counterparts (the text on Fig. 1)")
+    if any(ds is None or not {7, 19} <= set(ds["depth"].values.tolist())
+           for ds in files.values()):
+        return missing_row(id_, claim, "hesu_fig1", "20 layers fuzzier")
+    parts, verdicts, by_loss = [], [], []
+    for opt, ds in files.items():
+        deep, mid = paper_rule(ds, 19), paper_rule(ds, 7)
+        a, b = _final_at(ds, 19, deep["lr_paper"]), _final_at(ds, 7, mid["lr_paper"])
+        diff, low, high = difference_interval(a, b)
+        verdicts.append(_deeper_verdict(low, high))
+        by_loss.append(_deeper_verdict(*difference_interval(
+            _final_at(ds, 19, deep["lr_loss"]), _final_at(ds, 7, mid["lr_loss"]))[1:]))
+        parts.append(f"{OPTIMIZER_WORDS[opt]}: {with_interval(a, 2)} at 20 against "
+                     f"{with_interval(b, 2)} at 8, difference {diff:+.2f} [{low:+.2f}, "
+                     f"{high:+.2f}]")
+    verdict = _overall(verdicts)
+    ds = next(iter(files.values()))
+    return Claim(id_, claim, COMMAND.format("hesu_fig1"), "20 layers fuzzier (a figure)",
+                 "final log D (their rule's lr per seed): " + "; ".join(parts), verdict,
+                 "" if verdict == "holds" else
+                 "20 layers minus 8 by optimizer: " + ", ".join(
+                     f"{OPTIMIZER_WORDS[o]} {v}" for o, v in zip(files, verdicts, strict=True))
+                 + f" ({_epochs(ds)} of their 600 epochs; the deep networks separate more, "
+                   "not less)" * (verdict == "differs"),
+                 tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files),
+                 variants={"lowest-loss lr": _overall(by_loss)})
 
 
 def _last_layer(ds: xr.Dataset) -> np.ndarray:
