@@ -172,6 +172,9 @@ def _training_options():
          f"fractions of the run after which every learning rate is divided by "
          f"{LR_DROP_DIVISOR}, increasing in (0, 1), relative to --epochs: 1/3,2/3 is He & "
          "Su's schedule (default: none)"),
+        ("--warmup-epochs", "warmup_epochs", int,
+         "linear learning-rate warm-up over these first epochs, step s of S at lr*s/S "
+         "(Galanti et al.'s code: 1)"),
         ("--epochs", "epochs", int, "training epochs (at most)"),
         ("--batch-size", "batch_size", int, _knob_help("batch_size", "default: full batch; ")),
         ("--dropout", "dropout", float, _knob_help("dropout")),
@@ -182,6 +185,10 @@ def _training_options():
         ("--measures", "measures", str,
          f"comma-separated, from {', '.join(MEASURE_NAMES)}; the first is recorded "
          "during training"),
+        ("--protocol", "protocol", str,
+         "the measurement: ours (eval-mode BatchNorm, layer 0 after the input BatchNorm, "
+         "activations), he_su (BatchNorm statistics of each batch of 100, raw input) or "
+         "galanti (each hidden Linear's output)"),
         ("--record-every", "record_every", int,
          "record the load curve every k epochs (0: final only)"),
         ("--loss-threshold", "loss_threshold", float,
@@ -272,6 +279,8 @@ def _add_sweep_parser(sub) -> None:
     p.add_argument("--first-seed", type=int, default=None,
                    help=f"first seed (default {seeds[0]})")
     p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
+    p.add_argument("--keep-last-batch", action="store_true",
+                   help="an epoch's last, partial batch is a step too (He & Su's code)")
     _scheduler_options(p, ON_CUDA_SERIAL)
     output_options(p, "output NetCDF file")
     p.set_defaults(func=cmd_sweep)
@@ -337,6 +346,8 @@ def cmd_sweep(args) -> None:
         fields["seeds"] = list(range(first, first + n))
     if args.no_bias:
         fields["bias"] = False
+    if args.keep_last_batch:
+        fields["keep_last_batch"] = True
     cfg = SweepConfig(**fields)
     ds = sweep(cfg, output=args.output, overwrite=args.overwrite,
                scheduler=args.scheduler or default_scheduler(cfg.device, args.workers),

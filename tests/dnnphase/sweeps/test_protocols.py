@@ -59,3 +59,22 @@ def test_a_protocol_is_refused_by_name_before_any_work():
         SweepConfig(**SMALL, protocol="authors")
     with pytest.raises(ConfigError, match="protocol must be ours for a CNN"):
         SweepConfig(**{**SMALL, "width": 100}, arch="cnn", protocol="he_su")
+
+
+def test_the_command_line_takes_the_papers_options(tmp_path):
+    import json
+
+    from dnnphase.cli import main
+    from phasecore import results
+
+    out = tmp_path / "r.nc"
+    assert main(["sweep", "--dataset", "digits", "--n-train", "300", "--depth", "3", "--width",
+                 "16", "--epochs", "2", "--seeds", "1", "--alpha", "0", "--knob", "lr",
+                 "--values", "0.01", "--measures", "fuzziness", "--protocol", "he_su",
+                 "--keep-last-batch", "--warmup-epochs", "1", "--batch-size", "64",
+                 "--scheduler", "serial", "--quiet", "-o", str(out)]) == 0
+    ds = results.load(out, kind="dnnphase.sweep")
+    stored = json.loads(ds.attrs["config"])
+    assert (stored["protocol"], stored["keep_last_batch"], stored["warmup_epochs"]) == (
+        "he_su", True, 1)
+    assert ds["steps_run"].values.ravel().tolist() == [2 * 5]  # 300 = 4 x 64 + 44
