@@ -27,6 +27,7 @@ uses of :class:`~dnnphase.networks.stack.EnsembleMLP`, with the same meaning.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -40,10 +41,14 @@ from phasecore.checks import is_int, require
 from .per_model import LeakyReLUPerModel, default_linear_, draw_seeded_, per_model
 from .stack import StackedModels
 
-__all__ = ["CNN", "NORMS", "EnsembleCNN", "check_architecture"]
+__all__ = ["CNN", "NORMS", "PER_MODEL_CPU", "EnsembleCNN", "check_architecture"]
 
 #: The normalisations a CNN can use: BatchNorm2d on the input and after every conv, or none.
 NORMS = ("batchnorm", "none")
+#: On a CPU each model of a stack runs its layers as the calls it makes alone (its numbers
+#: then do not depend on its stack-mates, bit for bit); False: one grouped call per layer
+#: for the whole stack, as on a GPU (the same numbers to rounding).
+PER_MODEL_CPU = True
 
 
 def check_architecture(image_shape: Sequence[int], n_classes: int, depth: int, channels: int,
@@ -315,9 +320,31 @@ class EnsembleCNN(StackedModels):
 
     # ------------------------------------------------------------ forward
 
-    def _bn(self, h: torch.Tensor, i: int) -> torch.Tensor:
-        """BatchNorm of every model: ``h`` ``(B, M·c, H, W)``, channel m·c + j is model m's j."""
-        shift = self.bn_biases[i].view(-1)
+    def _groups(self, device: torch.device) -> list[_Group]:
+        """The stack cut into the groups of models whose layers run as one call each: on a
+        CPU every model alone, on a GPU the whole stack (one grouped conv per layer)."""
+        m, sizes = self.n_models, [self.n_models]
+        if device.type == "cpu" and PER_MODEL_CPU and m > 1:
+            sizes = [1] * m
+        bn = range(self.depth + 1) if self._batchnorm else range(0)
+
+        def cut(tensors) -> list[tuple[torch.Tensor, ...]]:
+            return [t.split(sizes) for t in tensors]  # views (one backward node per tensor)
+
+        parts = [cut(self.weights[:self.depth]), cut(self.biases[:self.depth]),
+                 cut(self.bn_weights), cut(self.bn_biases), cut(self.running_mean(i) for i in bn),
+                 cut(self.running_var(i) for i in bn), cut([self.alpha])]
+        groups, a = [], 0
+        for g, size in enumerate(sizes):
+            own = [[t[g] for t in part] for part in parts]
+            groups.append(_Group(a, size, self.alphas[a:a + size], own[6][0], *own[:6]))
+            a += size
+        return groups
+
+    def _bn(self, h: torch.Tensor, i: int, g: _Group) -> torch.Tensor:
+        """BatchNorm of group ``g``'s models: ``h`` ``(B, m·c, H, W)``, channel k·c + j is the
+        group's model k's channel j."""
+        shift = g.bn_biases[i].reshape(-1)
         if i == 0 and self.kernel_size == 1:
             # A 1×1 conv maps the input BatchNorm's per-channel shift to a per-channel
             # constant, which the next BatchNorm removes: a gauge parameter (exactly zero
@@ -327,40 +354,40 @@ class EnsembleCNN(StackedModels):
         # The native kernel: per-channel batch mean over (B, H, W), biased batch variance,
         # running statistics with momentum and unbiased variance, as nn.BatchNorm2d.
         return F.batch_norm(
-            h, self.running_mean(i).view(-1), self.running_var(i).view(-1),
-            self.bn_weights[i].view(-1), shift, self.training, self.bn_momentum, self.bn_eps,
+            h, g.running_means[i].view(-1), g.running_vars[i].view(-1),
+            g.bn_weights[i].reshape(-1), shift, self.training, self.bn_momentum, self.bn_eps,
         )
 
-    def _act(self, u: torch.Tensor) -> torch.Tensor:
-        """LeakyReLU with per-model slope on ``u`` ``(B, M·c, h, w)`` (any memory format);
-        bitwise ``F.leaky_relu``."""
-        if self._alpha_uniform is not None:
-            return F.leaky_relu(u, self._alpha_uniform)
-        a = self.alpha.repeat_interleave(self.channels).view(1, -1, 1, 1)  # per channel
+    def _act(self, u: torch.Tensor, g: _Group) -> torch.Tensor:
+        """LeakyReLU with per-model slope on ``u`` ``(B, m·c, h, w)`` (any memory format) of
+        group ``g``; bitwise ``F.leaky_relu``."""
+        if len(set(g.alphas)) == 1:
+            return F.leaky_relu(u, g.alphas[0])
+        a = g.alpha.repeat_interleave(self.channels).view(1, -1, 1, 1)  # per channel
         return LeakyReLUPerModel.apply(u, a)
 
-    def _hidden(self, h: torch.Tensor, i: int) -> torch.Tensor:
-        """Hidden layer i: ``h`` ``(B, M·C_i, H, W)`` → ``(B, M·channels, H, W)``, both
-        channels-last."""
-        m, c = self.n_models, self.channels
-        w = self.weights[i]
+    def _hidden(self, h: torch.Tensor, i: int, g: _Group) -> torch.Tensor:
+        """Hidden layer i of group ``g``: ``h`` ``(B, m·C_i, H, W)`` → ``(B, m·channels, H,
+        W)``, both channels-last."""
+        m, c = g.size, self.channels
+        w = g.weights[i]
         bias = None
         if self.bias:
-            bias = self.biases[i].view(-1)
+            bias = g.biases[i].reshape(-1)
             if self._batchnorm:
                 # A per-channel constant before BatchNorm is removed by its mean
                 # subtraction: a gauge parameter (exactly zero gradient), so no autograd
                 # rounding noise reaches it (Adam would turn that noise into steps).
                 bias = bias.detach()
-        u = F.conv2d(h, w.view(m * c, *w.shape[2:]), bias, padding=self.kernel_size // 2,
+        u = F.conv2d(h, w.reshape(m * c, *w.shape[2:]), bias, padding=self.kernel_size // 2,
                      groups=m)
         if self._batchnorm:
-            u = self._bn(u, i + 1)
+            u = self._bn(u, i + 1, g)
         # Pooling before the activation: LeakyReLU with α >= 0 is monotone (so is its
         # rounding), so max-pool(act(u)) == act(max-pool(u)) bitwise, and the gradient
         # reaches the same element (where max-pool's choice could differ, all candidates
         # are <= 0 at α = 0 and the gradient is 0). The activation then runs on a quarter.
-        return F.interpolate(self._act(F.max_pool2d(u, 2)), scale_factor=2, mode="nearest")
+        return F.interpolate(self._act(F.max_pool2d(u, 2), g), scale_factor=2, mode="nearest")
 
     def forward(
         self,
@@ -376,6 +403,12 @@ class EnsembleCNN(StackedModels):
         ``dropout(ℓ)`` gives hidden layer ℓ's ``(B, M, width)`` multipliers in training mode
         (:class:`dnnphase.networks.randomness.DropoutMasks`); without it, masks come from torch's
         global generator.
+
+        On a CPU each model's layers are the calls it makes alone (``PER_MODEL_CPU``): the
+        grouped conv and the native BatchNorm round a model's numbers by its position in
+        the stack (and a stack of one takes other kernels), so only a model's own calls
+        make its result independent of its stack-mates, bit for bit. On a GPU every layer
+        is one call for the whole stack.
         """
         m, d, (c_in, hh, ww) = self.n_models, self.in_features, self.image_shape
         c, w = self.channels, self.width
@@ -384,32 +417,39 @@ class EnsembleCNN(StackedModels):
             x = x.unsqueeze(1).expand(-1, m, -1)
         _check_input(x, (m,), d)
         b = x.shape[0]
-        h = x.reshape(b, m * c_in, hh, ww)
+        groups = self._groups(x.device)
+        # Each group's input as the group alone has it: (B, m·C_in, H, W), contiguous.
+        hs = [x[:, g.start:g.start + g.size].reshape(b, g.size * c_in, hh, ww).contiguous()
+              for g in groups]
         if self._batchnorm:
-            h = self._bn(h, 0)
-        feats = [h.reshape(b, m, d)] if return_features else None
+            hs = [self._bn(h, 0, g) for h, g in zip(hs, groups, strict=True)]
+        feats = [_joined([h.reshape(b, g.size, d) for h, g in zip(hs, groups, strict=True)])] \
+            if return_features else None
         drop = self.training and self.has_dropout
         if drop and dropout is None:
             dropout = self._global_masks(b, x.device)
-        # The hidden layers run channels-last (B, H, W, M·c in memory): on the CPU the
-        # conv, the max-pool and the upsampling are 1.5-8x faster than (B, M·c, H, W).
+        # The hidden layers run channels-last (B, H, W, m·c in memory): on the CPU the
+        # conv, the max-pool and the upsampling are 1.5-8x faster than (B, m·c, H, W).
         # Features and the output map read (B, M, width) in (c, y, x) order: one copy.
-        # clone, not contiguous: with M·C_in = 1 an NCHW tensor already counts as
+        # clone, not contiguous: with m·C_in = 1 an NCHW tensor already counts as
         # channels-last contiguous, and the conv would keep NCHW for every layer.
-        h = h.clone(memory_format=torch.channels_last)
+        hs = [h.clone(memory_format=torch.channels_last) for h in hs]
         flat = None
         for i in range(self.depth):
-            h = self._hidden(h, i)  # (B, M·c, H, W), channels-last
+            hs = [self._hidden(h, i, g) for h, g in zip(hs, groups, strict=True)]
             last = i == self.depth - 1
             if feats is not None or (last and not drop):
-                flat = h.contiguous().view(b, m, w)
+                flat = _joined([h.contiguous().view(b, g.size, w)
+                                for h, g in zip(hs, groups, strict=True)])
                 if feats is not None:
                     feats.append(flat)
             if drop:
                 mask = dropout(i).reshape(b, m, c, hh, ww)
-                h = (h.view(b, m, c, hh, ww) * mask).reshape(b, m * c, hh, ww)
+                hs = [(h.view(b, g.size, c, hh, ww) * mask[:, g.start:g.start + g.size])
+                      .reshape(b, g.size * c, hh, ww) for h, g in zip(hs, groups, strict=True)]
         if drop:
-            flat = h.contiguous().view(b, m, w)
+            flat = _joined([h.contiguous().view(b, g.size, w)
+                            for h, g in zip(hs, groups, strict=True)])
         h_t = flat.transpose(0, 1)  # (M, B, width); BLAS reads the view
         out_w = self.weights[self.depth]
         logits = torch.baddbmm(self.biases[self.depth], h_t, out_w) if self.bias \
@@ -434,3 +474,27 @@ def _cnn_tensor(mdl: CNN, name: str) -> torch.Tensor:
     bn = ([mdl.input_bn] + list(mdl.norms))[i]
     return {"bn_weights": bn.weight, "bn_biases": bn.bias, "running_mean": bn.running_mean,
             "running_var": bn.running_var}[kind].detach()
+
+
+@dataclass
+class _Group:
+    """Models ``start`` … ``start + size − 1`` of an :class:`EnsembleCNN` whose layers run as
+    one call each, with views of their parameters and running statistics (model dimension
+    first, as the stack's): conv ``weights`` and ``biases`` of the L hidden layers (no
+    biases: empty), and the L + 1 BatchNorms' (none: empty)."""
+
+    start: int
+    size: int
+    alphas: tuple[float, ...]
+    alpha: torch.Tensor  # (size,)
+    weights: list[torch.Tensor]
+    biases: list[torch.Tensor]
+    bn_weights: list[torch.Tensor]
+    bn_biases: list[torch.Tensor]
+    running_means: list[torch.Tensor]
+    running_vars: list[torch.Tensor]
+
+
+def _joined(parts: list[torch.Tensor]) -> torch.Tensor:
+    """The groups' ``(B, m, F)`` parts side by side along the model dimension."""
+    return parts[0] if len(parts) == 1 else torch.cat(parts, 1)

@@ -28,6 +28,7 @@ from dnnphase.networks.mlp import (
 from phasecore.checks import ConfigError, require
 
 from .per_model import (
+    AddBiasPerModel,
     LeakyReLUPerModel,
     default_linear_,
     draw_seeded_,
@@ -482,8 +483,10 @@ class EnsembleMLP(StackedModels):
         if self.bias:
             bias = self.biases[i].view(1, m * n)
             # A bias feeding BatchNorm is removed by its mean subtraction: a gauge
-            # parameter (zero gradient), so no autograd rounding noise reaches it.
-            u = u + (bias.detach() if self.norm == "batchnorm" else bias)
+            # parameter (zero gradient), so no autograd rounding noise reaches it. Any
+            # other bias's gradient is summed per model, as the model alone sums it.
+            u = (u + bias.detach()) if self.norm == "batchnorm" else \
+                AddBiasPerModel.apply(u, bias, m)
         if self.norm == "batchnorm":
             u = self._bn(u, i + 1)
         h = self._act(u.view(b, m, n))
