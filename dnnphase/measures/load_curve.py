@@ -12,7 +12,7 @@ layer, never a layer's features of the whole data set: a CNN on 60 000 images
 is measured in a laptop's memory. Features are the chosen modules' outputs,
 flattened per sample, in eval mode (``model.eval()`` for the measurement; the
 training flag is restored) — or under another measurement protocol
-(:mod:`dnnphase.measures.protocol`: He & Su's BatchNorm statistics of each batch of 100,
+(:mod:`dnnphase.networks.protocol`: He & Su's BatchNorm statistics of each batch of 100,
 Galanti et al.'s ``Linear`` outputs).
 """
 
@@ -30,9 +30,9 @@ from torch import nn
 from dnnphase.data import MIN_PER_CLASS
 from dnnphase.defaults import MEASURE, SWEEP_MEASURES
 from dnnphase.measures import laws
-from dnnphase.measures import protocol as protocols
 from dnnphase.measures.separation_numpy import FUZZINESS_RCOND, check_measures
 from dnnphase.measures.separation_torch import LayerAccumulator
+from dnnphase.networks import protocol as protocols
 from phasecore import loadcurve
 from phasecore.checks import is_int, require
 from phasecore.results import provenance
@@ -83,7 +83,7 @@ def default_layers(model: nn.Module, protocol: str = protocols.OURS) -> list[str
     """The layers measured when none are named.
 
     The input, then, under a protocol that measures ``Linear`` outputs (``"galanti"``,
-    :mod:`dnnphase.measures.protocol`), every ``nn.Linear`` module but the last (the head),
+    :mod:`dnnphase.networks.protocol`), every ``nn.Linear`` module but the last (the head),
     in the order the model defines them; otherwise
 
     * the top-level activation modules (an ``nn.Sequential`` MLP or CNN: the
@@ -102,7 +102,7 @@ def default_layers(model: nn.Module, protocol: str = protocols.OURS) -> list[str
     model : torch.nn.Module
         The model whose layers are chosen (not run).
     protocol : str, default "ours"
-        A name of :data:`dnnphase.measures.protocol.PROTOCOLS`.
+        A name of :data:`dnnphase.networks.protocol.PROTOCOLS`.
 
     Returns
     -------
@@ -406,7 +406,7 @@ def measure_model(
     rcond : float
         The fuzziness's relative rank cut-off (docs/measures.md).
     protocol : str, default "ours"
-        The measurement (:mod:`dnnphase.measures.protocol`): ``"ours"`` eval mode;
+        The measurement (:mod:`dnnphase.networks.protocol`): ``"ours"`` eval mode;
         ``"he_su"`` BatchNorm modules in training mode, each batch (of ``batch_size``, in
         order) normalised by its own statistics, running statistics restored, other modules
         in eval mode; ``"galanti"`` eval mode, default layers every ``nn.Linear`` but the last.

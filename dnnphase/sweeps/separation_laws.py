@@ -8,7 +8,7 @@ raw input and keep each epoch's last, partial batch; their Wide-Narrow is 1 000 
 100 x 3 and their Mixed (100, 500, 500, 2 500, 2 500, 500, 500). Galanti et al. train with
 lr 0.1, x 0.2 at epochs 60, 100 and 200 (:data:`GALANTI_SCHEDULE`), one epoch of linear
 warm-up, and measure each hidden ``Linear`` map's output (before BatchNorm and ReLU);
-:mod:`dnnphase.measures.protocol`. ``"ours"`` is what the committed sweeps in
+:mod:`dnnphase.networks.protocol`. ``"ours"`` is what the committed sweeps in
 ``figures/separation_laws`` ran, kept as a named variant (so they come out again): eval-mode
 BatchNorm, layer 0 after the network's input BatchNorm, the activations, the last partial
 batch dropped, Galanti's networks at a constant lr 0.01 without warm-up, Wide-Narrow

@@ -27,9 +27,9 @@ import xarray as xr
 from dnnphase import defaults, knobs
 from dnnphase.data import check_class_sizes, dataset_key
 from dnnphase.measures import laws
-from dnnphase.measures.protocol import check_protocol
 from dnnphase.measures.separation_numpy import check_measures
 from dnnphase.networks.architecture import Architecture
+from dnnphase.networks.protocol import check_protocol
 from dnnphase.sweeps import depth_axis
 from dnnphase.sweeps.assemble import assemble as _assemble
 from dnnphase.sweeps.memory import check_sweep_memory
@@ -107,7 +107,7 @@ class SweepConfig(TrainingSettings):
     record_every : int
         Also record the first measure's load curve (training and test set) every k epochs.
     protocol : str
-        The measurement (:data:`dnnphase.measures.protocol.PROTOCOLS`): "ours" (eval-mode
+        The measurement (:data:`dnnphase.networks.protocol.PROTOCOLS`): "ours" (eval-mode
         BatchNorm, layer 0 after the input BatchNorm, activations), "he_su" (BatchNorm
         statistics of each batch of 100, raw input) or "galanti" (each hidden Linear's
         output); not "ours" only for MLPs.
@@ -265,7 +265,8 @@ class SweepConfig(TrainingSettings):
         deepest = self.replace(depth=max(self.depths), depths=()) if self.depths else self
         deepest.check_data(data)
         check_sweep_memory(deepest, data, scheduler=scheduler, workers=workers,
-                           on_cuda=runs_on_cuda(self.device))
+                           on_cuda=runs_on_cuda(self.device),
+                           depth_name="depths" if self.depths else "depth")
         return data
 
     def check_device(self) -> None:

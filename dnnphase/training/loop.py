@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from dnnphase.measures.protocol import stack_features
 from dnnphase.networks.per_model import row_mean
+from dnnphase.networks.protocol import stack_features
 from dnnphase.networks.randomness import (
     DropoutMasks,
     ModelStreams,
@@ -84,7 +84,7 @@ class StackData:
     x_test: torch.Tensor | None = None  # (N_test, d), recorded beside x (None: not recorded)
     test_record_fn: Callable | None = None
     labels: torch.Tensor | None = None  # (M, N): each model's fixed random labels (None: y)
-    protocol: str = "ours"  # the records' measurement (dnnphase.measures.protocol)
+    protocol: str = "ours"  # the records' measurement (dnnphase.networks.protocol)
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from dnnphase.knobs import check, check_batch_fits
-from dnnphase.measures.protocol import check_protocol, stack_features
 from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.per_model import per_model
+from dnnphase.networks.protocol import check_protocol, stack_features
 from dnnphase.networks.randomness import fixed_random_labels
 from dnnphase.networks.stack import EnsembleMLP
 from phasecore.checks import as_config, require
@@ -126,7 +126,7 @@ class TrainConfig(TrainingSettings):
     # Adam's fused kernel: None = where supported (stack-invariant only to the last bit);
     # False = foreach Adam (bitwise invariant). See OptimizerSettings.
     fused: bool | None = OptimizerSettings.fused
-    # the records' measurement (dnnphase.measures.protocol): "ours" eval mode, "he_su", ...
+    # the records' measurement (dnnphase.networks.protocol): "ours" eval mode, "he_su", ...
     protocol: str = "ours"
 
     def __post_init__(self) -> None:
@@ -191,7 +191,7 @@ class TrainResult:
         ``indices`` (default all) on ``x`` (default the training set), computed
         ``stack_size`` models at a time on the training device; on the CPU unless
         ``on_device``; under another measurement ``protocol``
-        (:func:`dnnphase.measures.protocol.stack_features`) where asked."""
+        (:func:`dnnphase.networks.protocol.stack_features`) where asked."""
         if indices is None:
             indices = range(self.model.n_models)
         model = self.model.select(list(indices)).to(self.device)  # a copy

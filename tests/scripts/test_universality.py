@@ -8,6 +8,7 @@ import pytest
 
 from dnnphase import data
 from dnnphase.compare.claims import universality as ledger
+from dnnphase.compare.claims.ledger import VERDICTS
 from dnnphase.sweeps import universality
 from tests.scripts.refusals import refused, script_main
 
@@ -37,10 +38,11 @@ def test_quick_figures_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, c
     assert (folder / f"{names[0]}.nc").stat().st_mtime_ns == before
 
     rows = {row.id: row for row in ledger.claims(tmp_path)}
-    assert len(rows) == sum(len(d) for d in universality.FIGURES.values()) + 1
+    diagrams = [i for i in rows if i.endswith(")") and "pooled" not in i]
+    assert len(diagrams) == sum(len(d) for d in universality.FIGURES.values())
     for figure in ("S7a", "S7b"):
         row = next(r for i, r in rows.items() if i.startswith(f"Fig. {figure} "))
-        assert row.files and row.verdict in ("holds", "partly", "differs")
+        assert row.files and row.verdict in VERDICTS  # at the quick scale, any of them
         assert "quick scale" in row.why and "best p" in row.ours and "ties p" in row.ours
     assert rows["Fig. S5 (depth 3)"].verdict == "cannot"  # not written here
     assert "not committed" in rows["Fig. S5 (depth 3)"].why

@@ -37,12 +37,13 @@ where none does counts as one layer deeper than it is when effective depths are 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.he_su import COMMAND, FOLDER, _epochs, missing_row, open_sweep
+from dnnphase.compare.claims.he_su import COMMAND, FOLDER, missing_row, open_sweep
 from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
@@ -156,7 +157,8 @@ def _terminal(ds: xr.Dataset) -> str:
     acc, loss = ds["train_accuracy"].values, ds["train_loss"].values
     return (f"these networks do not reach the terminal phase (training accuracy "
             f"{np.nanmin(acc):.3f}–{np.nanmax(acc):.3f}, loss {np.nanmin(loss):.2f}–"
-            f"{np.nanmax(loss):.2f}; our protocol: constant lr 0.01, {_epochs(ds)} epochs)")
+            f"{np.nanmax(loss):.2f}; our protocol: constant lr 0.01, "
+            f"{json.loads(ds.attrs['config'])['epochs']} epochs)")
 
 
 def _depths(values: np.ndarray) -> str:

@@ -1,13 +1,13 @@
-"""Measurement protocols (dnnphase.measures.protocol) against a plain torch loop: BatchNorm by
+"""Measurement protocols (dnnphase.networks.protocol) against a plain torch loop: BatchNorm by
 hand, with each batch's own statistics (He & Su) or the running ones, layer by layer."""
 
 import numpy as np
 import pytest
 import torch
 
-from dnnphase.measures import protocol
 from dnnphase.measures.load_curve import default_layers, measure_model
 from dnnphase.measures.separation_numpy import fuzziness
+from dnnphase.networks import protocol
 from dnnphase.networks.mlp import MLP
 from dnnphase.networks.stack import EnsembleMLP
 from phasecore.checks import ConfigError

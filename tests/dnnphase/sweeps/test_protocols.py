@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from dnnphase import separation
-from dnnphase.measures.protocol import stack_features
 from dnnphase.measures.separation_numpy import fuzziness
+from dnnphase.networks.protocol import stack_features
 from dnnphase.sweeps import sweep as phase
 from dnnphase.sweeps.sweep import SweepConfig
 from dnnphase.training.train import train_models
