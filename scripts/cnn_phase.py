@@ -12,8 +12,10 @@ the training is Fig. 1c's (Adam at lr 1e-3, full batch, 100 epochs, dropout in e
 layer from the start), trained the whole run (the authors stop only when the loss stops
 changing, at 1e-10). Scales, fixed before any cell was computed:
 
-* "reduced" (the committed one; about 30 minutes on 2 shared cores): 1 280 training
-  images, 3 alphas (0, 0.5, 1) x 5 dropout rates (0 ... 0.3) x 3 seeds;
+* "reduced" (the committed one): 1 280 training images, 3 alphas (0, 0.5, 1) x 5 dropout
+  rates (0 ... 0.3) x 3 seeds, 8 chunks of about 6 networks; measured, about 4.5
+  CPU-minutes a chunk, so about 20 minutes on 2 idle cores (about 100 with the 2 cores
+  shared at load 7, as when it was first run);
 * "full" (the paper's grid, a GPU): 2 560 training images, 6 alphas x 16 dropout rates
   (0 ... 0.3) x 10 seeds — Fig. 1c's grid;
 * "quick": seconds (a test): the 8 x 8 digits, a small CNN, 2 x 2 cells x 2 seeds.
@@ -82,7 +84,15 @@ def parse(argv: list[str] | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: bad input exits 2 with one line before any work; a failed write
+    (a full disk) 2 with one line; Ctrl-C 130 with the hint to rerun (the sweep resumes)."""
+    from phasecore.commandline import guarded
+
     args, cfg, scheduler = parse(argv)
+    return guarded("cnn_phase.py", lambda: work(args, cfg, scheduler), program=argv is None)
+
+
+def work(args, cfg, scheduler) -> None:
     from dnnphase.sweeps.named_sweeps import run_named
     from dnnphase.sweeps.plotting import sweep_panels
     from phasecore.panels import plot_phase_grid, save_figure
@@ -97,7 +107,6 @@ def main(argv: list[str] | None = None) -> int:
     save_figure(plot_phase_grid(sweep_panels(ds, "trace_ratio"), title=title),
                 folder / f"{NAME}.png")
     print(f"done in {time.monotonic() - begun:.0f} s; {folder}/{NAME}.nc and .png")
-    return 0
 
 
 if __name__ == "__main__":
