@@ -12,7 +12,9 @@ Rules (a phase is the seed-mean scale-free curvature's label, band ±0.05):
   that the authors' protocol needs retraining.
 * **Fig. 1a–d, shading**: the rule of :mod:`dnnphase.compare.claims.rules`.
 * **Figs. 1 and 3, trends**: the whole grid's monotone trends,
-  :mod:`dnnphase.compare.claims.monotone` (the chain's on its rows with friction, below).
+  :mod:`dnnphase.compare.claims.monotone` (the chain's on its rows with friction, below);
+  each judged again with the paper code's curvature g_0 − g_{L−1}, its variant (rank
+  correlations, so the two definitions' scales do not matter).
 * **Fig. 3, corners**: as Fig. 1's, on the chain's rows with friction (μ→ > 0): μ→ = 0 has
   no friction, so Eq. 8 (F* = 0) makes the chain linear at every noise by construction and
   that row says nothing about friction in the role of nonlinearity. The lazy corner is the
@@ -107,12 +109,34 @@ def _stopped_early(net: xr.Dataset) -> str:
             "their protocol needs retraining (not done)")
 
 
+#: The trend rows' variant: the paper code's curvature, by its variable in a file.
+PAPER_CODE = ("curvature", "the paper code's curvature g_0 − g_{L−1}")
+
+
+def _oriented(net: xr.Dataset, variable: str) -> np.ndarray:
+    """A sweep's ``variable`` (trace ratio) as (R, C, S), oriented as ``sweep_cells``."""
+    from dnnphase.knobs import larger_is_noisier
+
+    knob = net.attrs["knob"]
+    cells = net[variable]
+    if "measure" in cells.dims:
+        cells = cells.sel(measure="trace_ratio")
+    return cells.sortby("alpha", ascending=False).sortby(
+        knob, ascending=larger_is_noisier(net)).transpose("alpha", knob, "seed").values
+
+
 def _trend_row(panel: str, words: str, curvature: np.ndarray, command: str,
-               files: tuple, note: str = "", what: str = "nonlinearity") -> Claim:
+               files: tuple, note: str = "", what: str = "nonlinearity",
+               variant: np.ndarray | None = None) -> Claim:
     """The monotone-trend rule (:mod:`~dnnphase.compare.claims.monotone`) on (R, C, S)
-    cells, rows in increasing nonlinearity, columns in increasing noise."""
+    cells, rows in increasing nonlinearity, columns in increasing noise; ``variant``: the
+    same cells under the paper code's curvature."""
     result = monotone.trends(curvature)
     verdict = monotone.trend_verdict(result["noise"], result["nonlinearity"])
+    variants = {}
+    if variant is not None:
+        other = monotone.trends(variant)
+        variants[PAPER_CODE[1]] = monotone.trend_verdict(other["noise"], other["nonlinearity"])
     status = {k: monotone.direction_status(*result[k][1:]) for k in ("noise", "nonlinearity")}
     why = "" if verdict == "holds" else (
         f"along noise {status['noise']}, along {what} {status['nonlinearity']} (monotone: "
@@ -123,7 +147,8 @@ def _trend_row(panel: str, words: str, curvature: np.ndarray, command: str,
         f"{panel} (trends)", f"{words}: more {what} → increasingly concave, more noise → "
         "increasingly convex, across the whole grid", command,
         "monotone (no number)", monotone.describe(result, what)
-        + f" ({rows} rows × {cols} columns, {curvature.shape[2]} seeds)", verdict, why, files)
+        + f" ({rows} rows × {cols} columns, {curvature.shape[2]} seeds)", verdict, why, files,
+        variants=variants)
 
 
 def _network_rows(root: Path) -> list[Claim]:
@@ -147,7 +172,8 @@ def _network_rows(root: Path) -> list[Claim]:
             f"test accuracy", PAPER, "—", best.ours(), best["verdict"],
             "; ".join(w for w in ("" if best["verdict"] == "holds" else best.why(), note)
                       if w), (name,)))
-        rows.append(_trend_row(panel, words, curvature, PAPER, (name,), note))
+        rows.append(_trend_row(panel, words, curvature, PAPER, (name,), note,
+                               variant=_oriented(net, PAPER_CODE[0])))
     return rows
 
 
@@ -247,7 +273,10 @@ def _chain_rows(root: Path) -> list[Claim]:
                   "friction + high noise convex (friction in the role of nonlinearity)", CHAIN,
                   "concave top right, convex bottom left", ours + rows_text, verdict, why,
                   (name,))]
-    rows.append(_trend_row("Fig. 3", "the chain", cells, CHAIN, (name,), what="friction"))
+    variant = friction[PAPER_CODE[0]].sortby("mu_right").transpose(
+        "mu_right", "noise", "seed").values
+    rows.append(_trend_row("Fig. 3", "the chain", cells, CHAIN, (name,), what="friction",
+                           variant=variant))
     # Eq. 7: without noise every chain ends in the noiseless state, whatever its seed.
     quiet = chain.sel(noise=0.0)
     blocks = quiet.sizes["layer"] - 1
