@@ -243,9 +243,11 @@ def _check_n_train(name: str, n_train: int, n_classes: int, maximum: int, why: s
     if n_train > maximum:
         raise ConfigError(f"n_train must be at most {maximum} for dataset {name!r} ({why}); "
                          f"got {n_train}")
-    if n_train < n_classes:
-        raise ConfigError(f"n_train must be at least {n_classes} for dataset {name!r} "
-                         f"(one sample per class); got {n_train}")
+    if n_train < MIN_PER_CLASS * n_classes:  # what check_class_sizes asks next
+        raise ConfigError(f"n_train must be at least {MIN_PER_CLASS * n_classes} for dataset "
+                          f"{name!r} ({MIN_PER_CLASS} training samples in each of its "
+                          f"{n_classes} classes: a load curve needs each class's spread); "
+                          f"got {n_train}")
 
 
 def _image_features(images: np.ndarray, max_value: float, size: int | None) -> np.ndarray:
@@ -254,8 +256,15 @@ def _image_features(images: np.ndarray, max_value: float, size: int | None) -> n
     ``size`` None keeps the native resolution; otherwise antialiased bilinear
     resize to size x size (see the module docstring). Channel-major flattening.
     """
+    n, c, h, w = images.shape
+    if size is not None and (size, size) != (h, w):
+        # the resized features, and their copy when the chunks are joined: refused before
+        # any is made (--size 1000 on Fashion-MNIST asked for 32.8 GB, then failed inside)
+        check_memory("size", 2 * 4 * n * c * size * size, host_available_memory(),
+                     f"{n} images resized to size {size} ({c} x {size} x {size} float32 each)",
+                     f"use a smaller size: the images are {h} x {w}, kept as they are "
+                     "without a size")
     x = images.astype(np.float32) / np.float32(max_value)
-    n, c, h, w = x.shape
     if size is not None and (size, size) != (h, w):
         import torch  # only needed here; keeps `import dnnphase.data` light
         import torch.nn.functional as F

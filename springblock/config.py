@@ -266,14 +266,14 @@ class ChainConfig:
 
     def _validate_algorithm(self) -> None:
         obstacle = self.event_driven_obstacle()
+        if self.steps == math.inf and obstacle:  # first: no algorithm reaches it with that
+            raise ConfigError(f"steps must be finite with {obstacle} (got inf)")
         if self.algorithm == "events" and obstacle:
             raise ConfigError(f"algorithm must be 'steps' or 'auto' with {obstacle} "
                               f"(got 'events')")
         if self.steps == math.inf:
             require(self.algorithm != "steps", "algorithm",
                     "'events' or 'auto' for steps=inf (the stationary state)", self.algorithm)
-            if obstacle:
-                raise ConfigError(f"steps must be finite with {obstacle} (got inf)")
             require(self.record_every == 0, "record_every", "0 for steps=inf",
                     self.record_every)
         elif self.steps > MAX_KERNEL_STEPS:

@@ -101,13 +101,15 @@ def available_bytes(on_cuda: bool, device: str) -> float | None:
 
 
 def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cuda: bool,
-                       available: float | None = None) -> dict[str, float]:
+                       available: float | None = None, depth_name: str = "depth"
+                       ) -> dict[str, float]:
     """Refuse, before any work, a sweep whose chunks cannot fit in memory, naming the
     parameter most above its usual size (width or channels, depth, models_per_chunk,
     n_train), or ``workers`` where one chunk fits and the pool asked for does not (a
     pool's worker costs :data:`WORKER_BYTES` of its own). ``available``: bytes (default:
-    this machine's, :func:`available_bytes`). Returns the estimate of one chunk
-    (:func:`chunk_bytes`)."""
+    this machine's, :func:`available_bytes`); ``depth_name``: what the depth is called on
+    the caller's side ("depths" for the deepest of a depth axis, ``--depths``). Returns the
+    estimate of one chunk (:func:`chunk_bytes`)."""
     arch = cfg.architecture()
     n_models = len(cfg.alphas) * len(cfg.values) * len(cfg.seeds)
     models = min(cfg.models_per_chunk, n_models)
@@ -122,7 +124,7 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
         available = available_bytes(on_cuda, cfg.device)
     size = ("channels", cfg.channels, defaults.CHANNELS) if cfg.arch == "cnn" else \
         ("width", max(cfg.architecture().widths), defaults.WIDTH)
-    scale = {size[0]: size[1] / size[2], "depth": cfg.depth / defaults.DEPTH,
+    scale = {size[0]: size[1] / size[2], depth_name: cfg.depth / defaults.DEPTH,
              "models_per_chunk": models / defaults.MODELS_PER_CHUNK,
              "n_train": data.n_train / PAPER_N_TRAIN}
     name = max(scale, key=scale.get)
