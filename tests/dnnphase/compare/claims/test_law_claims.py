@@ -18,14 +18,21 @@ def _write(root, stem, ds):
     ds.to_netcdf(folder / f"{stem}.nc")
 
 
-def _fig1_file(r, loss, rho=None):
-    """r, loss: (lr, seed, depth) for depths 3, 7, 19 at three lrs."""
+def _fig1_file(r, loss, rho=None, final=None):
+    """r, loss: (lr, seed, depth) for depths 3, 7, 19 at three lrs; ``final`` (lr, seed,
+    depth) each network's log fuzziness at its last layer (default 0)."""
     dims = ("alpha", "lr", "seed", "depth")
     rho = np.full_like(r, 0.8) if rho is None else rho
+    curves = np.full((1, 3, 3, 3, 1, 20), np.nan)  # (..., depth, measure, layer)
+    for k, d in enumerate((3, 7, 19)):
+        curves[0, :, :, k, 0, : d + 1] = 1.0
+        curves[0, :, :, k, 0, d] = 0.0 if final is None else final[:, :, k]
     return xr.Dataset({"pearson_r": (dims, r[None]), "decay_ratio": (dims, rho[None]),
-                       "train_loss": (dims, loss[None])},
+                       "train_loss": (dims, loss[None]),
+                       "load_curve": (dims + ("measure", "layer"), curves)},
                       coords={"alpha": [0.0], "lr": [0.01, 0.1, 1.0], "seed": [0, 1, 2],
-                              "depth": [3, 7, 19]})
+                              "depth": [3, 7, 19], "measure": ["fuzziness"],
+                              "layer": np.arange(20)})
 
 
 def test_fig1_keeps_their_lr_by_seed_and_reads_r_at_the_lowest_loss_lr_too(tmp_path):
@@ -53,6 +60,37 @@ def test_fig1_keeps_their_lr_by_seed_and_reads_r_at_the_lowest_loss_lr_too(tmp_p
     assert rows["He–Su Fig. 1 (Adam, 20 layers, ρ)"].verdict == "holds"
 
 
+def test_twenty_layers_against_eight_by_the_seed_interval(tmp_path):
+    """Fig. 1's text: 20 layers end fuzzier. Per optimizer the interval of the difference of
+    final log D (their rule's lr per seed) above 0 holds, below differs, across undecided;
+    the variant reads each network at its lowest-loss lr."""
+    r = np.full((3, 3, 3), -0.999)
+    r[0] = -0.9999  # their rule keeps lr 0.01 everywhere
+    loss = np.ones((3, 3, 3))
+    loss[2] = 0.1  # the lowest loss at lr 1.0
+    final = np.zeros((3, 3, 3))
+    final[0, :, 2] = [0.5, 0.6, 0.7]  # at lr 0.01, 20 layers fuzzier than 8 (0)
+    final[2, :, 2] = [-0.5, -0.6, -0.7]  # at lr 1.0, less fuzzy
+
+    def row():
+        return {c.id: c for c in he_su.claims(tmp_path)}["He–Su Fig. 1 (20 against 8 layers)"]
+
+    for opt in he_su.OPTIMIZER_WORDS:
+        _write(tmp_path, f"hesu_fig1_{opt}", _fig1_file(r, loss, final=final))
+    got = row()
+    assert (got.verdict, got.variants) == ("holds", {"lowest-loss lr": "differs"})
+    mixed = final.copy()
+    mixed[0, :, 2] = [-0.3, 0.0, 0.3]  # within the seeds
+    _write(tmp_path, "hesu_fig1_sgd", _fig1_file(r, loss, final=mixed))
+    assert row().verdict == "undecided"
+    mixed[0, :, 2] = [-0.5, -0.6, -0.7]  # SGD's 20 layers less fuzzy, the others' more
+    _write(tmp_path, "hesu_fig1_sgd", _fig1_file(r, loss, final=mixed))
+    assert row().verdict == "partly"
+    for opt in he_su.OPTIMIZER_WORDS:
+        _write(tmp_path, f"hesu_fig1_{opt}", _fig1_file(r, loss, final=mixed))
+    assert row().verdict == "differs"
+
+
 def test_the_law_verdict_thresholds():
     assert he_su.law_verdict(-0.995) == "holds"
     assert he_su.law_verdict(he_su.LAW_R) == "holds"
@@ -61,14 +99,24 @@ def test_the_law_verdict_thresholds():
     assert he_su.law_verdict(np.nan) == "differs"
 
 
-def _galanti_fig1(accuracy, effective):
+def _galanti_fig1(accuracy, effective, below=0.5):
+    """Each depth's training accuracy and effective depth (the same at every seed), as NCC
+    curves: ``below`` under the effective depth, 1 from it to the network's top layer."""
     dims = ("alpha", "lr", "seed", "depth")
     depths = [2, 3, 4, 8, 16]
     acc = np.broadcast_to(np.asarray(accuracy, float), (3, 5))
     eff = np.broadcast_to(np.asarray(effective, float), (3, 5))
+    ncc = np.full((1, 1, 3, 5, 1, 17), np.nan)
+    for k, (d, e) in enumerate(zip(depths, effective, strict=True)):
+        ncc[..., k, 0, : d + 1] = below
+        if np.isfinite(e):
+            ncc[..., k, 0, int(e): d + 1] = 1.0
     return xr.Dataset({"train_accuracy": (dims, acc[None, None]),
-                       "effective_depth": (dims, eff[None, None])},
-                      coords={"alpha": [0.0], "lr": [0.01], "seed": [0, 1, 2], "depth": depths})
+                       "train_loss": (dims, np.full((1, 1, 3, 5), 0.01)),
+                       "effective_depth": (dims, eff[None, None]),
+                       "load_curve": (dims + ("measure", "layer"), ncc)},
+                      coords={"alpha": [0.0], "lr": [0.01], "seed": [0, 1, 2], "depth": depths,
+                              "measure": ["ncc"], "layer": np.arange(17)})
 
 
 def test_galanti_fig1_minimal_depth_rule(tmp_path):
@@ -84,6 +132,19 @@ def test_galanti_fig1_minimal_depth_rule(tmp_path):
     _write(tmp_path, "galanti_fig1", _galanti_fig1(fits_at_4, [np.nan] * 5))
     assert galanti.claims(tmp_path)[1].verdict == "differs"  # no layer collapses
     assert galanti.minimal_fitting_depth(_galanti_fig1([0.5] * 5, [np.nan] * 5)) == (None, 0)
+
+
+def test_galanti_fig1_at_other_thresholds_are_variants(tmp_path):
+    """Layers below the collapse at 0.985: at 0.98 they collapse too (effective depth 1),
+    at 0.99 and 0.995 they do not (4)."""
+    fits_at_4 = [0.9, 0.95, 0.996, 1.0, 1.0]
+    _write(tmp_path, "galanti_fig1", _galanti_fig1(fits_at_4, [np.nan, np.nan, 4, 4, 4],
+                                                   below=0.985))
+    literal, minimal = galanti.claims(tmp_path)[:2]
+    assert literal.verdict == "holds" and minimal.verdict == "holds"
+    assert literal.variants == {"threshold 0.98": "differs", "threshold 0.995": "holds"}
+    assert minimal.variants == {"threshold 0.98": "partly", "threshold 0.995": "holds"}
+    assert "at 0.98: 8 layers 1, 1, 1" in literal.ours
 
 
 def _galanti_fig3(cdnv4, effective, ncc4, fit=1.0):
@@ -109,7 +170,15 @@ def test_galanti_fig3_rules(tmp_path):
     _write(tmp_path, "galanti_fig3", _galanti_fig3([0.8, 2.8, 7.0, 25.0], [9, np.nan, 4, 10],
                                                    [1.0, 0.9, 0.8, 0.7], fit=0.95))
     cdnv, depth, ncc = galanti.claims(tmp_path)[2:]
-    assert (cdnv.verdict, depth.verdict, ncc.verdict) == ("partly", "partly", "partly")
+    assert (cdnv.verdict, depth.verdict, ncc.verdict) == ("partly", "cannot", "partly")
+    assert depth.variants == {"all networks": "partly"}  # every network, none fitting
+    # only the fitting networks count: at 25 % none fits, the rest rise
+    fit = np.array([1.0, 0.95, 1.0, 1.0])[None, :, None].repeat(3, axis=2)
+    ds = _galanti_fig3([0.8, 2.8, 7.0, 25.0], [4, 2, 5, 6], [1.0, 0.9, 0.8, 0.7])
+    ds["train_accuracy"][:] = fit
+    _write(tmp_path, "galanti_fig3", ds)
+    depth = galanti.claims(tmp_path)[3]
+    assert (depth.verdict, depth.variants) == ("holds", {"all networks": "partly"})
     _write(tmp_path, "galanti_fig3", _galanti_fig3([0.8, 0.7, 0.6, 0.5], [9, 8, 7, 6],
                                                    [0.7, 0.8, 0.9, 1.0]))
     assert {row.verdict for row in galanti.claims(tmp_path)[2:]} == {"differs"}
