@@ -135,3 +135,16 @@ def test_measure_model_galanti_measures_linear_outputs():
 def test_an_unknown_protocol_is_refused_by_name():
     with pytest.raises(ConfigError, match="protocol must be one of ours, he_su, galanti"):
         protocol.lookup("authors")
+
+
+def test_the_recorder_measures_under_the_protocol():
+    from dnnphase.measures.load_curve import LoadCurveRecorder
+
+    mlp = _stack().to_models()[0]
+    x = torch.randn(150, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    y = torch.arange(150) % 3
+    recorder = LoadCurveRecorder(mlp, (x, y), measures=("fuzziness",), protocol="he_su")
+    recorder(0)
+    once = measure_model(mlp, {"train": (x, y)}, measures=("fuzziness",), protocol="he_su")
+    np.testing.assert_array_equal(recorder.result()["load_curve"].values[0],
+                                  once["load_curve"].values)
