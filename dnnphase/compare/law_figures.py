@@ -39,7 +39,9 @@ def _seed_lines(ax, curves: np.ndarray, color, label: str, ls: str = "-") -> Non
 def _title(ds: xr.Dataset, scale: str) -> str:
     config = json.loads(ds.attrs["config"])
     data = json.loads(ds.attrs.get("data", "{}")).get("source", config["dataset"])
-    return f"data: {data}, {config.get('n_train')} training samples\n{SCALE_NOTES[scale]}"
+    protocol = config.get("protocol")  # absent: ours (stored before the field existed)
+    return (f"data: {data}, {config.get('n_train')} training samples\n{SCALE_NOTES[scale]}"
+            + (f"; {protocol}'s protocol" if protocol and protocol != "ours" else ""))
 
 
 def _stats_text(r: np.ndarray, rho: np.ndarray) -> str:
