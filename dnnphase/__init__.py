@@ -6,10 +6,10 @@ The network side of the spring-block theory of feature learning:
   (:class:`SweepConfig`; resumable and distributable);
 * :func:`measure_model` — the load curve of any ``torch.nn.Module`` (forward hooks,
   streamed), :class:`LoadCurveRecorder` — over a training loop of one's own;
-* :mod:`dnnphase.metrics` (:mod:`dnnphase.measures.separation_numpy`) — the separation
-  measures of one layer and the load curve of a network (numpy;
-  :mod:`dnnphase.separation`, :mod:`dnnphase.measures.separation_torch`, is the batched
-  torch version).
+* :mod:`dnnphase.metrics` — the separation measures of one layer and the load curve of
+  a network (numpy; ``from dnnphase.metrics import fuzziness``). The attribute
+  ``dnnphase.separation`` holds their batched torch version, the module
+  ``dnnphase.measures.separation_torch``.
 
 The comparison with the spring-block chain is :mod:`dnnphase.compare`
 (``from dnnphase.compare import compare, fit, reproduce``); ``import dnnphase``
@@ -20,7 +20,7 @@ The folders follow the data's path (docs/architecture.md): the base modules here
 ``measures``, ``sweeps`` and ``compare``; each imports only those before it.
 """
 
-from dnnphase.measures import separation_numpy as metrics
+from dnnphase import metrics
 from dnnphase.measures import separation_torch as separation
 from dnnphase.measures.load_curve import LoadCurveRecorder, measure_model
 from dnnphase.sweeps.sweep import SweepConfig, sweep

@@ -23,10 +23,10 @@ LAYERS = {
     "measures": 3,
     "sweeps": 4,
     "compare": 5,
-    "face": 6,  # dnnphase/__init__.py, dnnphase.cli
+    "face": 6,  # dnnphase/__init__.py, dnnphase.cli, dnnphase.metrics (a front door)
 }
 BASE = {"defaults", "knobs", "idx", "data"}
-FACE = {"__init__", "cli"}
+FACE = {"__init__", "cli", "metrics"}
 
 
 def _module(path: Path) -> str:
