@@ -32,7 +32,7 @@ from dnnphase.idx import FILES as _IDX_FILES
 from dnnphase.idx import read_idx as _read_idx
 from phasecore.checks import ConfigError, check_int, check_memory, host_available_memory, require
 
-__all__ = ["ClassificationData", "DATASETS", "DEFAULT_ROOTS", "MIN_PER_CLASS",
+__all__ = ["ClassificationData", "DATASETS", "DEFAULT_ROOTS", "MIN_PER_CLASS", "TooFewSamples",
            "check_class_sizes", "dataset_key", "load_dataset", "register_dataset"]
 
 #: Images are resized in chunks of this many, to bound peak memory on full CIFAR-10.
@@ -162,6 +162,15 @@ def load_dataset(name: str = DATASET, *, n_train: int | None = None, data_seed: 
 # ---------------------------------------------------------------------------
 # Validation, splitting, resizing (shared by the loaders)
 
+class TooFewSamples(ConfigError):
+    """``n_train`` below one sample a class; ``n_classes``: the data set's classes (a sweep,
+    which needs :data:`MIN_PER_CLASS` a class, says its own minimum from it)."""
+
+    def __init__(self, message: str, n_classes: int):
+        super().__init__(message)
+        self.n_classes = n_classes
+
+
 #: Training samples every class needs for a load curve: its within-class spread (Tr Σ_w,
 #: paper Eq. 3) is zero with one sample a class, and the curve -inf.
 MIN_PER_CLASS = 2
@@ -243,11 +252,9 @@ def _check_n_train(name: str, n_train: int, n_classes: int, maximum: int, why: s
     if n_train > maximum:
         raise ConfigError(f"n_train must be at most {maximum} for dataset {name!r} ({why}); "
                          f"got {n_train}")
-    if n_train < MIN_PER_CLASS * n_classes:  # what check_class_sizes asks next
-        raise ConfigError(f"n_train must be at least {MIN_PER_CLASS * n_classes} for dataset "
-                          f"{name!r} ({MIN_PER_CLASS} training samples in each of its "
-                          f"{n_classes} classes: a load curve needs each class's spread); "
-                          f"got {n_train}")
+    if n_train < n_classes:
+        raise TooFewSamples(f"n_train must be at least {n_classes} for dataset {name!r} "
+                            f"(one sample per class); got {n_train}", n_classes)
 
 
 def _image_features(images: np.ndarray, max_value: float, size: int | None) -> np.ndarray:
@@ -408,8 +415,8 @@ def _load_gmm(*, n_train, data_seed, n_classes=10, dim=100, separation=3.0, n_te
     separation = float(separation)
     n_train = 2560 if n_train is None else n_train
     if n_train < n_classes:
-        raise ConfigError(f"n_train must be at least n_classes = {n_classes} for dataset 'gmm' "
-                         f"(one sample per class); got {n_train}")
+        raise TooFewSamples(f"n_train must be at least n_classes = {n_classes} for dataset "
+                            f"'gmm' (one sample per class); got {n_train}", n_classes)
     # Drawn in float64 (the noise and the means, added), then kept in float32: refuse
     # what cannot fit before drawing it, rather than fail inside numpy.
     for name, n in (("n_train", n_train), ("n_test", n_test)):
@@ -462,8 +469,8 @@ def _load_orthogonal(*, n_train, data_seed, dim=100, n_test=20):
     n_test = check_int("n_test", n_test, minimum=1)
     n_train = 80 if n_train is None else n_train
     if n_train < 2:
-        raise ConfigError("n_train must be at least n_classes = 2 for dataset 'orthogonal' "
-                          f"(one sample per class); got {n_train}")
+        raise TooFewSamples("n_train must be at least n_classes = 2 for dataset 'orthogonal' "
+                            f"(one sample per class); got {n_train}", 2)
     if n_train + n_test > dim:
         raise ConfigError(f"n_train + n_test must be at most dim = {dim} for dataset "
                           f"'orthogonal' (its samples are rows of one dim x dim orthogonal "

@@ -361,8 +361,20 @@ def _data(dataset: str, n_train, data_seed: int, root, size=None):
 
 
 def load_data(cfg: SweepConfig):
-    """The sweep's data set (cached per process)."""
-    return _data(cfg.dataset, cfg.n_train, cfg.data_seed, cfg.root, cfg.size)
+    """The sweep's data set (cached per process). Too few training samples is refused with
+    the sweep's own minimum (:data:`dnnphase.data.MIN_PER_CLASS` a class: the loader's, one
+    a class, would be followed by a second refusal)."""
+    from dnnphase.data import MIN_PER_CLASS, TooFewSamples
+    from phasecore.checks import ConfigError
+
+    try:
+        return _data(cfg.dataset, cfg.n_train, cfg.data_seed, cfg.root, cfg.size)
+    except TooFewSamples as err:
+        need = MIN_PER_CLASS * err.n_classes
+        raise ConfigError(f"n_train must be at least {need} for dataset {cfg.dataset!r} "
+                          f"({MIN_PER_CLASS} training samples in each of its {err.n_classes} "
+                          f"classes: a load curve needs each class's spread); got "
+                          f"{cfg.n_train}") from None
 
 
 def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = False,
