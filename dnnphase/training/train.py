@@ -123,8 +123,9 @@ class TrainConfig(TrainingSettings):
     stack_size: int | None = None
     cpu_threads: int | None = 1
     record_every: int | None = None  # eval-mode snapshots every k epochs (and epoch 0)
-    # Adam's fused kernel: None = where supported (stack-invariant only to the last bit);
-    # False = foreach Adam (bitwise invariant). See OptimizerSettings.
+    # Adam's fused kernel: None = where supported, False = foreach Adam; both give a model
+    # the same numbers whatever shares its stack, and differ in the last bit. See
+    # OptimizerSettings.
     fused: bool | None = OptimizerSettings.fused
     # the records' measurement (dnnphase.networks.protocol): "ours" eval mode, "he_su", ...
     protocol: str = "ours"
