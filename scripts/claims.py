@@ -1,23 +1,94 @@
 """The ledger of the papers' claims, from the committed result files.
 
-    python scripts/claims.py            # writes docs/claims.md
-    python scripts/claims.py --check    # exit 1 if docs/claims.md is not what the files say
-    python scripts/claims.py --root DIR --out FILE
+    python scripts/claims.py            # writes docs/claims.md and docs/claims.json
+    python scripts/claims.py --check    # exit 1 if either is not what the files say
+    python scripts/claims.py --root DIR --out FILE   # FILE and FILE's .json beside it
 
 Every row is computed from files under ``--root`` (default: this checkout) by the topic
-modules of :mod:`dnnphase.compare.claims`; nothing is trained or simulated here (seconds).
+modules of :mod:`dnnphase.compare.claims`; nothing is trained or simulated here. Each
+row's rule is dated against its files from the checkout's git history
+(:mod:`dnnphase.compare.claims.history`); without one (no git, a shallow clone) the dates
+are taken from the committed ``docs/claims.json`` and a note says so.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
-from dnnphase.compare.claims import collect, render
+from dnnphase.compare.claims import collect, record, render
+from dnnphase.compare.claims.history import UNKNOWN, History
 from phasecore.commandline import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def json_path(out: Path) -> Path:
+    """The machine-readable ledger written beside ``out``: the same name, ``.json``."""
+    return out.with_suffix(".json") if out.suffix != ".json" else out.with_name(
+        out.name + ".json")
+
+
+def histories(root: Path, sections) -> dict:
+    """Per row, ``(id, claim)`` -> its rule's history: from git, or from the committed
+    record where git cannot say (a note on stderr)."""
+    history = History(root)
+    rows = [c for _, claims in sections for c in claims]
+    if history.available:
+        return {(c.id, c.claim): history.dating(c.rule, c.files).state for c in rows}
+    kept = {}
+    try:
+        kept = {(r["id"], r["claim"]): r["rule_history"] for r in
+                json.loads((root / "docs" / "claims.json").read_text())}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    print(f"note: the rules' history cannot be read here ({history.reason}); it is taken "
+          f"from the committed docs/claims.json ({len(kept)} rows)", file=sys.stderr)
+    return {(c.id, c.claim): kept.get((c.id, c.claim), UNKNOWN) for c in rows}
+
+
+def write_atomic(texts: dict[Path, str]) -> None:
+    """Write every file whole or none: each text to a temporary file in its folder, then
+    all moved into place (a full disk leaves the old files as they were)."""
+    temps = {}
+    try:
+        for path, text in texts.items():
+            handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                            suffix=".tmp")
+            temps[path] = name
+            with os.fdopen(handle, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for path, name in temps.items():
+            os.replace(name, path)
+    finally:
+        for name in temps.values():
+            if os.path.exists(name):
+                os.unlink(name)
+
+
+def _check_target(parser: Parser, out: Path, check: bool) -> None:
+    """Refuse an --out that cannot be the ledger's file, before any work."""
+    for path in (out, json_path(out)):
+        if path.is_dir():
+            parser.error(f"--out must name a file, not a folder (got {str(path)!r})")
+        if path.exists() and not path.is_file():
+            parser.error(f"--out must name a regular file (got {str(path)!r}, which is not "
+                         "one: a pipe, a device or a socket)")
+    if check:
+        return
+    if not out.parent.is_dir():
+        parser.error(f"--out: folder {str(out.parent)!r} does not exist")
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        parser.error(f"--out: folder {str(out.parent)!r} is not writable")
+    for path in (out, json_path(out)):
+        if path.exists() and not os.access(path, os.W_OK):
+            parser.error(f"--out: {str(path)!r} is not writable")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,9 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", default=str(ROOT),
                         help="the checkout whose committed files are read (default: this one)")
     parser.add_argument("--out", default=None,
-                        help="the ledger's file (default: ROOT/docs/claims.md)")
+                        help="the ledger's Markdown file; its .json is written beside it "
+                             "(default: ROOT/docs/claims.md)")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if the file differs from what the files say")
+                        help="write nothing; exit 1 if a file differs from what the files say")
     args = parser.parse_args(argv)
     root = Path(args.root)
     if not (root / "figures").is_dir():
@@ -35,26 +107,39 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None and not args.out.strip():
         parser.error("--out must name a file (got an empty name)")
     out = Path(args.out) if args.out is not None else root / "docs" / "claims.md"
-    if out.is_dir():
-        parser.error(f"--out must name a file, not a folder (got {str(out)!r})")
-    if not args.check and not out.parent.is_dir():
-        parser.error(f"--out: folder {str(out.parent)!r} does not exist")
+    _check_target(parser, out, args.check)
+    missing = [path for path in (out, json_path(out)) if args.check and not path.is_file()]
+    for path in missing:
+        print(f"{path} is missing: run python scripts/claims.py to write it", file=sys.stderr)
+    if missing:
+        return 1
     try:
-        text = render(collect(root))
+        sections = collect(root)
     except FileNotFoundError as err:
         parser.error(f"--root must be a checkout holding the committed result files "
                      f"({err.filename or err} is missing)")
+    dates = histories(root, sections)
+    texts = {out: render(sections, dates), json_path(out): record(sections, dates)}
     if args.check:
-        old = out.read_text() if out.is_file() else ""
-        if old != text:
-            sys.stdout.writelines(difflib.unified_diff(
-                old.splitlines(True), text.splitlines(True), str(out), "from the files"))
-            print(f"{out} is out of date: run python scripts/claims.py", file=sys.stderr)
+        stale = 0
+        for path, text in texts.items():
+            old = path.read_text()
+            if old != text:
+                sys.stdout.writelines(difflib.unified_diff(
+                    old.splitlines(True), text.splitlines(True), str(path), "from the files"))
+                print(f"{path} is out of date: run python scripts/claims.py", file=sys.stderr)
+                stale += 1
+        if stale:
             return 1
-        print(f"{out}: up to date")
+        print(f"{out} and {json_path(out).name}: up to date")
         return 0
-    out.write_text(text)
-    print(f"wrote {out}")
+    try:
+        write_atomic(texts)
+    except OSError as err:
+        print(f"claims.py: cannot write {out}: {err.strerror or err} (the old files are "
+              "untouched)", file=sys.stderr)
+        return 1
+    print(f"wrote {out} and {json_path(out).name}")
     return 0
 
 

@@ -1,6 +1,10 @@
 """scripts/claims.py and dnnphase.compare.claims: the ledger is what the committed files say,
 and its rule reaches the verdict it states."""
 
+import errno
+import importlib.util
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dnnphase.compare.claims import Claim, collect, render
+from dnnphase.compare.claims import VERDICTS, Claim
+from dnnphase.compare.claims.ledger import SOURCES
 from dnnphase.compare.claims.rules import linear_best, verdict_of
 from phasecore.checks import ConfigError
 
@@ -23,22 +28,127 @@ def test_the_committed_ledger_is_what_the_files_say():
 
 
 def test_every_row_is_well_formed_and_ids_are_unique():
-    sections = collect(ROOT)
-    rows = [c for _, claims in sections for c in claims]
+    """On the committed record (which the test above proves is what the files say)."""
+    rows = json.loads((ROOT / "docs" / "claims.json").read_text())
     assert rows
-    keys = [(c.id, c.claim) for c in rows]
+    keys = [(r["id"], r["claim"]) for r in rows]
     assert len(keys) == len(set(keys))
-    for c in rows:
-        for f in c.files:
-            assert (ROOT / f).is_file(), f"{c.id}: {f} is not committed"
+    for r in rows:
+        assert r["paper"] in SOURCES and r["verdict"] in VERDICTS
+        assert r["robust"] == all(v == r["verdict"] for v in r["variants"].values())
+        for f in r["files"]:
+            assert (ROOT / f).is_file(), f"{r['id']}: {f} is not committed"
 
 
-def test_check_fails_on_a_stale_ledger(tmp_path):
-    stale = tmp_path / "claims.md"
-    stale.write_text(render(collect(ROOT)).replace("holds", "differs", 1))
-    out = subprocess.run([sys.executable, str(SCRIPT), "--check", "--out", str(stale)],
-                         capture_output=True, text=True, cwd=ROOT, check=False)
-    assert out.returncode == 1 and "out of date" in out.stderr
+def _script():
+    """scripts/claims.py as a module, to run its main() in this process."""
+    spec = importlib.util.spec_from_file_location("claims_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ROWS = [("Topic", [Claim("Fig. 9", "a claim", "cmd", "—", "1 of 2", "partly", "half",
+                         ("figures/paper/dnn_lr.nc",), variants={"other": "holds"},
+                         source="ours")])]
+
+
+@pytest.fixture
+def script(monkeypatch):
+    """The script with a one-row ledger in place of the committed files' (seconds)."""
+    module = _script()
+    monkeypatch.setattr(module, "collect", lambda root: ROWS)
+    return module
+
+
+def test_the_json_record_has_every_field_and_check_covers_it(script, tmp_path):
+    out = tmp_path / "claims.md"
+    assert script.main(["--out", str(out)]) == 0
+    row, = json.loads((tmp_path / "claims.json").read_text())
+    assert {"id", "paper", "claim", "verdict", "variants", "robust", "rule_before_data",
+            "counts", "files", "command"} <= set(row)
+    assert (row["paper"], row["verdict"], row["robust"], row["variants"]) == \
+        ("ours", "partly", False, {"other": "holds"})
+    assert "fragile: other → holds" in out.read_text()
+    assert script.main(["--out", str(out), "--check"]) == 0
+    (tmp_path / "claims.json").write_text(
+        (tmp_path / "claims.json").read_text().replace("partly", "holds"))
+    assert script.main(["--out", str(out), "--check"]) == 1
+    out.write_text(out.read_text().replace("partly", "holds"))
+    assert script.main(["--out", str(out), "--check"]) == 1
+
+
+def test_a_full_disk_leaves_the_old_ledger_whole(script, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "claims.md"
+    out.write_text("the old ledger\n")
+    (tmp_path / "claims.json").write_text("[]\n")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(script.os, "fsync", full)
+    assert script.main(["--out", str(out)]) == 1
+    assert out.read_text() == "the old ledger\n"
+    assert (tmp_path / "claims.json").read_text() == "[]\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claims.json", "claims.md"]
+    err = capsys.readouterr().err.strip()
+    assert "No space left" in err and "\n" not in err and "Traceback" not in err
+
+
+def test_a_read_only_folder_is_one_line_before_any_work(script, tmp_path, monkeypatch,
+                                                         capsys):
+    monkeypatch.setattr(script.os, "access", lambda path, mode: False)
+    with pytest.raises(SystemExit) as stop:
+        script.main(["--out", str(tmp_path / "claims.md")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--out" in err and "not writable" in err and "\n" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="a read-only folder stops no one running as root")
+def test_a_read_only_folder_refuses_the_command(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        out = subprocess.run([sys.executable, str(SCRIPT), "--out", str(folder / "c.md")],
+                             capture_output=True, text=True, cwd=ROOT, check=False, timeout=120)
+    finally:
+        folder.chmod(0o755)
+    assert out.returncode == 2 and "not writable" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("check", [False, True])
+def test_a_named_pipe_is_refused_not_waited_on(tmp_path, check):
+    pipe = tmp_path / "claims.md"
+    os.mkfifo(pipe)
+    out = subprocess.run([sys.executable, str(SCRIPT), "--out", str(pipe)]
+                         + ["--check"] * check, capture_output=True, text=True, cwd=ROOT,
+                         check=False, timeout=120)
+    assert out.returncode == 2 and "regular file" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_check_says_a_missing_file_is_missing(tmp_path):
+    out = subprocess.run([sys.executable, str(SCRIPT), "--check", "--out",
+                          str(tmp_path / "claims.md")], capture_output=True, text=True,
+                         cwd=ROOT, check=False, timeout=120)
+    assert out.returncode == 1 and "claims.md is missing" in out.stderr
+    assert "out of date" not in out.stderr and not list(tmp_path.iterdir())
+
+
+def test_without_git_history_the_record_is_kept(script, tmp_path, capsys):
+    """Where git cannot say (no history, a shallow clone), each row's history is the
+    committed record's, with a note: --check does not fail for want of history."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "claims.json").write_text(json.dumps(
+        [{"id": "Fig. 9", "claim": "a claim", "rule_history": "rule before data"}]))
+    dates = script.histories(tmp_path, ROWS)
+    assert dates == {("Fig. 9", "a claim"): "rule before data"}
+    assert "cannot be read here" in capsys.readouterr().err
 
 
 def test_bad_root_is_one_line(tmp_path):
@@ -57,7 +167,7 @@ def test_a_claim_needs_a_known_verdict_and_its_why():
 
 @pytest.mark.parametrize(("hits", "rows", "chance", "verdict"), [
     (6, 6, 1.0, "holds"), (4, 6, 1.0, "holds"), (4, 6, 2.6, "partly"), (3, 6, 1.0, "partly"),
-    (1, 6, 0.5, "differs"), (3, 6, 3.0, "differs"), (0, 0, 0.0, "differs")])
+    (1, 6, 0.5, "differs"), (3, 6, 3.0, "differs"), (0, 0, 0.0, "cannot")])
 def test_verdict_thresholds(hits, rows, chance, verdict):
     assert verdict_of(hits, rows, chance) == verdict
 
@@ -90,7 +200,7 @@ def test_the_readme_quotes_the_ledgers_count():
     """The README's short results quote the ledger's count line as it is."""
     ledger = (ROOT / "docs" / "claims.md").read_text()
     counts = next(line for line in ledger.splitlines() if line.startswith("**")
-                  and " claims: " in line)
+                  and " claims, " in line)
     assert counts in (ROOT / "README.md").read_text()
 
 

@@ -17,6 +17,6 @@ readings of a row's chosen cell (He & Su's Pearson r) through the same rule.
 May import: everything :mod:`dnnphase.compare` may; nothing in the package imports it.
 """
 
-from dnnphase.compare.claims.ledger import VERDICTS, Claim, collect, render
+from dnnphase.compare.claims.ledger import VERDICTS, Claim, collect, count_line, record, render
 
-__all__ = ["VERDICTS", "Claim", "collect", "render"]
+__all__ = ["VERDICTS", "Claim", "collect", "count_line", "record", "render"]

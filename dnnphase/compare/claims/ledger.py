@@ -1,20 +1,23 @@
-"""The ledger's row, its topics and its Markdown.
+"""The ledger's row, its topics, its Markdown and its machine-readable record.
 
 A row is computed from committed files each time the ledger is written, never typed in:
-``python scripts/claims.py`` writes ``docs/claims.md`` and ``--check`` fails when the
-committed page and the files disagree (a test runs it).
+``python scripts/claims.py`` writes ``docs/claims.md`` and ``docs/claims.json`` and
+``--check`` fails when the committed pages and the files disagree (a test runs it).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from phasecore.checks import ConfigError
 
-__all__ = ["SOURCES", "VERDICTS", "Claim", "collect", "render", "topics"]
+__all__ = ["SOURCES", "VERDICTS", "Claim", "collect", "count_line", "record", "render",
+           "topics"]
 
 #: The verdicts a row may carry, in the order a reader weighs them. "undecided": the
 #: interval over seeds straddles the rule's threshold, so the point estimate's side is not
@@ -57,6 +60,10 @@ class Claim:
         against its own theory (not a claim about networks).
     source : str
         Whose claim it is, one of :data:`SOURCES`; empty: the topic module's ``SOURCE``.
+    rule : str
+        The function that reaches the verdict, ``"module.function"`` of a topic module
+        (:mod:`~.history` dates it and everything of this package it uses); empty: the
+        function of this package that constructs the row.
     """
 
     id: str
@@ -70,6 +77,7 @@ class Claim:
     variants: dict[str, str] = field(default_factory=dict)
     counts: bool = True
     source: str = ""
+    rule: str = ""
 
     @property
     def robust(self) -> bool:
@@ -77,6 +85,8 @@ class Claim:
         return all(v == self.verdict for v in self.variants.values())
 
     def __post_init__(self):
+        if not self.rule:
+            object.__setattr__(self, "rule", _builder())
         if self.verdict not in VERDICTS:
             raise ConfigError(f"verdict must be one of {', '.join(VERDICTS)} "
                               f"(got {self.verdict!r})")
@@ -92,6 +102,23 @@ class Claim:
         for name in ("id", "claim", "command", "paper", "ours"):
             if not getattr(self, name):
                 raise ConfigError(f"{self.id or '?'}: {name} must not be empty")
+
+
+def _builder() -> str:
+    """``"module.function"`` of the innermost function of a topic module on the call stack
+    (the one constructing a row, or calling a shared maker such as
+    :func:`~.rules.pooled_claim`); "" when a row is made elsewhere."""
+    here = Path(__file__).resolve().parent
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = Path(frame.f_code.co_filename).resolve()
+        code = frame.f_code  # co_qualname from Python 3.11 (a method's class first)
+        name = getattr(code, "co_qualname", code.co_name).split(".")[0]
+        if path.parent == here and path.stem not in ("ledger", "history", "rules") \
+                and not name.startswith("<"):
+            return f"{path.stem}.{name}"
+        frame = frame.f_back
+    return ""
 
 
 def topics() -> list:
@@ -116,38 +143,111 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def render(sections: list[tuple[str, list[Claim]]]) -> str:
-    """``docs/claims.md``: a count of verdicts, then one table per topic."""
+def _standing(c: Claim, history: str) -> str:
+    """Robust or fragile (and the variants that differ), the rule's history, and whether it
+    counts."""
+    parts = ["robust" if c.robust else "fragile: " + ", ".join(
+        f"{name} → {v}" for name, v in c.variants.items() if v != c.verdict)]
+    parts.append(history)
+    if not c.counts:
+        parts.append("not counted")
+    return "; ".join(parts)
+
+
+def count_line(rows: list[Claim]) -> str:
+    """The ledger's count line: the counted rows' verdicts, each robust and fragile."""
+    counted = [c for c in rows if c.counts]
+    parts = []
+    for v in VERDICTS:
+        n = sum(c.verdict == v for c in counted)
+        robust = sum(c.verdict == v and c.robust for c in counted)
+        parts.append(f"{n} {v}" + (f" ({robust} robust, {n - robust} fragile)" if n else ""))
+    return (f"**{len(rows)} claims, {len(counted)} counted: {', '.join(parts)}.**")
+
+
+def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = None) -> str:
+    """``docs/claims.md``: a count of verdicts, then one table per topic.
+
+    Parameters
+    ----------
+    sections : list of (str, list of Claim)
+        :func:`collect`'s topics and rows.
+    histories : dict, optional
+        Per row, ``(id, claim)`` -> its rule's history (:mod:`~.history`'s texts); a row
+        without one reads "history unavailable".
+    """
+    from dnnphase.compare.claims import history as hist
+
+    histories = histories or {}
     rows = [c for _, claims in sections for c in claims]
-    counts = ", ".join(f"{sum(c.verdict == v for c in rows)} {v}" for v in VERDICTS)
+    state = {(c.id, c.claim): histories.get((c.id, c.claim), hist.UNKNOWN) for c in rows}
+    tally = ", ".join(f"{sum(s == k for s in state.values())} {k}" for k in (
+        hist.BEFORE, hist.AFTER, hist.REVISED, hist.NO_DATA, hist.UNKNOWN)
+        if any(s == k for s in state.values()))
     lines = [
         "# The papers' claims, tested",
         "",
         "<!-- Written by `python scripts/claims.py` from the committed result files; do not",
-        "     edit by hand: `python scripts/claims.py --check` fails when they differ. -->",
+        "     edit by hand: `python scripts/claims.py --check` fails when they differ. The",
+        "     same rows, machine-readable: docs/claims.json. -->",
         "",
         "One row per claim a computation can test: where the paper makes it, the claim, the",
         "command that regenerates the files the row reads, the paper's number, ours (with its",
-        "95 % interval over seeds where seeds exist) and a verdict — **holds**, **partly**,",
-        "**differs** or **cannot** (with why). Every rule behind a verdict was fixed before the",
-        "files it reads were computed; a claim that does not hold is a finding, reported as it",
-        "came out. The rule for \"highest accuracy where the load curve is linear\" is in",
+        "95 % interval over seeds where seeds exist), a verdict — **holds**, **partly**,",
+        "**differs**, **cannot** or **undecided** (the interval over seeds reaches two",
+        "verdicts), with why — and its standing. A row is **robust** when every variant a",
+        "referee would ask about (the other curvature definition, ...) reaches its verdict,",
+        "**fragile** otherwise (the variants that differ are named). A claim that does not",
+        "hold is a finding, reported as it came out.",
+        "",
+        "Each row's rule — the function that reaches its verdict and the ledger's code it",
+        "uses — is dated from git against the first commit of every file the row reads",
+        "(`dnnphase.compare.claims.history`): *rule before data* when the rule's logic as it",
+        "stands was committed before any of those files; *rule after data (logic unchanged",
+        "since)* when the rule came later but its logic is the one it first had; *rule revised",
+        "after data* otherwise. A new rule lands in a commit before the results it judges.",
+        f"Rows: {tally}.",
+        "",
+        "The rule for \"highest accuracy where the load curve is linear\" is in",
         "[the rule](#the-rule-for-highest-accuracy-where-linear) below; every topic's other",
         "rules open its module, `dnnphase.compare.claims.<topic>` (He & Su's in `he_su`,",
-        "Galanti et al.'s in `galanti`).",
+        "Galanti et al.'s in `galanti`). Rows marked *not counted* read the same files as",
+        "another row, are a reduced-scale twin of a paper-scale row, or check the simulator",
+        "against its own theory.",
         "",
-        f"**{len(rows)} claims: {counts}.**",
+        count_line(rows),
         "",
     ]
     for title, claims in sections:
         lines += [f"## {title}", "",
-                  "| id | claim | command | paper | ours | verdict |",
-                  "|---|---|---|---|---|---|"]
+                  "| id | claim | command | paper | ours | verdict | standing |",
+                  "|---|---|---|---|---|---|---|"]
         for c in claims:
             verdict = f"**{c.verdict}**" + (f": {c.why}" if c.why else "")
             lines.append("| " + " | ".join(_cell(x) for x in (
-                c.id, c.claim, f"`{c.command}`", c.paper, c.ours, verdict)) + " |")
+                c.id, c.claim, f"`{c.command}`", c.paper, c.ours, verdict,
+                _standing(c, state[(c.id, c.claim)]))) + " |")
         lines.append("")
     from dnnphase.compare.claims.rules import RULE_TEXT
     lines += ["## The rule for highest accuracy where linear", "", RULE_TEXT.strip(), ""]
     return "\n".join(lines)
+
+
+def record(sections: list[tuple[str, list[Claim]]], histories: dict | None = None) -> str:
+    """``docs/claims.json``: the rows as a JSON list, one object a row (:func:`render`'s
+    ``histories``)."""
+    from dnnphase.compare.claims import history as hist
+
+    histories = histories or {}
+    out = []
+    for title, claims in sections:
+        for c in claims:
+            state = histories.get((c.id, c.claim), hist.UNKNOWN)
+            out.append({
+                "id": c.id, "paper": c.source, "section": title, "claim": c.claim,
+                "verdict": c.verdict, "why": c.why, "variants": dict(c.variants),
+                "robust": c.robust, "rule_before_data": hist.Dating(state).before,
+                "rule_history": state, "rule": c.rule, "counts": c.counts,
+                "files": list(c.files), "command": c.command, "paper_value": c.paper,
+                "ours": c.ours})
+    return json.dumps(out, indent=1, ensure_ascii=False) + "\n"

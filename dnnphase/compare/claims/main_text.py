@@ -49,7 +49,7 @@ import xarray as xr
 
 from dnnphase.compare.claims import monotone
 from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.rules import linear_best_of_sweep, sweep_cells
+from dnnphase.compare.claims.rules import linear_best_of_sweep, pooled_claim, sweep_cells
 from phasecore.loadcurve import PHASE_TOLERANCE
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
@@ -152,7 +152,7 @@ def _trend_row(panel: str, words: str, curvature: np.ndarray, command: str,
 
 
 def _network_rows(root: Path) -> list[Claim]:
-    rows = []
+    rows, judged = [], []
     for knob, panel in PANELS.items():
         name = f"figures/paper/dnn_{knob}.nc"
         with xr.open_dataset(root / name) as net:
@@ -167,13 +167,18 @@ def _network_rows(root: Path) -> list[Claim]:
             "concave top right, convex bottom left", ours, verdict,
             "; ".join(w for w in (why, note) if w), (name,)))
         best = linear_best_of_sweep(net)
+        judged.append(best)
         rows.append(Claim(
             f"{panel} (shading)", f"{words}: linear load curves correspond to the highest "
             f"test accuracy", PAPER, "—", best.ours(), best["verdict"],
             "; ".join(w for w in ("" if best["verdict"] == "holds" else best.why(), note)
-                      if w), (name,)))
+                      if w), (name,), variants=best["variants"]))
         rows.append(_trend_row(panel, words, curvature, PAPER, (name,), note,
                                variant=_oriented(net, PAPER_CODE[0])))
+    rows.append(pooled_claim(  # the four diagrams' testable rows through the same rule at once
+        "Fig. 1 (shading, pooled)", "linear load curves correspond to the highest test "
+        "accuracy, over the four diagrams' testable rows", PAPER, judged,
+        [f"figures/paper/dnn_{knob}.nc" for knob in PANELS]))
     return rows
 
 
@@ -318,7 +323,7 @@ def _cnn_rows(root: Path) -> list[Claim]:
     rows.append(Claim("Main text (CNNs, shading)", "the CNN's linear load curves correspond "
                       "to the highest test accuracy", CNN_COMMAND, "—", best.ours(),
                       best["verdict"], "" if best["verdict"] == "holds" else best.why(),
-                      (CNN,)))
+                      (CNN,), variants=best["variants"]))
     return rows
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.rules import linear_best_of_sweep, sweep_cells
+from dnnphase.compare.claims.rules import linear_best_of_sweep, pooled_claim, sweep_cells
 from dnnphase.compare.peaks import row_shape, sweep_row_peaks
 from dnnphase.sweeps.universality import FIGURES, SCALE_FOLDERS, SCALE_NOTES, SCALES, figure_of
 
@@ -105,7 +105,7 @@ def _committed(root: Path, name: str) -> tuple[str, str] | None:
     return None
 
 
-def _diagram_row(root: Path, figure: str, name: str) -> Claim:
+def _diagram_row(root: Path, figure: str, name: str, judged: list | None = None) -> Claim:
     claim = (f"{_label(name)}: the highest test accuracy occurs where the load curve is "
              "linear (α × dropout)")
     ident = f"Fig. {figure} ({_label(name)})"
@@ -127,6 +127,8 @@ def _diagram_row(root: Path, figure: str, name: str) -> Claim:
     with xr.open_dataset(root / file) as net:
         net = net.load()
     best = linear_best_of_sweep(net, MEASURE)
+    if judged is not None and counts:  # pooled below
+        judged.append((best, file))
     scale = _scale(net)
     note = SCALE_NOTES.get(scale, "a grid of no preset")
     ours = f"{best.ours()}. {_rows_text(net)}"
@@ -137,12 +139,18 @@ def _diagram_row(root: Path, figure: str, name: str) -> Claim:
         why += (f"; the same networks as Fig. {figure_of(twin)} ({_label(twin)}) (one "
                 "configuration): counted there, not here")
     return Claim(ident, claim, command, "—", ours, best["verdict"], why, (file,),
-                 counts=counts)
+                 counts=counts, variants=best["variants"])
 
 
 def claims(root: Path) -> list[Claim]:
-    rows = [_diagram_row(root, figure, name)
+    judged = []
+    rows = [_diagram_row(root, figure, name, judged)
             for figure, diagrams in FIGURES.items() for name in diagrams]
+    if judged:  # every counted diagram's testable rows through the same rule at once
+        rows.append(pooled_claim(
+            "Figs. S5–S7 (pooled)", "the highest test accuracy occurs where the load curve "
+            "is linear, over every counted universality diagram's testable rows",
+            "python scripts/universality.py", [b for b, _ in judged], [f for _, f in judged]))
     rows.append(Claim(
         "Fig. S8, S9", "CIFAR-10 (images resampled, vectorised, into the MLP): the same "
         "phenomenology; the input layer's separation slightly off linear",
