@@ -18,15 +18,31 @@ from phasecore.executors import interrupt_once
 from phasecore.progress import say
 from phasecore.results import OutputExistsError
 
-__all__ = ["Parser", "add_options", "folder_command", "integer", "output_options", "run",
-           "scaled_figures_parser"]
+__all__ = ["DefaultsFormatter", "Parser", "add_options", "folder_command", "integer",
+           "guarded", "output_options", "overwrite_option", "run", "scaled_figures_parser"]
+
+
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default: ``(default: X)`` is added to a help text
+    that does not say its default already (an option that is off by default, or whose
+    default is None, i.e. computed, says so in its own words)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("default" in text.lower() or action.nargs == 0  # a flag: off unless given
+                or default is None or default is argparse.SUPPRESS):
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+        return f"{text} (default: {str(shown).replace('%', '%%')})".lstrip()
 
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (``prog: error: ...``, exit code 2),
-    like every other bad input; ``--help`` still shows the usage."""
+    like every other bad input; ``--help`` still shows the usage and every default."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
         # the (sub)command that parsed the line, so an unknown option's error names its --help
         self.set_defaults(command_parser=self)
@@ -66,6 +82,14 @@ def output_options(parser, what: str, quiet: bool = True) -> None:
         parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
+def overwrite_option(parser, what: str = "outputs") -> None:
+    """``--overwrite``: a script's existing ``what`` are replaced only when it is given
+    (:func:`phasecore.results.check_new_outputs`, before any work)."""
+    parser.add_argument("--overwrite", action="store_true",
+                        help=f"replace existing {what} (never done silently; default: refuse "
+                             "before any work)")
+
+
 def _one_line_warning(prog: str):
     """Warnings as ``<prog>: warning: ...``: a user of the command reads no file or line."""
     def show(message, category, filename, lineno, file=None, line=None):
@@ -85,32 +109,54 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
     if unknown:
         getattr(args, "command_parser", parser).error(
             f"unrecognized arguments: {' '.join(unknown)}")
+    return guarded(parser.prog, lambda: args.func(args), program=argv is None)
+
+
+def guarded(prog: str, work, program: bool = False) -> int:
+    """Call ``work()`` as a command: 0 when it returns; bad input or a failed write
+    (:class:`~phasecore.checks.ConfigError` and kin) one line ``<prog>: error: ...`` and 2;
+    Ctrl-C or SIGTERM one line with the hint to rerun the same command, and 130. A script
+    that parses its own options wraps its work in this. ``program``: run as a program, an
+    interrupted command ignores further signals while it exits."""
     with interrupt_once(), warnings.catch_warnings():
-        warnings.showwarning = _one_line_warning(parser.prog)
+        warnings.showwarning = _one_line_warning(prog)
         try:
-            args.func(args)
+            work()
             return 0
         except (ConfigError, OutputExistsError, FileNotFoundError, ValueError) as err:
-            print(f"{parser.prog}: error: {err}", file=sys.stderr)
+            print(f"{prog}: error: {err}", file=sys.stderr)
             return 2
         except KeyboardInterrupt as err:
             detail = str(err) or "interrupted; rerun the same command to resume"
-            print(f"{parser.prog}: {detail}", file=sys.stderr)
+            print(f"{prog}: {detail}", file=sys.stderr)
         finally:
-            if argv is None:
+            if program:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return 130
 
 
 def folder_command(description: str, main, argv=None, default: str = "figures/paper",
-                   holds: str = "dnn_<knob>.nc") -> int:
+                   holds: str = "dnn_<knob>.nc", writes=None) -> int:
     """Run ``main(folder)`` from a command line of one optional argument, the folder holding
-    ``holds`` (the docs' scripts); bad input is one line and exit code 2."""
+    ``holds`` (the docs' scripts); bad input is one line and exit code 2. ``writes``: for a
+    script that writes into the folder, ``writes(folder)`` lists the files it would write;
+    the command then has ``--overwrite`` and refuses, before any work, to replace one that
+    exists without it."""
+    from phasecore.results import check_new_outputs
+
     parser = Parser(description=description)
     parser.add_argument("folder", nargs="?", default=default,
                         help=f"the folder holding {holds} (default {default})")
-    parser.set_defaults(func=lambda args: main(args.folder))
+    if writes is not None:
+        overwrite_option(parser, "files in the folder")
+
+    def call(args):
+        if writes is not None:
+            check_new_outputs(writes(args.folder), args.overwrite)
+        main(args.folder)
+
+    parser.set_defaults(func=call)
     return run(parser, argv)
 
 
@@ -139,6 +185,7 @@ def scaled_figures_parser(description: str, *, folder, names, what: str, full: s
         scale.add_argument(f"--{name}", action="store_const", dest="scale", const=name,
                            help=text)
     parser.add_argument("--workers", type=int, default=None,
-                        help="worker processes (default: one per core; --quick: none)")
+                        help="worker processes (default: one per core; --quick: none, always: its "
+                             "sweeps take less time than a pool takes to start)")
     parser.set_defaults(scale="reduced")
     return parser

@@ -26,7 +26,8 @@ import xarray as xr
 from phasecore.checks import ConfigError, require
 
 __all__ = ["ENGINE", "OutputExistsError", "OutputWriteError", "all_or_nothing", "as_result",
-           "check_output", "check_output_folder", "check_variables", "config_of", "load",
+           "check_new_outputs", "check_output", "check_output_folder", "check_variables",
+           "config_of", "load",
            "provenance", "replace_atomically", "save", "write_atomic", "write_error",
            "write_failed", "write_text_atomic"]
 
@@ -123,6 +124,27 @@ def check_output(path, overwrite: bool = False, figure: bool = False) -> Path:
         )
     _check_folder_accepts(path.parent, f"output {str(path)!r}", create=False)
     return path
+
+
+def check_new_outputs(paths, overwrite: bool = False, option: str = "--overwrite") -> None:
+    """Before any work: an OutputExistsError naming every file of ``paths`` that exists
+    already, unless ``overwrite``; a folder where a file goes is refused either way.
+
+    A script writes several files into a folder whose default is often a committed one
+    (figures/...): none of them is replaced without ``overwrite`` (``option`` on the
+    command line), so a quick run never replaces a committed result by accident.
+    """
+    require(isinstance(overwrite, (bool, np.bool_)), "overwrite", "True or False", overwrite)
+    paths = [Path(p) for p in paths]
+    folders = [str(p) for p in paths if p.is_dir()]
+    if folders:
+        raise ConfigError(f"output {', '.join(map(repr, folders))} is a folder; a file goes "
+                          "there (move it or choose another folder)")
+    there = [str(p) for p in paths if p.exists()]
+    if there and not overwrite:
+        what = "exists" if len(there) == 1 else "exist"
+        raise OutputExistsError(f"output {', '.join(map(repr, there))} {what}; choose another "
+                                f"folder or pass {option} to replace")
 
 
 def check_output_folder(path) -> Path:

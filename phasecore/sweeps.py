@@ -14,6 +14,7 @@ number of interruptions. An interrupted sweep raises :class:`SweepInterrupted`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,7 +31,8 @@ from phasecore.progress import progress_for
 from phasecore.results import OutputWriteError, provenance, save, write_failed
 from phasecore.store import ChunkStore
 
-__all__ = ["SweepInterrupted", "finish", "run_chunked", "run_sweep"]
+__all__ = ["SweepInterrupted", "finish", "files_digest", "run_chunked", "run_into_files",
+           "run_sweep"]
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -70,6 +72,8 @@ def run_sweep(
         tasks = {i: (_compute_and_write, (compute, payloads[i], str(store.output), i))
                  for i in pending}
     progress = progress_for(len(payloads), len(payloads) - len(pending), label, quiet)
+    if scheduler == "processes":  # chunks in flight at once, for the estimate of time left
+        progress.workers = min(workers or os.cpu_count() or 1, max(len(pending), 1))
     try:
         with interrupt_once():
             computed = run_tasks(tasks, scheduler, workers, progress)
@@ -78,6 +82,7 @@ def run_sweep(
         if store is None:
             kept = "nothing was stored (no output file)"
         elif not store.done():  # resuming would start from scratch: say so
+            store.clear()  # its description alone: nothing left to refuse another sweep
             kept = (f"no chunk had finished (0/{len(payloads)}), so nothing is kept and the "
                     "same command starts again; smaller chunks keep more of a long run")
         else:
@@ -141,3 +146,48 @@ def finish(ds: xr.Dataset, kind: str, config: dict, store: ChunkStore | None) ->
             raise write_failed(err, store.path) from err
         store.clear()
     return ds
+
+
+def files_digest(paths) -> dict[str, str]:
+    """``{name: sha256 of its bytes (16 hex digits)}`` of input files: a resumable script's
+    configuration, so that work kept from inputs that changed since is not resumed."""
+    import hashlib
+    from pathlib import Path
+
+    out = {}
+    for path in map(Path, paths):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out[path.name] = digest.hexdigest()[:16]
+    return out
+
+
+def run_into_files(compute: Callable[[Any], xr.Dataset], payloads: Sequence[Any], outputs,
+                   *, store: str, config: dict, workers: int | None = None,
+                   label: str = "work", quiet: bool = False) -> list[xr.Dataset]:
+    """A script's independent pieces of work, one output file each, resumable: piece i
+    (``compute(payloads[i])``) is kept in ``<store>.parts/`` as it finishes (Ctrl-C: exit
+    130, and the same command resumes, :class:`SweepInterrupted`), with a progress line and
+    its estimate of the time left; when every piece is done, ``outputs[i]`` are written
+    together (all or none) and the kept pieces removed. ``store``: the NetCDF name the
+    pieces are kept beside (it is never written itself); ``config`` (with the inputs'
+    :func:`files_digest`): what a kept piece must have been computed from. ``workers``:
+    processes (1 or one piece: this process). The caller checks ``outputs`` beforehand
+    (:func:`phasecore.results.check_new_outputs`); here they are replaced."""
+    from phasecore.results import all_or_nothing, write_atomic
+
+    scheduler = "serial" if (workers or 2) == 1 or len(payloads) == 1 else "processes"
+    sets, parts = run_chunked(compute, payloads, config=config, output=store,
+                              overwrite=False, scheduler=scheduler,
+                              workers=None if scheduler == "serial" else workers,
+                              quiet=quiet, label=label)
+    try:
+        with all_or_nothing(outputs):
+            for ds, path in zip(sets, outputs, strict=True):
+                write_atomic(ds, path)
+    except OutputWriteError as err:
+        raise write_failed(err, parts.path) from err
+    parts.clear()
+    return sets

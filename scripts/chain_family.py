@@ -1,6 +1,6 @@
 """A small family of principled chains against the committed network diagrams.
 
-    python scripts/chain_family.py [figures/paper] [--workers 2]
+    python scripts/chain_family.py [figures/paper] [--workers 2] [--overwrite]
 
 Each variant of :mod:`springblock.fit.variants` (a time map from epochs to chain time,
 noise that decays over training, a friction profile along the chain) adds one number shared
@@ -14,8 +14,11 @@ by a whole diagram to the paper's chain. For every ``dnn_<knob>.nc`` of the fold
   the checkerboard and every-other-column splits, its number chosen on each fold's training
   cells, against the local mean of the nearest training cells; ``family_held_out_<knob>.nc``.
 
-Prints both tables (docs/fit.md, "A family of chains"). The knobs run in parallel, one process
-per worker (each one thread): about 12 minutes of CPU in all, 7 on 2 cores.
+Prints both tables (docs/fit.md, "A family of chains"). Existing family files are replaced
+only with ``--overwrite``. The fits run in parallel, one process per worker (each one thread):
+about 12 minutes of CPU in all, 7 on 2 cores; an estimate first, a progress line as fits
+finish; Ctrl-C keeps the finished fits (``chain_family.nc.parts/``) and the same command
+resumes.
 ``--tables-only`` prints the tables from the files already written; ``--against OTHER``
 compares them with another folder's (a run under other CPU kernels: docs/fit.md).
 """
@@ -25,28 +28,26 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from phasecore.commandline import Parser
+from phasecore.commandline import Parser, overwrite_option, run
+from phasecore.results import check_new_outputs
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",
           "label_noise": "label + data noise"}
 
 
-def run_knob(folder: str, knob: str) -> str:
-    """Both fits of one knob, written beside its sweep; returns the knob."""
+def run_piece(payload: tuple[str, str, str]):
+    """One fit of one knob (``(folder, knob, "trajectory" | "held_out")``), as a Dataset."""
     from dnnphase.compare.family import held_out_family, trajectory_family
     from phasecore import results
 
+    folder, knob, which = payload
     sweep = results.load(Path(folder) / f"dnn_{knob}.nc", kind="dnnphase.sweep")
-    results.save(trajectory_family(sweep), Path(folder) / f"family_{knob}.nc", overwrite=True)
-    results.save(held_out_family(sweep), Path(folder) / f"family_held_out_{knob}.nc",
-                 overwrite=True)
-    return knob
+    return (trajectory_family if which == "trajectory" else held_out_family)(sweep)
 
 
 def shown(name: str, value: float) -> str:
@@ -164,18 +165,29 @@ def held_out_rows(knob: str, fam, prediction) -> list[str]:
     return lines
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
+    """The command line: bad input is one line and exit code 2; Ctrl-C exit code 130 (the
+    same command resumes: finished fits are kept)."""
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default="figures/paper")
+    parser.add_argument("folder", nargs="?", default="figures/paper",
+                        help="the folder holding dnn_<knob>.nc")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
-                        help="processes, one knob each (default: 2 or the cores)")
+                        help="processes, one fit each (default: 2 or the cores)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--tables-only", action="store_true",
                       help="print the tables from the family_*.nc files already written")
     mode.add_argument("--against", metavar="FOLDER", type=Path,
                       help="only compare the family_*.nc files with another folder's "
                            "(e.g. a run under other CPU kernels)")
-    args = parser.parse_args(argv)
+    overwrite_option(parser, "family_<knob>.nc files")
+    parser.set_defaults(func=lambda args: work(parser, args))
+    return run(parser, argv)
+
+
+def work(parser: Parser, args) -> None:
+    from phasecore import results
+    from phasecore.sweeps import files_digest, run_into_files
+
     if args.workers < 1:
         parser.error(f"--workers must be an integer >= 1 (got {args.workers})")
     folder = Path(args.folder)
@@ -195,15 +207,27 @@ def main(argv=None) -> None:
         parser.error(f"missing {', '.join(missing)} (prediction_<knob>.nc: python "
                      "scripts/prediction.py FOLDER; family files: this script without "
                      "--tables-only / --against)")
+    sweeps = [folder / f"dnn_{k}.nc" for k in knobs]
+    for path in sweeps:  # a corrupt or foreign sweep is one line, before any work
+        results.load(path, kind="dnnphase.sweep")
     if args.against is not None:
         compare_folders(folder, args.against, knobs)
         return
     t0 = time.time()
     if not args.tables_only:
+        pieces = [(str(folder), k, which) for k in knobs for which in ("trajectory", "held_out")]
+        outputs = [folder / (f"family_{k}.nc" if which == "trajectory"
+                             else f"family_held_out_{k}.nc") for _, k, which in pieces]
+        check_new_outputs(outputs, args.overwrite)
+        workers = min(args.workers, len(pieces))
+        print(f"chain_family: {len(pieces)} fits ({len(knobs)} knobs), {workers} worker(s): "
+              f"about {12 / workers:.0f} minutes (12 CPU minutes for the four committed "
+              "diagrams); a line as fits finish", file=sys.stderr, flush=True)
         os.environ.setdefault("NUMBA_NUM_THREADS", "1")
-        with ProcessPoolExecutor(args.workers) as pool:
-            for knob in pool.map(run_knob, [str(folder)] * len(knobs), knobs):
-                print(f"{knob}: done ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+        run_into_files(run_piece, pieces, outputs, store=str(folder / "chain_family.nc"),
+                       workers=workers, config={"pieces": pieces,
+                                                "inputs": files_digest(sweeps)},
+                       label="chain_family, one fit a chunk")
     from phasecore import results
 
     print("Trajectories: every cell's training fitted by each chain (cells keep their own "
@@ -234,4 +258,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

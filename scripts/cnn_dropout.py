@@ -2,12 +2,15 @@
 figure and numbers.
 
     python scripts/cnn_dropout.py [FOLDER] [--scale reduced|paper|authors|quick] [--seeds 0,1]
-    python scripts/cnn_dropout.py FOLDER --combine RUN1.nc RUN2.nc ...
+                                  [--overwrite]
+    python scripts/cnn_dropout.py FOLDER --combine RUN1.nc RUN2.nc ... [--overwrite]
 
-Writes ``cnn_dropout.nc`` and ``cnn_dropout.png`` in FOLDER (default figures/supplement)
-and prints, where the dropout is introduced and at the end for every p, the scale-free
-curvature of the training and test load curves, the test accuracy and the training loss
-(mean ± SD over seeds). Scales (:data:`dnnphase.sweeps.experiments.CNN_DROPOUT_SCALES`):
+Writes ``cnn_dropout.nc`` and ``cnn_dropout.png`` in FOLDER (default figures/supplement,
+the committed ones: existing files are replaced only with ``--overwrite``, checked before
+any work; both are written or neither) and prints, where the dropout is introduced and at
+the end for every p, the scale-free curvature of the training and test load curves, the
+test accuracy and the training loss (mean ± SD over seeds). Scales
+(:data:`dnnphase.sweeps.experiments.CNN_DROPOUT_SCALES`):
 "reduced", the committed one (about 10 minutes on 2 cores); "paper", the run the paper's
 text describes (16 channels, 2 000 epochs, 10 seeds: a GPU, about 15 minutes on one);
 "authors", the same with the 20 channels of the authors' code; "quick", seconds.
@@ -35,9 +38,16 @@ from dnnphase.sweeps.experiments import (
 from dnnphase.sweeps.sweep import SweepConfig, default_scheduler
 from phasecore import results
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser
+from phasecore.commandline import Parser, overwrite_option
 from phasecore.panels import save_figure
-from phasecore.results import check_output_folder
+from phasecore.results import (
+    OutputExistsError,
+    all_or_nothing,
+    check_new_outputs,
+    check_output_folder,
+)
+
+NAMES = ("cnn_dropout.nc", "cnn_dropout.png")
 
 
 def _cell(values) -> str:
@@ -62,12 +72,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         description="Fig. S2: the CNN with dropout introduced mid-training.")
     parser.add_argument("folder", nargs="?", default="figures/supplement",
                         help="where cnn_dropout.nc and cnn_dropout.png go")
+    overwrite_option(parser, "cnn_dropout.nc and .png")
     parser.add_argument("--scale", choices=sorted(CNN_DROPOUT_SCALES), default=None,
                         help="the preset (default: reduced, the committed one)")
     parser.add_argument("--quick", action="store_true", help="--scale quick")
     parser.add_argument("--paper", action="store_true", help="--scale paper")
     parser.add_argument("--seeds", default=None,
-                        help="train only these seeds of the scale, e.g. 0,1")
+                        help="train only these seeds of the scale, e.g. 0,1 (default: all "
+                             "of them)")
     parser.add_argument("--combine", nargs="+", metavar="RUN.nc", default=None,
                         help="join these results (disjoint seeds of one scale); trains nothing")
     args = parser.parse_args(argv)
@@ -86,7 +98,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
             if not Path(name).is_file():
                 raise ConfigError(f"--combine: {name!r} is not a file")
         check_output_folder(args.folder)
-    except ConfigError as err:
+        check_new_outputs([Path(args.folder) / name for name in NAMES], args.overwrite)
+    except (ConfigError, OutputExistsError) as err:
         parser.error(str(err))
     return args
 
@@ -106,9 +119,10 @@ def main(argv: list[str] | None = None) -> None:
         config = SweepConfig(**{**CNN_DROPOUT, **CNN_DROPOUT_SCALES[args.scale], **changes})
         scheduler = "serial" if args.scale == "quick" else default_scheduler(config.device)
         ds = cnn_dropout(args.scale, scheduler=scheduler, **changes)
-    folder.mkdir(parents=True, exist_ok=True)
-    results.save(ds, folder / "cnn_dropout.nc", overwrite=True)
-    save_figure(plot_cnn_dropout(ds), folder / "cnn_dropout.png")
+    outputs = [folder / name for name in NAMES]
+    with all_or_nothing(outputs, folder):  # both files or neither (a full disk)
+        results.save(ds, outputs[0], overwrite=True)
+        save_figure(plot_cnn_dropout(ds), outputs[1])
     print_table(ds)
 
 

@@ -84,7 +84,15 @@ def parse(argv: list[str] | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: bad input exits 2 with one line before any work; a failed write
+    (a full disk) 2 with one line; Ctrl-C 130 with the hint to rerun (the sweep resumes)."""
+    from phasecore.commandline import guarded
+
     args, cfg, scheduler = parse(argv)
+    return guarded("cnn_phase.py", lambda: work(args, cfg, scheduler), program=argv is None)
+
+
+def work(args, cfg, scheduler) -> None:
     from dnnphase.sweeps.named_sweeps import run_named
     from dnnphase.sweeps.plotting import sweep_panels
     from phasecore.panels import plot_phase_grid, save_figure
@@ -99,7 +107,6 @@ def main(argv: list[str] | None = None) -> int:
     save_figure(plot_phase_grid(sweep_panels(ds, "trace_ratio"), title=title),
                 folder / f"{NAME}.png")
     print(f"done in {time.monotonic() - begun:.0f} s; {folder}/{NAME}.nc and .png")
-    return 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 them, with synchronous noise (right).
 
     python scripts/fig4_dynamics.py [FOLDER] [--seeds N] [--chain-seeds N] [--refit] [--quick]
+                                    [--overwrite]
 
 The left column exactly as the paper's SM S3 gives it: its MLP (7 hidden layers of 100,
 BatchNorm, ReLU: alpha = 0), Adam on its 2 560 MNIST digits (10 x 10), 100 epochs, the
@@ -22,7 +23,8 @@ network (a per-frame offset and one scale projected out, as in the fit).
 
 Writes ``FOLDER/fig4_network.nc`` (the three settings' recorded curves), ``FOLDER/
 fig4_chain.nc`` (the fit and the synchronous chain at the network's epochs) and
-``FOLDER/fig4.png``; prints the numbers. ``--refit`` reuses ``fig4_network.nc``.
+``FOLDER/fig4.png``; prints the numbers. ``--refit`` reuses ``fig4_network.nc``. Existing
+files are replaced only with ``--overwrite`` (checked before any work).
 About 10 minutes on 2 cores at 10 seeds (``--quick``: a tiny network on 8 x 8 digits,
 seconds, for the tests).
 """
@@ -38,7 +40,7 @@ import numpy as np
 import xarray as xr
 
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser, integer
+from phasecore.commandline import Parser, integer, overwrite_option
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
 
@@ -230,11 +232,15 @@ def report(net: xr.Dataset, chain: xr.Dataset) -> None:
 def main(args) -> None:
     from phasecore import results
     from phasecore.panels import save_figure
+    from phasecore.results import all_or_nothing, check_new_outputs
 
     folder = Path(args.folder)
     network_file = folder / "fig4_network.nc"
     if args.refit and not network_file.is_file():
         raise FileNotFoundError(f"--refit needs {network_file} (run without --refit first)")
+    outputs = [folder / "fig4_chain.nc", folder / "fig4.png"]
+    outputs = outputs if args.refit else [network_file, *outputs]
+    check_new_outputs(outputs, args.overwrite)  # the default folder holds the committed ones
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     if args.refit:
@@ -244,11 +250,12 @@ def main(args) -> None:
             raise ConfigError(f"--refit: {err}") from None
     else:
         net = train(args.seeds, args.epochs, args.record_every, args.quick)
-        results.save(net, network_file, overwrite=True)
+        results.save(net, network_file, overwrite=True)  # kept for --refit if the fit fails
     trained = time.perf_counter()
     chain = fit_and_simulate(net, args.chain_seeds)
-    results.save(chain, folder / "fig4_chain.nc", overwrite=True)
-    save_figure(plot(net, chain), folder / "fig4.png")
+    with all_or_nothing(outputs[-2:], folder):  # both files or neither (a full disk)
+        results.save(chain, outputs[-2], overwrite=True)
+        save_figure(plot(net, chain), outputs[-1])
     report(net, chain)
     print(f"networks {trained - start:.0f} s, fit and chains {time.perf_counter() - trained:.0f}"
           " s")
@@ -272,6 +279,7 @@ def build_parser() -> Parser:
                         help="reuse FOLDER/fig4_network.nc; only fit, simulate and draw")
     parser.add_argument("--quick", action="store_true",
                         help="a tiny network on 8 x 8 digits (seconds; for tests)")
+    overwrite_option(parser, "files (fig4_network.nc, fig4_chain.nc, fig4.png)")
     parser.set_defaults(func=main)
     return parser
 

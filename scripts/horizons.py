@@ -3,6 +3,8 @@
     python scripts/horizons.py compute figures/horizons/   # ~1 min on 2 cores
     python scripts/horizons.py plot figures/horizons/      # redraw from the .nc files
 
+Files already in the folder are replaced only with ``--overwrite``.
+
 The default grid of ``springblock phase`` (mu-> in [0, 0.03] x 6, s in
 [0, 0.028] x 8, mu<- = 2 mu->, L = 7, k = 1, step 0.01, 10 seeds), run with
 the event-driven kernel where it is cheaper (``algorithm="auto"``), at
@@ -25,10 +27,16 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from phasecore.commandline import Parser, run
+from phasecore.commandline import Parser, overwrite_option, run
 from phasecore.loadcurve import curvature_scaled, phase_label
 from phasecore.panels import PhasePanel, save_figure
-from phasecore.results import check_output_folder, load, provenance, save
+from phasecore.results import (
+    check_new_outputs,
+    check_output_folder,
+    load,
+    provenance,
+    save,
+)
 from springblock.algorithm import infinite_horizon_steps
 from springblock.config import ChainConfig
 from springblock.ensemble import run_ensemble
@@ -148,12 +156,18 @@ def main(argv=None) -> int:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=["compute", "plot"])
     parser.add_argument("folder", type=Path)
-    parser.set_defaults(func=lambda args: draw(args.what, args.folder))
+    overwrite_option(parser, "panels' .nc files and horizons.png")
+    parser.set_defaults(func=lambda args: draw(args.what, args.folder, args.overwrite))
     return run(parser, argv)
 
 
-def draw(what: str, folder: Path) -> None:
-    """``compute``: every panel's diagram, then the figure; ``plot``: the figure alone."""
+def draw(what: str, folder: Path, overwrite: bool = False) -> None:
+    """``compute``: every panel's diagram, then the figure; ``plot``: the figure alone.
+    Files there already are replaced only with ``overwrite`` (checked before any work)."""
+    outputs = [folder / "horizons.png"]
+    outputs += [folder / f"{stem}.nc" for stem, _, _ in PANELS] if what == "compute" else []
+    check_output_folder(folder)
+    check_new_outputs(outputs, overwrite)
     if what == "compute":
         check_output_folder(folder).mkdir(parents=True, exist_ok=True)
         for stem, horizon, dist in PANELS:

@@ -1,8 +1,9 @@
 """Fig. 5(a), the linear network: run it and write its result, figure and numbers.
 
-    python scripts/linear_network.py [figures/supplement] [--quick]
+    python scripts/linear_network.py [figures/supplement] [--quick] [--overwrite]
 
-Writes ``linear_network.nc`` and ``linear_network.png`` in the folder and prints,
+Writes ``linear_network.nc`` and ``linear_network.png`` in the folder (existing ones only
+with ``--overwrite``) and prints,
 per setting, the scale-free curvature of the load curve (mean ± SD over seeds)
 and the training accuracy. About 30 s on one core (``--quick``: 5 s).
 """
@@ -15,17 +16,22 @@ import numpy as np
 
 from dnnphase.sweeps.experiments import linear_network, plot_linear_network
 from phasecore import results
-from phasecore.commandline import Parser, run
+from phasecore.commandline import Parser, overwrite_option, run
 from phasecore.panels import save_figure
-from phasecore.results import check_output_folder
+from phasecore.results import all_or_nothing, check_new_outputs, check_output_folder
 
 
-def main(folder: str = "figures/supplement", scale: str = "paper") -> None:
+def main(folder: str = "figures/supplement", scale: str = "paper",
+         overwrite: bool = False) -> None:
+    """Run, then write the result and its figure into ``folder`` (existing ones are replaced
+    only with ``overwrite``: the default folder holds the committed ones)."""
     folder = check_output_folder(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    outputs = [folder / "linear_network.nc", folder / "linear_network.png"]
+    check_new_outputs(outputs, overwrite)
     ds = linear_network(scale)
-    results.save(ds, folder / "linear_network.nc", overwrite=True)
-    save_figure(plot_linear_network(ds), folder / "linear_network.png")
+    with all_or_nothing(outputs, folder):  # both files or neither (a full disk)
+        results.save(ds, outputs[0], overwrite=True)
+        save_figure(plot_linear_network(ds), outputs[1])
     print("| setting | scale-free curvature (mean ± SD over seeds) | train accuracy |")
     print("|---|---|---|")
     for name in ds["setting"].values:
@@ -41,7 +47,9 @@ def cli(argv=None) -> None:
                         help="where to write (default figures/supplement)")
     parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
                         default="paper", help="seconds: a smoke test")
-    parser.set_defaults(func=lambda args: main(args.folder, scale=args.scale))
+    overwrite_option(parser, "linear_network.nc and .png")
+    parser.set_defaults(func=lambda args: main(args.folder, scale=args.scale,
+                                               overwrite=args.overwrite))
     sys.exit(run(parser, argv))
 
 

@@ -1,7 +1,7 @@
 """Prediction, not description: the chain against a baseline that knows no mechanics, on
 cells of the committed network diagrams that neither was fitted to.
 
-    python scripts/prediction.py [figures/paper]
+    python scripts/prediction.py [figures/paper] [--overwrite]
 
 For every ``dnn_<knob>.nc`` in the folder: the chain map (one friction mu-> per alpha, one noise s
 per knob value, monotone) and two monotone baselines without mechanics (additive, a_alpha +
@@ -10,7 +10,8 @@ predict the rest (:func:`dnnphase.compare.prediction.held_out_prediction`:
 checkerboard and every-other-column splits); writes ``prediction_<knob>.nc`` beside it and prints
 the out-of-sample table (RMSE of the seed-mean scale-free curvature, with the seed-noise floor),
 the in-sample fits and the cross-knob transfer (alpha rows fitted on one knob, columns refitted
-on another; ``prediction_transfer.nc``). Method and reading: docs/prediction.md.
+on another; ``prediction_transfer.nc``). Existing files are replaced only with ``--overwrite``.
+Method and reading: docs/prediction.md.
 """
 
 from __future__ import annotations
@@ -82,6 +83,13 @@ def transfer_rows(table) -> list[str]:
     return lines
 
 
+def outputs(folder) -> list[Path]:
+    """The files :func:`main` writes in ``folder`` (checked before any work)."""
+    knobs = [k for k in KNOB_ORDER if (Path(folder) / f"dnn_{k}.nc").exists()]
+    transfer = ["prediction_transfer.nc"] if len(knobs) > 1 else []
+    return [Path(folder) / name for name in [f"prediction_{k}.nc" for k in knobs] + transfer]
+
+
 def main(folder: str = "figures/paper") -> None:
     paths = {k: p for k in KNOB_ORDER if (p := Path(folder) / f"dnn_{k}.nc").exists()}
     if not paths:
@@ -130,7 +138,7 @@ def main(folder: str = "figures/paper") -> None:
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    sys.exit(folder_command(__doc__.splitlines()[0], main, argv))
+    sys.exit(folder_command(__doc__.splitlines()[0], main, argv, writes=outputs))
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ from dnnphase.compare.presets import PRESETS, _dynamics_figure
 from dnnphase.knobs import larger_is_noisier
 from phasecore import results
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser, run
+from phasecore.commandline import Parser, overwrite_option, run
 from phasecore.panels import save_figure
+from phasecore.results import check_new_outputs
 
 SPRING = Path("figures/spring_phase.nc")
 FOLDERS = ("figures", "figures/knobs", "figures/paper")
@@ -74,7 +75,15 @@ def refit(folder: Path, spring, preset: dict) -> list[Path]:
 FIT_PRESETS = {"figures": "quick", "figures/knobs": "knobs", "figures/paper": "paper"}
 
 
-def main(*args: str) -> None:
+def outputs(folder: Path, fits: bool) -> list[Path]:
+    """Every file :func:`reanalyse` (or, with ``fits``, :func:`refit`) may write in ``folder``."""
+    knobs = [p.stem.removeprefix("dnn_") for p in sorted(folder.glob("dnn_*.nc"))]
+    names = (("fit_{}.nc", "fit_{}.png", "dynamics_{}.png") if fits
+             else ("report_{}.nc", "phase_{}.png", "accuracy_{}.png"))
+    return [folder / name.format(knob) for knob in knobs for name in names]
+
+
+def main(*args: str, overwrite: bool = False) -> None:
     fits = "--fits" in args
     folders = [a for a in args if a != "--fits"] or (
         ("figures/knobs", "figures/paper") if fits else FOLDERS)
@@ -84,6 +93,8 @@ def main(*args: str) -> None:
         if fits and folder.rstrip("/") not in FIT_PRESETS:
             raise ConfigError(f"--fits takes the folders {', '.join(FIT_PRESETS)}, whose fits "
                               f"were made with a known preset (got {folder!r})")
+    check_new_outputs([p for folder in folders for p in outputs(Path(folder), fits)],
+                      overwrite)
     spring = results.load(SPRING)
     for folder in folders:
         if fits:
@@ -101,8 +112,10 @@ def cli(argv=None) -> None:
                         f"{' '.join(FOLDERS)}; with --fits figures/knobs figures/paper)")
     parser.add_argument("--fits", action="store_true",
                         help="the final-curve fits and their figures instead of the reports")
+    overwrite_option(parser, "reports, fits and figures")
     parser.set_defaults(func=lambda args: main(*args.folders, *(["--fits"] if args.fits
-                                                                 else [])))
+                                                                 else []),
+                                               overwrite=args.overwrite))
     sys.exit(run(parser, argv))
 
 

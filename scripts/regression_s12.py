@@ -2,13 +2,14 @@
 best affine regressor from each layer (paper SM S5): "noisier training results in a convex
 load curve, lazy training in a concave one".
 
-    python scripts/regression_s12.py [FOLDER] [--seeds N] [--quick]
+    python scripts/regression_s12.py [FOLDER] [--seeds N] [--quick] [--overwrite]
 
 The paper's MLP (7 x 100, BatchNorm, Adam lr 1e-3, full batch, 100 epochs) on its 2 560
 MNIST digits with each image's digit as the target (label / 9; the paper's text does not
 name its regression data), nonlinearity alpha in {0, 0.5, 1} down the rows and dropout in
 {0, 0.1, 0.2, 0.3} across (:mod:`dnnphase.sweeps.regression`). Writes
-``FOLDER/regression.nc`` and ``FOLDER/regression.png`` and prints each cell's seed-mean
+``FOLDER/regression.nc`` and ``FOLDER/regression.png`` (existing ones only with
+``--overwrite``) and prints each cell's seed-mean
 scale-free curvature and test RMSE. One model takes about 10 s of one core: 4 seeds (the
 default; the paper averages 10) about 8 minutes of CPU (``--quick``: a tiny network on
 8 x 8 digits, seconds, for the tests).
@@ -30,7 +31,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from phasecore.checks import ConfigError  # noqa: E402
-from phasecore.commandline import Parser, integer  # noqa: E402
+from phasecore.commandline import Parser, integer, overwrite_option  # noqa: E402
 from phasecore.commandline import run as run_command  # noqa: E402
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label  # noqa: E402
 
@@ -77,19 +78,22 @@ def main(args) -> None:
     from dnnphase.sweeps.regression import QUICK, REGRESSION, regression_sweep
     from phasecore import results
     from phasecore.panels import save_figure
+    from phasecore.results import all_or_nothing, check_new_outputs
 
     folder = Path(args.folder)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"folder {args.folder!r} is a file, not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    outputs = [folder / "regression.nc", folder / "regression.png"]
+    check_new_outputs(outputs, args.overwrite)  # the default folder holds the committed ones
     settings = dict(QUICK if args.quick else REGRESSION)
     if args.seeds is not None:
         settings["seeds"] = args.seeds
     start = time.perf_counter()
     torch.set_num_threads(1)
     ds = regression_sweep(**settings)
-    results.save(ds, folder / "regression.nc", overwrite=True)
-    save_figure(draw(ds), folder / "regression.png")
+    with all_or_nothing(outputs, folder):  # both files or neither (a full disk)
+        results.save(ds, outputs[0], overwrite=True)
+        save_figure(draw(ds), outputs[1])
     print(f"{table(ds)}\n{time.perf_counter() - start:.0f} s")
 
 
@@ -103,6 +107,7 @@ def build_parser() -> Parser:
                         help="networks per cell, 1..100 (default 4; --quick 2)")
     parser.add_argument("--quick", action="store_true",
                         help="a tiny network on 8 x 8 digits (seconds; for tests)")
+    overwrite_option(parser, "regression.nc and .png")
     parser.set_defaults(func=main)
     return parser
 

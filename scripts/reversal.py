@@ -42,7 +42,7 @@ import numpy as np
 import springblock as sb
 from dnnphase.compare import compare
 from dnnphase.compare.report import line_signs
-from phasecore.commandline import Parser
+from phasecore.commandline import Parser, overwrite_option
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
 from phasecore.results import load
@@ -289,12 +289,15 @@ def plot_overview(maps: list[tuple[Candidate, np.ndarray]]):
 # --- the run ----------------------------------------------------------------------------
 
 
-def run(folder: Path) -> str:
-    """Compute (or read back) every candidate, compare, draw; returns the table."""
+def run(folder: Path, overwrite: bool = False) -> str:
+    """Compute (or read back) every candidate, compare, draw; returns the table. Figures
+    there already are replaced only with ``overwrite`` (checked before any work)."""
     from dnnphase.compare.figures import plot_side_by_side
     from phasecore.panels import save_figure
+    from phasecore.results import check_new_outputs
 
     out = folder / "reversal"
+    check_new_outputs([out / "reversal.png", out / f"phase_dropout_{BEST}.png"], overwrite)
     networks = {k: load(folder / "paper" / f"dnn_{k}.nc") for k in KNOBS}  # (before out exists)
     out.mkdir(parents=True, exist_ok=True)
     rows, maps, kappa, opposite = [], [], {}, {}
@@ -323,7 +326,8 @@ def main(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="the figures folder (holds paper/dnn_*.nc)")
-    parser.set_defaults(func=lambda args: print(run(args.folder)))
+    overwrite_option(parser, "figures in FOLDER/reversal (its .nc diagrams are reused)")
+    parser.set_defaults(func=lambda args: print(run(args.folder, args.overwrite)))
     sys.exit(run_command(parser, argv))
 
 

@@ -2,6 +2,7 @@
 docs/prediction.md, "Our own claims, checked").
 
     python scripts/scrutiny.py [figures/paper] [--draws 30] [--workers 2] [--tables-only]
+                               [--overwrite]
 
 For every ``dnn_<knob>.nc`` of the folder with its ``family_<knob>.nc`` and
 ``family_held_out_<knob>.nc`` (:func:`dnnphase.compare.scrutiny.scrutiny`): the family's ΔAIC
@@ -9,23 +10,27 @@ with one Gaussian scale per cell beside the file's one per diagram; cells within
 with each cell's own seed variance beside the pooled one; on held-out cells, the interpolation
 along the knob alone beside the other predictors, an extrapolation split (the first and last
 knob columns held out), and paired 95 % intervals over seed resamples for the differences of
-two RMSEs. Writes ``scrutiny_<knob>.nc`` beside the sweep and prints the tables. The knobs run
-in parallel, one process per worker (the committed files: 21 minutes on 2 cores shared with
-other work, 4-5 minutes of CPU per worker); ``--tables-only`` prints the tables from the files
-already written.
+two RMSEs. Writes ``scrutiny_<knob>.nc`` beside the sweep (existing ones only with
+``--overwrite``) and prints the tables. The knobs run in parallel, one process per worker (the
+committed files: 21 minutes on 2 cores shared with other work, 4-5 minutes of CPU per worker);
+it prints its estimate first and a progress line as each knob finishes; Ctrl-C keeps the
+finished knobs in ``scrutiny.nc.parts/`` and the same command resumes. ``--tables-only``
+prints the tables from the files already written.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from phasecore.commandline import Parser
+from phasecore.checks import ConfigError
+from phasecore.commandline import Parser, overwrite_option, run
+from phasecore.results import check_new_outputs
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
 TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size",
@@ -38,17 +43,16 @@ FREE = ("local", "row")
 DEFAULT_DRAWS = 30
 
 
-def run_knob(folder: str, knob: str, draws: int) -> str:
-    """The scrutiny of one knob, written beside its sweep; returns the knob."""
+def run_knob(payload: tuple[str, str, int]):
+    """The scrutiny of one knob (``(folder, knob, draws)``), as a Dataset."""
     from dnnphase.compare.scrutiny import scrutiny
     from phasecore import results
 
+    folder, knob, draws = payload
     folder = Path(folder)
-    out = scrutiny(results.load(folder / f"dnn_{knob}.nc"),
-                   results.load(folder / f"family_{knob}.nc"),
-                   results.load(folder / f"family_held_out_{knob}.nc"), draws=draws)
-    results.save(out, folder / f"scrutiny_{knob}.nc", overwrite=True)
-    return knob
+    return scrutiny(results.load(folder / f"dnn_{knob}.nc"),
+                    results.load(folder / f"family_{knob}.nc"),
+                    results.load(folder / f"family_held_out_{knob}.nc"), draws=draws)
 
 
 def shown(value: float, digits: str = "+.0f") -> str:
@@ -182,7 +186,14 @@ def print_tables(sets: dict) -> None:
         print("\n".join(paired_rows(knob, ds)))
 
 
-def main(argv=None) -> None:
+#: CPU minutes of one knob at 30 draws (the committed files, 2 cores shared with other work).
+MINUTES_PER_KNOB = 5.0
+#: What each input must hold (checked before any work).
+KINDS = {"dnn": "dnnphase.sweep", "family": "dnnphase.compare.trajectory_family",
+         "family_held_out": "dnnphase.compare.held_out_family"}
+
+
+def build_parser() -> Parser:
     parser = Parser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("folder", nargs="?", default="figures/paper",
                         help="the folder holding dnn_<knob>.nc and family_<knob>.nc "
@@ -193,9 +204,35 @@ def main(argv=None) -> None:
                         help="processes, one knob each (default: 2 or the cores)")
     parser.add_argument("--tables-only", action="store_true",
                         help="print the tables from the scrutiny_*.nc files already written")
-    args = parser.parse_args(argv)
-    if args.tables_only and (args.draws is not None or args.workers is not None):
-        parser.error("--tables-only computes nothing: give it without --draws or --workers")
+    overwrite_option(parser, "scrutiny_<knob>.nc files")
+    parser.set_defaults(func=lambda args: work(parser, args))
+    return parser
+
+
+def check_inputs(folder: Path, knobs, tables_only: bool) -> list[Path]:
+    """Every file this run reads, opened and of its kind, before any work (a corrupt or
+    foreign file is one line naming it); returns them."""
+    from phasecore import results
+
+    names = ([("scrutiny", k) for k in knobs] if tables_only else
+             [(f, k) for k in knobs for f in KINDS])
+    paths = [folder / f"{f}_{k}.nc" for f, k in names]
+    for (f, _), path in zip(names, paths, strict=True):
+        try:
+            results.load(path, kind=KINDS.get(f, "dnnphase.compare.scrutiny"))
+        except (ValueError, OSError) as err:
+            raise ConfigError(f"{err}") from None
+    return paths
+
+
+def work(parser: Parser, args) -> None:
+    from phasecore import results
+    from phasecore.sweeps import files_digest, run_into_files
+
+    if args.tables_only and (args.draws is not None or args.workers is not None
+                             or args.overwrite):
+        parser.error("--tables-only computes nothing: give it without --draws, --workers or "
+                     "--overwrite")
     args.draws = DEFAULT_DRAWS if args.draws is None else args.draws
     args.workers = min(2, os.cpu_count() or 1) if args.workers is None else args.workers
     if args.workers < 1:
@@ -213,18 +250,33 @@ def main(argv=None) -> None:
         parser.error(f"missing {', '.join(missing)} (family files: python "
                      "scripts/chain_family.py FOLDER; scrutiny files: this script without "
                      "--tables-only)")
+    inputs = check_inputs(folder, knobs, args.tables_only)
     t0 = time.time()
     if not args.tables_only:
+        outputs = [folder / f"scrutiny_{k}.nc" for k in knobs]
+        check_new_outputs(outputs, args.overwrite)
+        workers = min(args.workers, len(knobs))
+        minutes = MINUTES_PER_KNOB * max(args.draws, 1) / DEFAULT_DRAWS * math.ceil(
+            len(knobs) / workers)
+        print(f"scrutiny: {len(knobs)} knobs, {args.draws} draws, {workers} worker(s): about "
+              f"{minutes:.0f} minutes ({MINUTES_PER_KNOB:g} CPU minutes a knob at "
+              f"{DEFAULT_DRAWS} draws); a line as each knob finishes", file=sys.stderr,
+              flush=True)
         os.environ.setdefault("NUMBA_NUM_THREADS", "1")
-        with ProcessPoolExecutor(args.workers) as pool:
-            for knob in pool.map(run_knob, [str(folder)] * len(knobs), knobs,
-                                 [args.draws] * len(knobs)):
-                print(f"{knob}: done ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
-    from phasecore import results
-
+        run_into_files(run_knob, [(str(folder), k, args.draws) for k in knobs], outputs,
+                       store=str(folder / "scrutiny.nc"), workers=workers,
+                       config={"draws": args.draws, "knobs": knobs,
+                               "inputs": files_digest(inputs)},
+                       label="scrutiny, one knob a chunk")
     print_tables({k: results.load(folder / f"scrutiny_{k}.nc") for k in knobs})
     print(f"\n({time.time() - t0:.0f} s)", file=sys.stderr)
 
 
+def main(argv=None) -> int:
+    """The command line: bad input is one line and exit code 2; Ctrl-C exit code 130 (the
+    same command resumes: finished knobs are kept)."""
+    return run(build_parser(), argv)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

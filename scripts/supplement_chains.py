@@ -1,6 +1,7 @@
 """The chain's variants as the paper's figures: Fig. 5b, Fig. S13 and Fig. S14.
 
     python scripts/supplement_chains.py [FOLDER] [--only fig5b,s13,s14] [--seeds N] [--quick]
+                                        [--overwrite]
 
 ``--seeds`` sets every figure's chains per cell; by default 10, and 400 for S14 (its
 synchronous noise makes one chain's curve vary much more: :data:`SEEDS`).
@@ -19,9 +20,10 @@ synchronous noise makes one chain's curve vary much more: :data:`SEEDS`).
   (5), columns sigma_0 in {0, .., 0.006} (7): the reference's cell (0.003, 0.003) is one.
 
 Each writes ``FOLDER/<name>.nc`` (a ``springblock.phase_diagram`` result) and
-``FOLDER/<name>.png`` and prints each cell's seed-mean scale-free curvature and the
-largest standard error over seeds. A few minutes for all three on 2 cores (``--quick``:
-1/100 of each horizon, for the tests; its numbers are not the figures').
+``FOLDER/<name>.png`` (existing ones only with ``--overwrite``) and prints each cell's
+seed-mean scale-free curvature and the largest standard error over seeds. A few minutes
+for all three on 2 cores (``--quick``: 1/100 of each horizon, for the tests; its numbers
+are not the figures').
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser, integer
+from phasecore.commandline import Parser, integer, overwrite_option
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE
 
@@ -121,16 +123,20 @@ def table(ds) -> str:
 def main(args) -> None:
     from phasecore import results
     from phasecore.panels import save_figure
+    from phasecore.results import all_or_nothing, check_new_outputs
 
     folder = Path(args.folder)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"folder {args.folder!r} is a file, not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    check_new_outputs([folder / f"{name}{suffix}" for name in args.only
+                       for suffix in (".nc", ".png")], args.overwrite)
     for name in args.only:
         start = time.perf_counter()
         ds = compute(name, args.seeds, args.quick)
-        results.save(ds, folder / f"{name}.nc", overwrite=True)
-        save_figure(draw(name, ds), folder / f"{name}.png")
+        outputs = [folder / f"{name}.nc", folder / f"{name}.png"]
+        with all_or_nothing(outputs, folder):  # both files or neither (a full disk)
+            results.save(ds, outputs[0], overwrite=True)
+            save_figure(draw(name, ds), outputs[1])
         print(f"## {ds.attrs['figure']} ({time.perf_counter() - start:.0f} s)\n{table(ds)}\n")
 
 
@@ -158,6 +164,7 @@ def build_parser() -> Parser:
                              + ", ".join(f"{k} {v}" for k, v in SEEDS.items()) + ")")
     parser.add_argument("--quick", action="store_true",
                         help="1/100 of the horizon (seconds; for tests)")
+    overwrite_option(parser, "<figure>.nc and .png files")
     parser.set_defaults(func=main)
     return parser
 

@@ -1,8 +1,10 @@
 """Fig. S4, training vs test load curves: run it and write its result, figure and numbers.
 
     python scripts/train_test.py [figures/supplement] [--quick] [--lrs 1e-4,0.017,0.2]
+                                 [--overwrite]
 
-Writes ``train_test.nc`` (the sweep) and ``train_test.png`` in the folder and prints,
+Writes ``train_test.nc`` (the sweep) and ``train_test.png`` in the folder (existing ones only
+with ``--overwrite``) and prints,
 per learning rate, the scale-free curvature of the training and test load curves and
 the test accuracy (means over seeds). About 2 minutes on 2 cores (``--quick``: seconds).
 ``--lrs`` trains these learning rates instead of the preset's (the ledger's Fig. S4 row
@@ -19,9 +21,9 @@ import numpy as np
 from dnnphase.sweeps.experiments import plot_train_test, train_test
 from phasecore import results
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser, run
+from phasecore.commandline import Parser, overwrite_option, run
 from phasecore.panels import save_figure
-from phasecore.results import check_output_folder
+from phasecore.results import all_or_nothing, check_new_outputs, check_output_folder
 
 
 def _lrs(text: str | None) -> dict:
@@ -37,15 +39,17 @@ def _lrs(text: str | None) -> dict:
     return {"values": values}
 
 
-def main(folder: str = "figures/supplement", scale: str = "paper", lrs: str | None = None
-         ) -> None:
+def main(folder: str = "figures/supplement", scale: str = "paper", lrs: str | None = None,
+         overwrite: bool = False) -> None:
     changes = _lrs(lrs)
     folder = check_output_folder(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    outputs = [folder / "train_test.nc", folder / "train_test.png"]
+    check_new_outputs(outputs, overwrite)  # the default folder holds the committed ones
     ds = (train_test(scale, scheduler="processes", **changes) if scale == "paper"
           else train_test(scale, **changes))
-    results.save(ds, folder / "train_test.nc", overwrite=True)
-    save_figure(plot_train_test(ds), folder / "train_test.png")
+    with all_or_nothing(outputs, folder):  # both files or neither (a full disk)
+        results.save(ds, outputs[0], overwrite=True)
+        save_figure(plot_train_test(ds), outputs[1])
     print("| lr | curvature, training | curvature, test | test accuracy |")
     print("|---|---|---|---|")
     for v in ds["lr"].values:
@@ -64,7 +68,9 @@ def cli(argv=None) -> None:
                         default="paper", help="seconds: a smoke test")
     parser.add_argument("--lrs", default=None,
                         help="these learning rates, comma-separated (default the preset's)")
-    parser.set_defaults(func=lambda args: main(args.folder, scale=args.scale, lrs=args.lrs))
+    overwrite_option(parser, "train_test.nc and .png")
+    parser.set_defaults(func=lambda args: main(args.folder, scale=args.scale, lrs=args.lrs,
+                                               overwrite=args.overwrite))
     sys.exit(run(parser, argv))
 
 

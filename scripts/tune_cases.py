@@ -25,6 +25,7 @@ Adam, alpha = :data:`ALPHA`) and one knob over its range (:data:`RANGES`). For e
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
@@ -34,7 +35,8 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.data import ClassificationData, load_dataset, register_dataset
-from phasecore.commandline import Parser
+from phasecore.commandline import Parser, guarded
+from phasecore.results import write_atomic, write_text_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tune_evaluation import (  # noqa: E402  (a sibling script, not a package)
@@ -42,6 +44,7 @@ from tune_evaluation import (  # noqa: E402  (a sibling script, not a package)
     SPLIT_SEED,
     TUNE_SEEDS,
     VAL_FRACTION,
+    add_run_options,
     axis_values,
     budget_values,
     check_run_options,
@@ -318,18 +321,37 @@ def plot(rows: list[dict]):
 
 def main(argv=None) -> int:
     p = Parser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", default=str(ROOT / "figures" / "tune"))
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
-    p.add_argument("--fresh", action="store_true", help="ignore <out>/cases.nc")
+    add_run_options(p, "cases.nc, cases.md and cases.png")
+    p.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS),
+                   help="the networks evaluated")
+    p.add_argument("--fresh", action="store_true",
+                   help="ignore <out>/cases.nc (replacing it needs --overwrite)")
     p.add_argument("--epochs", type=int, default=None,
-                   help="override every network's epochs: a quick smoke test only")
+                   help="override every network's epochs: a quick smoke test only "
+                        "(default: each network's)")
     args = p.parse_args(argv)
-    check_run_options(p, args)
+    out = Path(args.out)
+    nc = out / "cases.nc"
+    old = None
+    if nc.is_file() and not args.fresh:  # resumed only from a run of these settings
+        try:
+            old = xr.load_dataset(nc)
+        except (OSError, ValueError) as err:
+            p.error(f"--out: {nc} is not a result file ({err}); --fresh --overwrite replaces it")
+    stored = None if old is None else {
+        "epochs": json.loads(old.attrs.get("config", "{}")).get("epochs")}
+    check_run_options(p, args, stored=stored, outputs=(
+        [nc, out / "cases.md", out / "cases.png"] if args.fresh else []))
+    if stored is not None and stored["epochs"] != args.epochs:  # --overwrite: start afresh
+        old = None
+    return guarded(p.prog, lambda: work(args, old), program=argv is None)
+
+
+def work(args, old) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     nc = out / "cases.nc"
-    rows = [] if args.fresh or not nc.exists() else from_dataset(xr.load_dataset(nc))
+    rows = [] if old is None else from_dataset(old)
     done = {case_id(r["network"], r["knob"]) for r in rows}
     start = time.time()
 
@@ -358,18 +380,16 @@ def main(argv=None) -> int:
             ds.attrs.update(provenance("dnnphase.tune_cases", {
                 "networks": NETWORKS, "ranges": RANGES, "alpha": ALPHA, "seeds": SEEDS,
                 "tune_seeds": TUNE_SEEDS, "grid_values": GRID_VALUES, "measure": MEASURE,
-                "val_fraction": VAL_FRACTION, "split_seed": SPLIT_SEED}))
-            tmp = nc.with_suffix(".tmp.nc")
-            ds.to_netcdf(tmp)
-            tmp.replace(nc)
-            (out / "cases.md").write_text(markdown(rows))
+                "val_fraction": VAL_FRACTION, "split_seed": SPLIT_SEED,
+                **({} if args.epochs is None else {"epochs": args.epochs})}))
+            write_atomic(ds, nc)  # a temporary name beside it, then a rename
+            write_text_atomic(out / "cases.md", markdown(rows))
             save_figure(plot(rows), out / "cases.png")
             log(f"saved {len(rows)} cases")
     if rows:  # drawn again from the file too, so that a change of the figure needs no run
-        (out / "cases.md").write_text(markdown(rows))
+        write_text_atomic(out / "cases.md", markdown(rows))
         save_figure(plot(rows), out / "cases.png")
     print(markdown(rows))
-    return 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.data import ClassificationData, load_dataset, register_dataset
-from phasecore.commandline import Parser
+from phasecore.commandline import Parser, guarded, overwrite_option
+from phasecore.results import write_atomic, write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOBS = ("dropout", "lr")
@@ -278,9 +279,7 @@ def save_nc(ds: xr.Dataset, path: Path) -> None:
     for name, (dt, _) in SCALARS.items():
         if dt is str:
             out[name] = out[name].astype(str)
-    tmp = path.with_suffix(".tmp.nc")
-    out.to_netcdf(tmp)
-    tmp.replace(path)
+    write_atomic(out, path)  # a temporary name beside it, then a rename
 
 
 def _fmt(v, knob):
@@ -352,10 +351,13 @@ def summary(d: xr.Dataset, knob: str) -> list[str]:
     ]
 
 
-def check_run_options(parser, args) -> None:
-    """--workers, --epochs and --out before any work: each bad one is one line, exit 2."""
+def check_run_options(parser, args, outputs=(), stored: dict | None = None) -> None:
+    """--workers, --epochs and --out before any work: each bad one is one line, exit 2.
+    ``outputs``: the files the run replaces (refused where they exist, unless --overwrite);
+    ``stored``: the settings of the results it resumes, which must be this run's (a smoke
+    test's --epochs is never mixed into the committed results), unless --overwrite."""
     from phasecore.checks import ConfigError
-    from phasecore.results import check_output_folder
+    from phasecore.results import OutputExistsError, check_new_outputs, check_output_folder
 
     if args.workers < 1:
         parser.error(f"--workers must be an integer >= 1 (got {args.workers})")
@@ -363,25 +365,59 @@ def check_run_options(parser, args) -> None:
         parser.error(f"--epochs must be an integer >= 1 (got {args.epochs})")
     try:
         check_output_folder(args.out)
-    except ConfigError as err:
+        check_new_outputs(outputs, args.overwrite)
+    except (ConfigError, OutputExistsError) as err:
         parser.error(f"--out: {err}")
+    mixed = {k: v for k, v in (stored or {}).items() if v != getattr(args, k)}
+    if mixed and not args.overwrite:
+        made = ", ".join(f"--{k} {v}" if v is not None else f"the default {k}"
+                         for k, v in mixed.items())
+        parser.error(f"--out: the results there were made with {made}, not this run's "
+                     "settings; choose another --out or pass --overwrite to replace them")
+
+
+def add_run_options(parser, what: str) -> None:
+    """--out, --workers and --overwrite, with their defaults in the help."""
+    parser.add_argument("--out", default=str(ROOT / "figures" / "tune"),
+                        help=f"the folder of {what} (default figures/tune, the committed one)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    overwrite_option(parser, what)
 
 
 def main(argv=None) -> int:
     p = Parser(description=__doc__.split("\n")[0])
-    p.add_argument("--knobs", nargs="+", default=list(KNOBS), choices=KNOBS)
-    p.add_argument("--alphas", nargs="+", type=float, default=list(ALPHAS))
-    p.add_argument("--out", default=str(ROOT / "figures" / "tune"))
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--knobs", nargs="+", default=list(KNOBS), choices=KNOBS,
+                   help="the knobs evaluated")
+    p.add_argument("--alphas", nargs="+", type=float, default=list(ALPHAS),
+                   help="the slopes evaluated")
+    add_run_options(p, "evaluation.nc and evaluation.md")
     p.add_argument("--epochs", type=int, default=None,
-                   help="override the paper's epochs: a quick smoke test only, not comparable")
+                   help="override the paper's epochs: a quick smoke test only, not comparable "
+                        "(default: the paper's)")
     p.add_argument("--resume", action="store_true",
                    help="keep the cells already finished in <out>/evaluation.nc")
     args = p.parse_args(argv)
-    check_run_options(p, args)
+    out = Path(args.out)
+    nc, md = out / "evaluation.nc", out / "evaluation.md"
+    stored = None
+    if args.resume and nc.is_file():  # resumed only from a run of these settings
+        try:
+            attrs = xr.load_dataset(nc).attrs
+        except (OSError, ValueError) as err:
+            p.error(f"--resume: {nc} is not a result file ({err})")
+        # --epochs None: the paper's epochs; a smoke test's epochs differ from them
+        epochs = {json.loads(v).get("epochs") if json.loads(v).get("epochs")
+                  != paper_config(k.removeprefix("config_"))[0].get("epochs") else None
+                  for k, v in attrs.items() if k.startswith("config_")}
+        stored = {"epochs": epochs.pop()} if len(epochs) == 1 else None
     if not all(math.isfinite(a) and 0 <= a <= 1 for a in args.alphas) or \
             len(set(args.alphas)) != len(args.alphas):
         p.error(f"--alphas must be distinct slopes in [0, 1] (got {args.alphas})")
+    check_run_options(p, args, outputs=() if args.resume else (nc, md), stored=stored)
+    return guarded(p.prog, lambda: work(args), program=argv is None)
+
+
+def work(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     nc, md = out / "evaluation.nc", out / "evaluation.md"
@@ -422,10 +458,9 @@ def main(argv=None) -> int:
             ds.attrs.update(prov)
             ds.attrs["wall_s"] = time.time() - start
             save_nc(ds, nc)
-            md.write_text(markdown(ds))
+            write_text_atomic(md, markdown(ds))
             log(f"saved {nc} and {md}")
     log("done")
-    return 0
 
 
 if __name__ == "__main__":

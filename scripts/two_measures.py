@@ -1,11 +1,12 @@
 """The spring–block paper's two separation measures side by side (SM S4, Figs. S10, S11 c-d),
 and He & Su's reading of the same load curves beside the spring–block curvature.
 
-    python scripts/two_measures.py [folder] [--reuse-linear]
+    python scripts/two_measures.py [folder] [--reuse-linear] [--overwrite]
 
 Reads every committed network diagram (``figures/**/dnn_*.nc``) that holds both the trace
 ratio (paper Eq. 3) and the fuzziness (Eq. 9), and writes into ``folder`` (default
-``figures/supplement/two_measures``):
+``figures/supplement/two_measures``; files there already only with ``--overwrite``, all of
+them or none):
 
 * ``two_measures.nc`` — per diagram: the agreement of the two measures' seed-mean phase labels,
   Cohen's kappa and the Spearman rho of their curvatures, each with a 95 % interval over
@@ -47,8 +48,15 @@ from dnnphase.compare.measure_agreement import (
 from dnnphase.compare.peaks import row_accuracy_peaks
 from dnnphase.knobs import KNOBS, larger_is_noisier
 from phasecore import results
-from phasecore.commandline import Parser
+from phasecore.checks import ConfigError
+from phasecore.commandline import Parser, guarded, overwrite_option
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
+from phasecore.results import (
+    OutputExistsError,
+    all_or_nothing,
+    check_new_outputs,
+    check_output_folder,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASURES = ("trace_ratio", "fuzziness")
@@ -274,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="read FOLDER/linear_network.nc instead of training it")
     parser.add_argument("--root", default=str(ROOT),
                         help="the checkout whose committed diagrams are read")
+    overwrite_option(parser, "results and figures in FOLDER")
     args = parser.parse_args(argv)
     folder, root = Path(args.folder), Path(args.root)
     linear_path = folder / "linear_network.nc"
@@ -294,15 +303,34 @@ def main(argv: list[str] | None = None) -> int:
         if "setting" not in linear.dims:
             parser.error(f"--reuse-linear: {linear_path} is not this script's linear_network.nc"
                          " (no setting dimension; run without --reuse-linear once)")
-    folder.mkdir(parents=True, exist_ok=True)
+    outputs = [folder / name for name in (
+        "two_measures.nc", "s10_paper.png", "s10_reduced.png", "equiseparation_paper.png",
+        "equiseparation_reduced.png", "s11_linear.png")]
+    outputs += [] if args.reuse_linear else [linear_path]
+    try:  # a read-only folder, or results there already: one line, before any work
+        check_output_folder(folder)
+        check_new_outputs(outputs, args.overwrite)
+    except (ConfigError, OutputExistsError) as err:
+        parser.error(str(err))
+    return guarded(parser.prog, lambda: work(folder, root, linear, args.reuse_linear),
+                   program=argv is None)
+
+
+def work(folder: Path, root: Path, linear, reuse_linear: bool) -> None:
+    """Train (or reuse) the linear network, then write every result and figure, all of
+    them or none (a full disk)."""
+    ours = [folder / "two_measures.nc", *([] if reuse_linear else [folder / "linear_network.nc"])]
     if linear is None:
         linear = linear_run()
-        results.save(linear, linear_path, overwrite=True)
     ds = statistics_dataset(root, linear)
-    results.save(ds, folder / "two_measures.nc", overwrite=True)
-    write_figures(ds, linear, folder)
+    figures = [folder / f"{kind}_{group}.png" for group, names in groups(ds).items() if names
+               for kind in ("s10", "equiseparation")] + [folder / "s11_linear.png"]
+    with all_or_nothing([*ours, *figures], folder):
+        if not reuse_linear:
+            results.save(linear, folder / "linear_network.nc", overwrite=True)
+        results.save(ds, folder / "two_measures.nc", overwrite=True)
+        write_figures(ds, linear, folder)
     _print(ds)
-    return 0
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from dnnphase.sweeps import universality
-from phasecore.commandline import scaled_figures_parser
+from phasecore.commandline import guarded, scaled_figures_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,13 @@ def parse(argv: list[str] | None = None):
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_workers
 
-    scheduler = "serial" if args.scale == "quick" and args.workers is None else "processes"
+    scheduler = "serial" if args.scale == "quick" else "processes"
+    # --quick: seconds of work a sweep, less than a pool's start-up (spawned workers import
+    # torch): with a pool it would be several times slower, so it runs here, and says so
+    args.serial_note = "" if args.scale != "quick" or args.workers is None else (
+        "universality.py: --quick runs its sweeps here, one after another: each takes seconds, "
+        "less than a pool's workers take to start")
+    args.workers = None if args.scale == "quick" else args.workers
     try:
         validate_workers(args.workers, scheduler)
         configs = universality.configs(args.scale, args.only)
@@ -60,7 +66,16 @@ def parse(argv: list[str] | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: bad input exits 2 with one line before any work; a failed write
+    (a full disk) 2 with one line; Ctrl-C 130 with the hint to rerun (sweeps resume)."""
     args, configs, scheduler = parse(argv)
+    if args.serial_note:
+        print(args.serial_note, file=sys.stderr, flush=True)
+    return guarded("universality.py", lambda: work(args, configs, scheduler),
+                   program=argv is None)
+
+
+def work(args, configs, scheduler) -> None:
     from dnnphase.sweeps.named_sweeps import run_named
     from phasecore.panels import save_figure
 
@@ -78,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     for figure, seconds in figure_seconds.items():
         print(f"Fig. {figure}: {seconds:.0f} s")
     print(f"done in {time.monotonic() - started:.0f} s; results and figures in {folder}/")
-    return 0
 
 
 if __name__ == "__main__":

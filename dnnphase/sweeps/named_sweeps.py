@@ -111,8 +111,8 @@ def run_named(name: str, cfg, folder: Path, names, *, scheduler: str, workers, q
 
     path = folder / f"{name}.nc"
     other = twin(folder, name, cfg, names)
-    if not path.exists() and other is not None:
-        shutil.copyfile(other, path)
+    if not path.exists() and other is not None:  # whole or not at all (a full disk)
+        results.replace_atomically(path, lambda tmp: shutil.copyfile(other, tmp))
         print(f"{name}: the configuration of {other.name}, copied", flush=True)
     if stored_matches(path, cfg):
         print(f"reusing {path}", flush=True)

@@ -1,9 +1,11 @@
 """Nothing recorded wrong (issue 45 §1): a network that blows up on its last update is
-diverged, with its reason, and gets no curvature; whatever the optimizer."""
+diverged, with its reason, and gets no curvature; whatever the optimizer. And the issue's
+misleading messages, a store left behind and a wrong estimate (§3)."""
 
 import math
 
 import numpy as np
+import pytest
 import torch
 
 import dnnphase
@@ -64,3 +66,100 @@ def test_adam_blowing_up_on_its_last_step_is_diverged():
     assert res.diverged_reason[0] in ("nan", "inf", "exploded") and res.diverged_reason[1] == ""
     assert res.steps_run.tolist() == [1, 1]
     assert torch.isnan(res.train_loss[0]) and torch.isfinite(res.train_loss[1])
+
+
+# --- issue 45 §3: misleading messages, a store left behind, a wrong estimate -----------------
+
+
+def one_line_error(capsys, prog: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"{prog}: error:") and "\n" not in err, err
+    return err
+
+
+def test_a_depth_axis_too_deep_names_depths(capsys):
+    """--depths 100000 was refused naming depth, an option not given."""
+    from dnnphase.cli import main
+
+    assert main(["sweep", "--depths", "3,100000", "-o", "x.nc"]) == 2
+    assert one_line_error(capsys, "dnnphase").startswith(
+        "dnnphase: error: depths is too large for this machine")
+
+
+def test_the_smallest_n_train_is_said_once(capsys):
+    """--n-train 5 said the minimum was 10; --n-train 10 then said 20."""
+    from dnnphase.cli import main
+
+    for n in ("5", "10"):
+        assert main(["sweep", "--dataset", "digits", "--n-train", n, "-o", "x.nc"]) == 2
+        assert "n_train must be at least 20 for dataset 'digits'" in one_line_error(
+            capsys, "dnnphase")
+
+
+def test_an_endless_langevin_chain_is_told_what_to_change():
+    """steps=inf with dynamics='langevin' pointed at algorithm; following that gave another
+    error. The obstacle is the dynamics: say so, whatever the algorithm."""
+    import springblock as sb
+    from phasecore.checks import ConfigError
+
+    for algorithm in ("steps", "auto", "events"):
+        with pytest.raises(ConfigError, match=r"^steps must be finite with "
+                                              r"dynamics='langevin'"):
+            sb.simulate(blocks=3, steps=float("inf"), dynamics="langevin",
+                        algorithm=algorithm)
+
+
+def test_a_resize_too_large_is_refused_before_it_is_made(monkeypatch):
+    """--size 1000 on Fashion-MNIST asked numpy for 32.8 GB before the memory check."""
+    import tracemalloc
+
+    from dnnphase import data
+    from phasecore.checks import ConfigError
+
+    images = np.zeros((600, 1, 28, 28), np.uint8)
+    monkeypatch.setattr(data, "host_available_memory", lambda: 2**30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError, match=r"^size is too large for this machine: 600 "
+                                              r"images resized to size 1000 .*use a smaller "
+                                              r"size"):
+            data._image_features(images, 255, 1000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 600 * 28 * 28 * 4  # not even the float copy of the originals was made
+
+
+def _stop(payload):
+    raise KeyboardInterrupt
+
+
+def test_a_sweep_interrupted_before_any_chunk_leaves_nothing(tmp_path):
+    """It said "nothing is kept" but left <out>.parts/sweep.json, and a different sweep to
+    the same place was then refused because of it."""
+    import xarray as xr
+
+    from phasecore.sweeps import SweepInterrupted, run_chunked
+
+    with pytest.raises(SweepInterrupted, match="nothing is kept"):
+        run_chunked(_stop, [0, 1], config={"n": 2}, output=tmp_path / "r.nc")
+    assert list(tmp_path.iterdir()) == []
+    chunks, store = run_chunked(lambda p: xr.Dataset({"x": ("i", [float(p)])}), [0, 1, 2],
+                                config={"n": 3}, output=tmp_path / "r.nc")
+    assert len(chunks) == 3 and store is not None
+
+
+def test_the_estimate_counts_the_work_in_flight():
+    """A plain line said "eta 150.7s" for a sweep that ended at 12 s: the first chunks to
+    finish on a pool were taken as the rate, as if the others in flight had not begun."""
+    from phasecore.progress import Progress
+
+    p = Progress(2, quiet=True)
+    p.workers, p.done = 2, 1
+    assert p.eta(22.2) == 0.0  # the other chunk started with it: about to finish
+    p = Progress(10, quiet=True)
+    p.workers, p.done = 2, 3  # chunks of 1 s, 2 at a time: 3 done at 2 s, 3 s left
+    assert p.eta(2.0) == pytest.approx(3.0)
+    p = Progress(10, quiet=True)
+    p.done = 4  # one worker: the plain rate
+    assert p.eta(8.0) == pytest.approx(12.0)

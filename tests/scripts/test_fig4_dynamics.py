@@ -43,8 +43,10 @@ def test_quick_run_writes_network_chain_and_figure(tmp_path, capsys):
     assert chain["chain_positions"].shape == net["load_curve_epochs"].isel(seed=0).shape
     assert (tmp_path / "fig4.png").stat().st_size > 10_000
     assert "| b |" in capsys.readouterr().out
-    # --refit reuses the networks: the same fit
-    assert fig4.cli([str(tmp_path), "--chain-seeds", "2", "--refit"]) == 0
+    # --refit reuses the networks: the same fit (replacing the chain and the figure: asked)
+    assert fig4.cli([str(tmp_path), "--chain-seeds", "2", "--refit"]) == 2
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert fig4.cli([str(tmp_path), "--chain-seeds", "2", "--refit", "--overwrite"]) == 0
     again = results.load(tmp_path / "fig4_chain.nc", kind="fig4.chain")
     np.testing.assert_allclose(again["mu_right"].values, chain["mu_right"].values)
 
