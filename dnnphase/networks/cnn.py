@@ -327,18 +327,18 @@ class EnsembleCNN(StackedModels):
         if device.type == "cpu" and PER_MODEL_CPU and m > 1:
             sizes = [1] * m
         bn = range(self.depth + 1) if self._batchnorm else range(0)
-
-        def cut(tensors) -> list[tuple[torch.Tensor, ...]]:
-            return [t.split(sizes) for t in tensors]  # views (one backward node per tensor)
-
-        parts = [cut(self.weights[:self.depth]), cut(self.biases[:self.depth]),
-                 cut(self.bn_weights), cut(self.bn_biases), cut(self.running_mean(i) for i in bn),
-                 cut(self.running_var(i) for i in bn), cut([self.alpha])]
-        groups, a = [], 0
+        stacked = {"weights": self.weights[:self.depth], "biases": self.biases[:self.depth],
+                   "bn_weights": self.bn_weights, "bn_biases": self.bn_biases,
+                   "running_means": [self.running_mean(i) for i in bn],
+                   "running_vars": [self.running_var(i) for i in bn]}
+        # views along the model dimension (one backward node per parameter)
+        parts = {name: [t.split(sizes) for t in ts] for name, ts in stacked.items()}
+        alphas = self.alpha.split(sizes)
+        groups, start = [], 0
         for g, size in enumerate(sizes):
-            own = [[t[g] for t in part] for part in parts]
-            groups.append(_Group(a, size, self.alphas[a:a + size], own[6][0], *own[:6]))
-            a += size
+            groups.append(_Group(start, size, self.alphas[start:start + size], alphas[g],
+                                 **{name: [t[g] for t in part] for name, part in parts.items()}))
+            start += size
         return groups
 
     def _bn(self, h: torch.Tensor, i: int, g: _Group) -> torch.Tensor:
