@@ -78,6 +78,8 @@ class Progress:
         if n <= 0:
             return
         self.done = self.total if n == rest else self.done + n
+        if self.first is None:  # (elapsed, work done in this run) at the first completion
+            self.first = (time.monotonic() - self.start, self.done - self.start_done)
         if self.bar is not None:
             self.bar.update(n)
         else:
@@ -102,16 +104,27 @@ class Progress:
     #: flight as under way, not as waiting to start.
     workers: int = 1
 
+    #: (elapsed seconds, work done in this run) when the first unit finished (None before).
+    first: tuple[float, float] | None = None
+
     def eta(self, elapsed: float) -> float | None:
-        """Seconds left, from the work done in this run (None before any): ``workers`` units
-        run at once, in waves, so a unit takes ``c = elapsed / ceil(new / workers)`` and the
-        whole run ``c * ceil(todo / workers)``. One worker gives ``elapsed / new * rest``;
-        with several, the first units to finish do not count the others, already running,
-        as not begun (2 chunks on 2 workers said "eta 22 s" with the second about to end)."""
+        """Seconds left, from the work done in this run (None before any).
+
+        Once a wave of ``workers`` units has finished after the first one, the rate since
+        that first one: it leaves out the start-up (a pool's workers importing torch, the
+        data loaded), which the first unit carried alone (a line said "eta 150.7 s" for a
+        sweep that ended at 12 s). Before that, ``workers`` units run at once, in waves: a
+        unit takes ``c = elapsed / ceil(new / workers)`` and the run ``c * ceil(todo /
+        workers)``, so the first units to finish do not count the others, already running,
+        as not begun (2 chunks on 2 workers said "eta 22 s" with the second about to end).
+        """
         new = self.done - self.start_done
         if new <= 0:
             return None
         w = max(1, int(self.workers))
+        if self.first is not None and new - self.first[1] >= w:
+            since, at = self.first
+            return max(0.0, (elapsed - since) / (new - at) * (self.total - self.done))
         todo = self.total - self.start_done
         per_wave = elapsed / math.ceil(new / w - 1e-9)
         return max(0.0, per_wave * math.ceil(todo / w - 1e-9) - elapsed)

@@ -163,3 +163,8 @@ def test_the_estimate_counts_the_work_in_flight():
     p = Progress(10, quiet=True)
     p.done = 4  # one worker: the plain rate
     assert p.eta(8.0) == pytest.approx(12.0)
+    # a start-up of 10 s carried by the first chunk, then 0.1 s a chunk: once a chunk has
+    # followed the first, the rate since the first (the line said 150.7 s; 1.6 s were left)
+    p = Progress(18, quiet=True)
+    p.done, p.first = 2, (10.0, 1)
+    assert p.eta(10.1) == pytest.approx(1.6)
