@@ -44,6 +44,16 @@ def curvature(load_curve) -> np.ndarray:
     the last layer's. Kept exactly as the paper's code defines it, for
     comparability; it uses only the two end segments and has the units of D.
     For a chain, c = e_1 - e_L (first minus last spring elongation).
+
+    Parameters
+    ----------
+    load_curve : array_like, (..., L+1)
+        Load curves D_0..D_L (L >= 2).
+
+    Returns
+    -------
+    numpy.ndarray
+        (...) the curvature, in the units of D.
     """
     d = _as_curves(load_curve)
     gain = d[..., :-1] - d[..., 1:]
@@ -58,6 +68,18 @@ def curvature_scaled(load_curve, min_relative_drop: float = MIN_RELATIVE_DROP) -
     D and to the number of layers; for an exact parabola through (0, 1) and
     (1, 0) it lies in [-1, 1] while the curve stays monotone. NaN where
     |D_0 - D_L| < ``min_relative_drop`` * max|D| (no drop to compare with).
+
+    Parameters
+    ----------
+    load_curve : array_like, (..., L+1)
+        Load curves D_0..D_L (L >= 2).
+    min_relative_drop : float, default 0.001
+        The smallest |D_0 - D_L| / max|D| divided by; a smaller drop gives NaN.
+
+    Returns
+    -------
+    numpy.ndarray
+        (...) the scale-free curvature: < 0 concave, 0 linear, > 0 convex.
     """
     d = _as_curves(load_curve)
     n = d.shape[-1]
@@ -83,6 +105,16 @@ def linearity(load_curve) -> dict[str, np.ndarray]:
       this is He & Su's per-layer contraction ratio rho.
     * ``half_life``: ln 2 / (-slope), the number of layers that halve the
       fuzziness; inf if the curve does not decrease.
+
+    Parameters
+    ----------
+    load_curve : array_like, (..., L+1)
+        Load curves D_0..D_L.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``pearson_r``, ``decay_ratio`` and ``half_life``, each (...).
     """
     d = _as_curves(load_curve)
     n = d.shape[-1]
@@ -112,7 +144,17 @@ def check_tolerance(tolerance) -> float:
 def phase_label(curv_scaled, tolerance: float = PHASE_TOLERANCE) -> np.ndarray:
     """-1 concave, 0 linear, +1 convex from a scale-free curvature; NaN stays NaN.
 
-    ``tolerance`` is the half-width of the band around zero called linear.
+    Parameters
+    ----------
+    curv_scaled : array_like, (...)
+        Scale-free curvatures (:func:`curvature_scaled`).
+    tolerance : float, default 0.05
+        The half-width of the band around zero called linear.
+
+    Returns
+    -------
+    numpy.ndarray
+        (...) -1.0, 0.0, +1.0 or NaN.
     """
     check_tolerance(tolerance)
     c = np.asarray(curv_scaled, dtype=np.float64)

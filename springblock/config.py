@@ -316,7 +316,20 @@ class ChainConfig:
         return row
 
     def replace(self, **changes) -> ChainConfig:
-        """A validated copy with some parameters changed."""
+        """A validated copy with some parameters changed.
+
+        Parameters
+        ----------
+        **changes
+            Parameters of :class:`ChainConfig` and their new values (``blocks=9``); the others
+            stay as they are.
+
+        Returns
+        -------
+        ChainConfig
+            The copy, checked as a new configuration is (a :class:`ConfigError` naming the
+            first parameter out of range).
+        """
         return ChainConfig(**{**self.to_dict(), **changes})
 
     def to_dict(self) -> dict:

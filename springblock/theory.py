@@ -35,10 +35,10 @@ from springblock.checks import (
     check_blocks,
     check_chain,
     check_modulus,
-    check_nonnegative,
     check_nonnegative_array,
     check_target,
 )
+from springblock.spectrum import laplacian_eigenvalues, laplacian_extremes, max_stable_step
 
 __all__ = [
     "laplacian_eigenvalues",
@@ -60,33 +60,41 @@ __all__ = [
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-def laplacian_eigenvalues(blocks: int) -> np.ndarray:
-    """Eigenvalues 2 - 2 cos(j pi / (L+1)), j = 1..L, of the chain's Laplacian (L,)."""
-    check_blocks(blocks)
-    j = np.arange(1, blocks + 1)
-    return 2.0 - 2.0 * np.cos(j * np.pi / (blocks + 1))
-
-
-def laplacian_extremes(blocks: int) -> tuple[float, float]:
-    """(lambda_min, lambda_max) of :func:`laplacian_eigenvalues` without building the array.
-
-    O(1) memory: a chain of 1e8 blocks must not allocate its spectrum just to
-    check a time step. The same numbers as the array's ends, to rounding.
-    """
-    check_blocks(blocks)
-    return (2.0 - 2.0 * math.cos(math.pi / (blocks + 1)),
-            2.0 - 2.0 * math.cos(blocks * math.pi / (blocks + 1)))
-
-
 def load_curve(positions, target: float = 1.0) -> np.ndarray:
-    """Load curve d_l = y - x_l for l = 0..L (x_0 = 0), shape ``(..., L+1)``."""
+    """Load curve d_l = y - x_l for l = 0..L (x_0 = 0), shape ``(..., L+1)``.
+
+    Parameters
+    ----------
+    positions : array_like, (..., L)  [length]
+        Block positions x_1..x_L (the wall is x_0 = 0).
+    target : float, default 1.0  [length]
+        y, the target's position.
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., L+1) d_0 (the wall, = y) .. d_L [length].
+    """
     x = np.asarray(positions, dtype=np.float64)
     wall = np.zeros(x.shape[:-1] + (1,))
     return target - np.concatenate([wall, x], axis=-1)
 
 
 def elongations(positions, target: float = 1.0) -> np.ndarray:
-    """Spring elongations e_l = x_l - x_{l-1}, l = 1..L+1, shape ``(..., L+1)``."""
+    """Spring elongations e_l = x_l - x_{l-1}, l = 1..L+1, shape ``(..., L+1)``.
+
+    Parameters
+    ----------
+    positions : array_like, (..., L)  [length]
+        Block positions x_1..x_L (the wall is x_0 = 0).
+    target : float, default 1.0  [length]
+        y, the target's position (x_{L+1} = y).
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., L+1) e_1 .. e_{L+1} [length]; they sum to y.
+    """
     x = np.asarray(positions, dtype=np.float64)
     shape = x.shape[:-1] + (1,)
     full = np.concatenate([np.zeros(shape), x, np.full(shape, float(target))], axis=-1)
@@ -99,6 +107,22 @@ def equal_force_state(force, blocks: int, modulus: float = 1.0, target: float = 
     k (e_{l+1} - e_l) = F for all blocks and sum_l e_l = y give
     e_1 = y/(L+1) - (F/k) L/2 and e_l = e_1 + (l-1) F/k (paper Eqs. 7-8).
     F > 0: concave load curve; F = 0: linear; F < 0: convex.
+
+    Parameters
+    ----------
+    force : float or array_like  [force]
+        F, the spring force every block feels (any sign).
+    blocks : int
+        L, the number of blocks (>= 1).
+    modulus : float, default 1.0  [force/length]
+        k, the springs' stiffness (> 0).
+    target : float, default 1.0  [length]
+        y, the target's position (the chain's load; finite, != 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., L) positions x_1..x_L [length], ``force``'s shape followed by L.
     """
     check_blocks(blocks)
     check_modulus(modulus)
@@ -120,6 +144,22 @@ def moved_blocks(blocks: int, mu_right: float, modulus: float = 1.0, target: flo
     e(n) = y/(n+1) - (mu->/k) n/2, and the resting neighbour stays put iff
     k e(n) <= mu->. n is the smallest such count (capped at L). Checked as
     :class:`~springblock.config.ChainConfig` checks these parameters.
+
+    Parameters
+    ----------
+    blocks : int
+        L, the number of blocks (>= 1).
+    mu_right : float, >= 0  [force]
+        mu->, the friction for rightward motion.
+    modulus : float, default 1.0  [force/length]
+        k, the springs' stiffness (> 0).
+    target : float, default 1.0  [length]
+        y, the target's position (the chain's load; finite, != 0).
+
+    Returns
+    -------
+    int
+        n in 1..L, the blocks next to the target that move.
     """
     check_chain(blocks, mu_right, modulus, target)
     for n in range(blocks + 1):
@@ -136,6 +176,22 @@ def noiseless_state(blocks: int, mu_right: float, modulus: float = 1.0, target: 
     target does (:func:`moved_blocks`) and the rest stay at 0. Independent of
     mu<-. Checked as :class:`~springblock.config.ChainConfig` checks these
     parameters (blocks an integer >= 1, mu-> finite >= 0, k > 0, y finite != 0).
+
+    Parameters
+    ----------
+    blocks : int
+        L, the number of blocks (>= 1).
+    mu_right : float, >= 0  [force]
+        mu->, the friction for rightward motion.
+    modulus : float, default 1.0  [force/length]
+        k, the springs' stiffness (> 0).
+    target : float, default 1.0  [length]
+        y, the target's position (the chain's load; finite, != 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        (L,) final positions x_1..x_L [length].
     """
     n = moved_blocks(blocks, mu_right, modulus, target)
     x = np.zeros(blocks)
@@ -187,6 +243,26 @@ def stationary_state(
     The long-time state when every block has moved (for Gaussian noise always,
     eventually); at zero noise use :func:`noiseless_state`, which also handles
     chains where only a tail moves.
+
+    Parameters
+    ----------
+    blocks : int
+        L, the number of blocks (>= 1).
+    mu_right, mu_left : float or array_like, >= 0  [force]
+        Friction for rightward (mu->) and leftward (mu<-) motion.
+    noise : float or array_like, default 0.0  [force]
+        The force-noise level s (>= 0).
+    truncation : float, default inf  [standard deviations]
+        The bound c of truncated noise (inf: Gaussian).
+    modulus : float, default 1.0  [force/length]
+        k, the springs' stiffness (> 0).
+    target : float, default 1.0  [length]
+        y, the target's position (the chain's load; finite, != 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., L) positions x_1..x_L [length], the arguments' broadcast shape followed by L.
     """
     check_blocks(blocks)
     force = stationary_force(mu_right, mu_left, noise, truncation)
@@ -243,6 +319,23 @@ def mean_drift(force, mu_right, mu_left, noise, truncation=math.inf):
     f is the dead zone of Eq. 6; xi ~ N(0, 1), conditioned on |xi| <= c when
     ``truncation`` c is finite. Closed form through the normal CDF/PDF;
     equals f(F) when s = 0. Broadcasts over all arguments.
+
+    Parameters
+    ----------
+    force : float or array_like  [force]
+        F, the spring force on the block.
+    mu_right, mu_left : float or array_like, >= 0  [force]
+        Friction for rightward (mu->) and leftward (mu<-) motion.
+    noise : float or array_like, >= 0  [force]
+        The force-noise level s.
+    truncation : float, default inf  [standard deviations]
+        The bound c of truncated noise (inf: Gaussian).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        h(F) [force; a velocity in units of k y per unit time], the arguments' broadcast
+        shape.
     """
     force, mu_right, mu_left, noise, trunc = np.broadcast_arrays(
         *(np.asarray(v, dtype=np.float64) for v in (force, mu_right, mu_left, noise, truncation))
@@ -265,6 +358,22 @@ def relaxation_time(mu_right, mu_left, noise, blocks: int, modulus: float = 1.0)
     h'(F*) k lambda_min: tau = 1 / (2 Phi(-a/s) k lambda_min). Exponentially
     long for s << a — why Gaussian phase diagrams are finite-horizon objects.
     In time units (steps * eta).
+
+    Parameters
+    ----------
+    mu_right, mu_left : float or array_like, >= 0  [force]
+        Friction for rightward (mu->) and leftward (mu<-) motion.
+    noise : float or array_like, > 0  [force]
+        The Gaussian force-noise level s.
+    blocks : int
+        L, the number of blocks (>= 1).
+    modulus : float, default 1.0  [force/length]
+        k, the springs' stiffness (> 0).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        tau [time], the arguments' broadcast shape.
     """
     require(bool(np.all(np.asarray(modulus) > 0)) and bool(np.all(np.isfinite(modulus))),
             "modulus", "> 0 (every entry finite)", modulus)
@@ -413,33 +522,23 @@ def elastic_energy(positions, modulus: float = 1.0, target: float = 1.0):
 
     Among chains under the same load y it is smallest for the equiseparated
     (linear) state e_l = y/(L+1).
+
+    Parameters
+    ----------
+    positions : array_like, (..., L)  [length]
+        Block positions x_1..x_L.
+    modulus : float, default 1.0  [force/length]
+        k, the springs' stiffness (> 0).
+    target : float, default 1.0  [length]
+        y, the target's position (the chain's load; finite, != 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        (...) the energy [force * length].
     """
     e = elongations(positions, target)
     return 0.5 * modulus * np.sum(e * e, axis=-1)
-
-
-def max_stable_step(blocks: int, modulus: float = 1.0, dynamics: str = "overdamped",
-                    damping: float = 0.0) -> float:
-    """Largest time step for which the explicit scheme is linearly stable.
-
-    * overdamped: eta k lambda_max < 2;
-    * second order (semi-implicit Euler): eta gamma < 2 and
-      eta^2 k lambda_max < 4 - 2 eta gamma;
-    * Langevin (Euler-Maruyama): eta k lambda_max < gamma.
-    lambda_max = 2 - 2 cos(L pi / (L+1)) < 4.
-    """
-    check_modulus(modulus)
-    check_nonnegative("damping", damping)
-    w2 = modulus * laplacian_extremes(blocks)[1]
-    if dynamics == "overdamped":
-        return 2.0 / w2
-    if dynamics == "second_order":
-        # root of eta^2 w2 + 2 eta gamma - 4 = 0, also below 2/gamma
-        root = (-damping + math.sqrt(damping * damping + 4.0 * w2)) / w2
-        return min(root, 2.0 / damping) if damping > 0 else root
-    if dynamics == "langevin":
-        return damping / w2
-    raise ValueError(f"dynamics: unknown {dynamics!r}")
 
 
 def predict_positions_logtime(

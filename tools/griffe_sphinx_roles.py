@@ -19,7 +19,12 @@ asterisks of notation (``F*``, ``2**63``) would set the text between them in ita
 It shows fields written ``name : description`` in prose (before any numpy section) as a
 list, where Markdown would run them into one paragraph. And it gives each name of a
 grouped numpy parameter (``mu_right, mu_left : float``) an entry of its own, so that each
-shows its own default and annotation.
+shows its own default and annotation, and the group's description.
+
+A group whose description only names the class that documents it (``As
+:class:`~dnnphase.networks.architecture.Architecture`'s.``: fields a configuration shares
+with that class) takes each name's own description from that class's docstring, where it
+is written once (its numpy Parameters, or its ``name : description`` fields).
 """
 
 from __future__ import annotations
@@ -137,8 +142,8 @@ def split_groups(text: str) -> str:
 
     griffe gives every name of a group the annotation and default of the first one found
     in the signature; apart, each name shows its own (the type written, if any, stays
-    shared, and so does a one-line description; a longer one is the first name's, the
-    others point to it).
+    shared, and so does the description: a row that only pointed to another would leave
+    the reader to find it).
     """
     lines, out, i, section = text.split("\n"), [], 0, None
     while i < len(lines):
@@ -155,12 +160,8 @@ def split_groups(text: str) -> str:
             trailing = []  # blank lines stay after the last name
             while body and not body[-1].strip():
                 trailing.append(body.pop())
-            first, *others = group[1].split(", ")
-            out += [first + (group[2] or ""), *body]
-            indent = re.match(r"\s*", body[0])[0] if body else "    "
-            for name in others:  # a long description once, then a pointer to it
-                out += [name + (group[2] or ""),
-                        *(body if len(body) <= 1 else [f"{indent}See ``{first}``."])]
+            for name in group[1].split(", "):
+                out += [name + (group[2] or ""), *body]
             out += trailing
         else:
             out.append(line)
@@ -169,6 +170,51 @@ def split_groups(text: str) -> str:
 
 
 FIELD = re.compile(r"(?P<names>\*{0,2}\w+(?:, \*{0,2}\w+)*) : (?P<text>\S.*)")
+
+#: A parameter group's whole description naming the class that documents its names.
+AS_OF = re.compile(r"As :class:`~?(?P<target>[\w.]+)`'s\.")
+
+
+def fields_of(text: str) -> dict[str, str]:
+    """name -> description of a docstring's ``name : description`` fields (continued on
+    indented lines; a group's names share it), whether in prose or a Parameters section
+    (``name : type`` then an indented description)."""
+    out, lines, i = {}, text.split("\n"), 0
+    while i < len(lines):
+        field = FIELD.fullmatch(lines[i]) or re.fullmatch(
+            r"(?P<names>\w+(?:, \w+)*)(?: : (?P<type>.*))?", lines[i])
+        body = []
+        while field and i + 1 < len(lines) and lines[i + 1].startswith((" ", "\t")) \
+                and lines[i + 1].strip():
+            i += 1
+            body.append(lines[i].strip())
+        if field and (body or field.groupdict().get("text")):
+            first = field.groupdict().get("text")
+            description = " ".join(([first] if first else []) + body)
+            for name in field["names"].split(", "):
+                out[name] = description
+        i += 1
+    return out
+
+
+def inherit_groups(obj: griffe.Object, text: str, collection) -> str:
+    """Each group of ``text``'s Parameters described only as ``As :class:`X`'s.``, one entry
+    per name with X's description of that name (X's roles resolved where X is)."""
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        group = re.fullmatch(r"(\w+(?:, \w+)*)", lines[i])
+        match = group and i + 1 < len(lines) and AS_OF.fullmatch(lines[i + 1].strip())
+        home = match and collection.get(resolve(obj, match["target"]))
+        if home is not None and home is not False and home.docstring is not None:
+            fields = fields_of(home.docstring.value)
+            indent = re.match(r"\s*", lines[i + 1])[0]
+            for name in group[1].split(", "):
+                out += [name, indent + rewrite(home, fields.get(name, lines[i + 1].strip()))]
+            i += 2
+            continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
 
 
 def list_fields(text: str) -> str:
@@ -205,6 +251,32 @@ class SphinxRoles(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
         UNIQUE.clear()
         UNIQUE.update(unique_names(pkg.modules_collection))
+        homes = {obj.path: obj for obj in _objects(pkg)}  # before any docstring is rewritten
+        originals = {path: obj.docstring.value for path, obj in homes.items()
+                     if obj.docstring is not None}
         for obj in _objects(pkg):
             if obj.docstring is not None:
-                obj.docstring.value = split_groups(list_fields(rewrite(obj, obj.docstring.value)))
+                text = inherit_groups(obj, obj.docstring.value, _Originals(homes, originals))
+                obj.docstring.value = split_groups(list_fields(rewrite(obj, text)))
+
+
+class _Originals:
+    """The package's objects by path, each with the docstring it was loaded with."""
+
+    def __init__(self, homes: dict, originals: dict):
+        self.homes, self.originals = homes, originals
+
+    def get(self, path: str):
+        if path not in self.originals:
+            return None
+        return _Home(self.homes[path], self.originals[path])
+
+
+class _Home:
+    """An object (to resolve its roles) with its docstring as loaded."""
+
+    def __init__(self, obj: griffe.Object, text: str):
+        self.obj, self.docstring = obj, griffe.Docstring(text)
+
+    def resolve(self, name: str):
+        return self.obj.resolve(name)

@@ -24,7 +24,19 @@ __all__ = ["cohen_kappa", "rank_correlations", "sweeps_agree"]
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Agreement beyond chance between two label arrays (NaN entries ignored)."""
+    """Agreement beyond chance between two label arrays (NaN entries ignored).
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray
+        Phase labels -1, 0, +1 (NaN: none) of the same cells, any one shape.
+
+    Returns
+    -------
+    float
+        kappa in [-1, 1]: 1 full agreement, 0 chance's; NaN without a cell labelled in
+        both, or where chance alone agrees fully (one label everywhere).
+    """
     ok = np.isfinite(a) & np.isfinite(b)
     a, b = a[ok], b[ok]
     if a.size == 0:
@@ -39,6 +51,16 @@ def rank_correlations(curv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Returns (rows (R,), cols (C,)); NaN where a line has < 3 finite cells or
     no variation.
+
+    Parameters
+    ----------
+    curv : numpy.ndarray, (R, C)
+        Curvatures of a diagram's cells.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        rho of each row (R,) and of each column (C,).
     """
     def rho(values):
         ok = np.isfinite(values)
@@ -70,6 +92,18 @@ def sweeps_agree(a, b, measure: str = MEASURE) -> xr.Dataset:
     same seeds that differs only in rounding stays well below), and ``bitwise_equal``, whether
     the cell's final load curves are bit for bit equal. Attributes: ``bitwise_equal_runs``,
     the largest |z| of each, and the count of cells beyond 2.
+
+    Parameters
+    ----------
+    a, b : xarray.Dataset or str or pathlib.Path
+        The two sweeps' Datasets, or their files.
+    measure : str, default "trace_ratio"
+        The measure whose curvature is compared (:data:`dnnphase.metrics.MEASURE_NAMES`).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``curvature_z``, ``accuracy_z`` and ``bitwise_equal`` over (alpha, <knob>).
     """
     a, b = as_result(a, "a", "dnnphase.sweep"), as_result(b, "b", "dnnphase.sweep")
     check_network(a, measure)

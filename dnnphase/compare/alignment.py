@@ -104,7 +104,18 @@ def oriented_network(ds: xr.Dataset, measure: str = MEASURE) -> xr.Dataset:
 
 
 def chain_axes(ds: xr.Dataset) -> tuple[str, str]:
-    """(friction axis, noise axis) of a chain phase diagram, in either order; else an error."""
+    """(friction axis, noise axis) of a chain phase diagram, in either order; else an error.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A chain phase diagram (:func:`springblock.phase_diagram`).
+
+    Returns
+    -------
+    tuple of str
+        The names of its friction and noise dimensions.
+    """
     dims = tuple(ds["curvature_scaled"].dims[:2])
     friction = [d for d in dims if d in FRICTION_AXES]
     noise = [d for d in dims if d in NOISE_AXES]

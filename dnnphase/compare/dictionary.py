@@ -61,6 +61,30 @@ def dictionary_table(fit: xr.Dataset, knob: str, *, larger_is_noisier: bool = Tr
     the share of rows where the noise rises strictly (rho = 1) and of columns
     where the friction falls strictly (rho = -1), the same shares of rows and
     columns whose interval excludes 0 on the dictionary's side, and the means.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset
+        A :meth:`TrajectoryFit.to_dataset` result over (``row_dim``, ``knob``).
+    knob : str
+        The knob's dimension (e.g. "dropout").
+    larger_is_noisier : bool, default True
+        Whether a larger knob value is more noise (False for batch size).
+    row_dim : str, default "alpha"
+        The nonlinearity's dimension.
+    noise, friction : str, default "noise", "mu_right"
+        The fitted chain parameters read as the noise and the friction.
+    n_boot : int, default 2000
+        Bootstrap resamples of each rho's interval.
+    level : float, default 0.95
+        The intervals' coverage.
+    seed : int, default 0
+        The bootstrap's random seed.
+
+    Returns
+    -------
+    xarray.Dataset
+        The rho variables with their ``_low`` / ``_high``; the shares in its attributes.
     """
     for name in (noise, friction):
         for suffix in ("", "_low", "_high", "_log_se", "_unbounded"):
@@ -126,6 +150,30 @@ def effective_force_table(network: xr.Dataset, knob: str, *, larger_is_noisier: 
     ``network``: a sweep Dataset with ``load_curve (row_dim, knob, seed[, measure], layer)``.
     Returns the same layout as :func:`dictionary_table` (``rho_effective_force_along_knob``,
     ``rho_effective_force_along_alpha`` with ``_low``/``_high``, shares as attributes).
+
+    Parameters
+    ----------
+    network : xarray.Dataset
+        A sweep with ``load_curve`` (``row_dim``, ``knob``, seed[, measure], layer).
+    knob : str
+        The knob's dimension (e.g. "dropout").
+    larger_is_noisier : bool, default True
+        Whether a larger knob value is more noise (False for batch size).
+    measure : str, default "trace_ratio"
+        The measure whose load curves are read (:data:`dnnphase.metrics.MEASURE_NAMES`).
+    row_dim : str, default "alpha"
+        The nonlinearity's dimension.
+    n_boot : int, default 2000
+        Bootstrap resamples of the seeds.
+    level : float, default 0.95
+        The intervals' coverage.
+    seed : int, default 0
+        The bootstrap's random seed.
+
+    Returns
+    -------
+    xarray.Dataset
+        The rho variables with their ``_low`` / ``_high``; the shares in its attributes.
     """
     from springblock.fit.shapes import effective_force
 

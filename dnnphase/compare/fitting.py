@@ -55,7 +55,22 @@ def _finite_seeds(curves: xr.DataArray, what: str) -> xr.DataArray:
 
 
 def fit_sweep_final(network: xr.Dataset, measure: str = MEASURE, **kwargs) -> xr.Dataset:
-    """:func:`fit_spring` on each cell's seed-mean final curve -> Dataset over the grid dims."""
+    """:func:`fit_spring` on each cell's seed-mean final curve -> Dataset over the grid dims.
+
+    Parameters
+    ----------
+    network : xarray.Dataset
+        A network sweep (``dnnphase.sweep``).
+    measure : str, default "trace_ratio"
+        The measure whose final load curves are fitted (:data:`dnnphase.metrics.MEASURE_NAMES`).
+    **kwargs
+        Keyword arguments of :func:`springblock.fit.fit_spring`.
+
+    Returns
+    -------
+    xarray.Dataset
+        :meth:`FitResult.to_dataset` over the sweep's grid dims.
+    """
     dims = _grid_dims(network)
     curves = network["load_curve"]
     if "measure" in curves.dims:
@@ -76,6 +91,21 @@ def fit_sweep_trajectory(network: xr.Dataset, *, weighted: bool = True,
     inverse of their seed variance (:func:`seed_weights`, pooled over cells
     and layers). Adds ``epoch``-resolved ``frame_residual`` and the cell's
     ``residual``; keyword arguments go to :func:`fit_trajectory`.
+
+    Parameters
+    ----------
+    network : xarray.Dataset
+        A network sweep recorded over training (``record_every`` > 0: ``load_curve_epochs``).
+    weighted : bool, default True
+        Weight each point by the inverse of its seed variance (with >= 2 seeds).
+    **kwargs
+        Keyword arguments of :func:`springblock.fit.fit_trajectory`.
+
+    Returns
+    -------
+    xarray.Dataset
+        :meth:`TrajectoryFit.to_dataset` over the sweep's grid dims, with ``frame_residual``
+        and ``residual``.
     """
     check_bools(weighted=weighted)
     require("load_curve_epochs" in network, "network",

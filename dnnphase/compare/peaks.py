@@ -76,6 +76,24 @@ def accuracy_peak(curvature: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 
     separates the classes has a tiny drop, so its scale-free curvature can reach -90
     and would alone decide where a quadratic peaks. ``low`` / ``high``: the range kept;
     ``n_cells``: cells with at least one model kept.
+
+    Parameters
+    ----------
+    curvature, accuracy : numpy.ndarray, (..., S)
+        Scale-free curvature and test accuracy of each model, the last axis a cell's seeds.
+    n_boot : int, default 1000
+        Bootstrap resamples of the cells.
+    bins : int, default 8
+        Equal-count bins of curvature for ``binned_peak``.
+    seed : int, default 0
+        The bootstrap's random seed.
+
+    Returns
+    -------
+    dict
+        ``peak``, ``peak_low``, ``peak_high``, ``binned_peak``, ``binned_low``,
+        ``binned_high``, ``bin_curvature``, ``bin_accuracy``, ``low``, ``high``, ``excluded``,
+        ``n_cells`` and ``spearman_abs`` (Spearman rho of accuracy against |curvature|).
     """
     c, a = _cells(curvature), _cells(accuracy)  # (K, S)
     if c.shape != a.shape:
@@ -140,6 +158,21 @@ def row_accuracy_peaks(curvature: np.ndarray, accuracy: np.ndarray, values: np.n
       a boundary);
     * ``tied`` (R, C): 1 where a column ties with the row's peak, else 0 — the
       tied *set* (a row's ties need not be contiguous).
+
+    Parameters
+    ----------
+    curvature, accuracy : numpy.ndarray, (R, C, S)
+        Scale-free curvature and test accuracy per seed, cells on the oriented axes (noise
+        increasing along C).
+    values : numpy.ndarray, (C,)
+        The knob value of each column.
+    log_scale : bool, default False
+        Interpolate the boundary in log(value) (knobs whose values span decades).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        The arrays listed above, (R,) each (``tied``: (R, C)).
     """
     with warnings.catch_warnings():  # a cell whose seeds all diverged is NaN, as it should be
         warnings.simplefilter("ignore", RuntimeWarning)

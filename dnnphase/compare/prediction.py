@@ -464,6 +464,22 @@ def held_out_prediction(ds: xr.Dataset, measure: str = MEASURE, *,
     ``<split>_<score>`` for every score of :func:`scores`. Curvatures are scale-free
     (dimensionless); mu-> and s in units of k y (L = 7 blocks, T = 1000, mu<- = 2 mu->).
     ``ds``: the sweep's Dataset or the path (str or Path) of a file written by ``dnnphase sweep``.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset or str or pathlib.Path
+        A network sweep, or the path of its file.
+    measure : str, default "trace_ratio"
+        The measure whose curvature is predicted (:data:`dnnphase.metrics.MEASURE_NAMES`).
+    starts : int, default 6
+        Starting points of each fit of the chain map (>= 1).
+    points : int, default 49
+        Points per side of the table of the chain's curvature the fits read.
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables and attributes listed above.
     """
     ds = as_result(ds, "ds", "dnnphase.sweep")
     cells = diagram_cells(ds, measure)
@@ -511,6 +527,22 @@ def transfer_table(sweeps: dict[str, xr.Dataset], measure: str = MEASURE, *,
     ``<model>_rmse`` over the target's usable cells (NaN on the diagonal), ``floor`` (RMS
     standard error of the target's cell means), ``cells`` and ``parameters`` (C, the target's
     knob values: every model fits one number per column, its rows carried over).
+
+    Parameters
+    ----------
+    sweeps : dict of str to xarray.Dataset
+        Knob name -> its network sweep, all with the same alphas.
+    measure : str, default "trace_ratio"
+        The measure whose curvature is predicted (:data:`dnnphase.metrics.MEASURE_NAMES`).
+    starts : int, default 6
+        Starting points of each fit of the chain map (>= 1).
+    points : int, default 49
+        Points per side of the table of the chain's curvature the fits read.
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables listed above, over (``source``, ``target``).
     """
     require(len(sweeps) >= 2, "sweeps", "at least 2 sweeps (knob -> Dataset)", len(sweeps))
     cells = {k: diagram_cells(ds, measure) for k, ds in sweeps.items()}

@@ -34,7 +34,18 @@ def _rho_reason(curvature: xr.DataArray, dim: str, what: str) -> str:
 
 
 def summary(report: xr.Dataset) -> str:
-    """A few lines a person reads: the agreement table (``n/a`` says what is missing)."""
+    """A few lines a person reads: the agreement table (``n/a`` says what is missing).
+
+    Parameters
+    ----------
+    report : xarray.Dataset
+        A :func:`compare` result.
+
+    Returns
+    -------
+    str
+        The lines, joined by newlines.
+    """
     a = report.attrs
     along = {"noise": _rho_reason(report["network_curvature"], "noisiness", f"{a['knob']} values"),
              "nonlinearity": _rho_reason(report["network_curvature"], "nonlinearity",

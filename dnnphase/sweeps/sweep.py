@@ -62,62 +62,60 @@ class SweepConfig(TrainingSettings):
 
     Parameters
     ----------
-    knob, values
-        The noise knob (:mod:`dnnphase.knobs`) and its values (None: its ``default_values``).
+    epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype, device
+        As :class:`~dnnphase.training.settings.TrainingSettings`'s.
+    schedule, momentum, weight_decay, lr_drops, keep_last_batch, warmup_epochs
+        As :class:`~dnnphase.training.settings.TrainingSettings`'s.
+    knob : str
+        The noise knob of the diagram's columns (:mod:`dnnphase.knobs`): "dropout", "lr",
+        "batch_size", "label_noise" or "random_labels".
+    values : sequence of float, optional
+        The knob's values, distinct, in its range (None: its ``default_values``, e.g. dropout
+        (0.0, 0.1, 0.2, 0.3)); the swept knob's own field stays at its default.
     alphas : float or sequence of float
         LeakyReLU negative slopes in [0, 1] (0 = ReLU); as ``values``, numbers, not text.
     seeds : int or sequence of int
         The model seeds (all of a model's randomness): n (0..n-1) or distinct integers >= 0.
-    dataset, data_seed, n_train, root
-        The data, see :func:`dnnphase.data.load_dataset`.
+    dataset : str
+        "mnist5k", "digits", "mnist1d", "gmm", "orthogonal", "mnist", "fashion-mnist" or
+        "cifar10": what each is, where it is read from, how it is split: docs/data.md.
+    data_seed : int
+        The seed of the split and the training subsample (and of a generated set).
+    n_train : int, optional
+        Training samples, a class-stratified subsample (None: the data set's own number).
+    root : str, optional
+        The folder of the files of "mnist", "fashion-mnist" (None: Debian's
+        /usr/share/datasets/fashion-mnist, package dataset-fashion-mnist) or "cifar10".
     size : int, optional
-        An image data set's side after resizing (its ``size`` option; None: its own).
-    depths : sequence of int, optional
-        Depth as a sweep axis: networks of each of these depths (hidden layers, each >= 2,
-        distinct), every (alpha, value, seed) model at every depth, in one resumable sweep;
-        ``depth`` then stays at its default. The result gains a ``depth`` dimension and
-        each depth's load curve keeps its own length: layers 0..depth, NaN above
-        (:mod:`dnnphase.sweeps.depth_axis`). Default ``()``: the one ``depth``.
+        An image data set's side after resizing (None: its own).
     arch, depth, width, channels, kernel_size, norm, bias, weight_init
-        The network, :class:`dnnphase.networks.architecture.Architecture` (meaning, checks;
-        ``width`` one integer, or a tuple of ``depth`` widths, one per hidden layer;
-        ``norm`` in :data:`dnnphase.networks.mlp.NORMS`, ``weight_init`` in
-        :data:`dnnphase.networks.mlp.WEIGHT_INITS`): "mlp" (L hidden layers of width n),
-        "cnn" (L conv layers, on image data) or "linear" (the identity: alphas (1,)).
-    epochs, batch_size, optimizer, lr, loss_threshold, patience, rel_tol, dtype, device
-        The training settings, :class:`dnnphase.training.settings.TrainingSettings` (defaults
-        and checks); ``batch_size=None``: full batch; ``device="auto"``: CUDA if present.
-    schedule : tuple of (int, str, float or None)
-        Dropout / lr changes during training, ``(epoch, knob, value)`` entries
-        (:mod:`dnnphase.training.schedule`; None: each model's own value):
-        ``((1, "dropout", 0.0), (51, "dropout", None))`` trains without dropout for 50
-        epochs, then with each model's p (Fig. S2); one the swept values never act in is refused.
-    dropout, label_noise, random_labels : float
-        The other per-model knobs; the swept knob's field stays at its default (``values``
-        sets it). ``random_labels``: the fraction of the training labels reassigned once,
-        before training, from each model's seed (Galanti et al.; ``label_noise`` redraws
-        every step); each model trains on, and is measured with, its own labels.
-    momentum, weight_decay, lr_drops
-        SGD's momentum, the L2 weight decay and the learning-rate drops (lr / 10) at
-        fractions of the run (:class:`dnnphase.training.settings.TrainingSettings`); the
-        papers' training: ``optimizer="sgd", momentum=0.9, weight_decay=5e-4,
-        lr_drops=(1/3, 2/3), batch_size=128``.
+        As :class:`~dnnphase.networks.architecture.Architecture`'s.
+    dropout : float
+        p in [0, 1): in training, each hidden activation is zeroed with probability p (the
+        rest scaled by 1 / (1 - p)); the load curves are measured without (eval mode).
+    label_noise : float
+        q in [0, 1], every step: a label redrawn uniformly with probability q, and Gaussian
+        noise of q times each feature's standard deviation added to the input.
+    random_labels : float
+        The fraction in [0, 1] of training labels reassigned once from each model's seed
+        (Galanti et al.); a model is measured with its own labels.
     measures : sequence of str
-        Measures of every layer (:data:`dnnphase.measures.separation_numpy.MEASURE_NAMES`).
+        Measures of every layer (:data:`dnnphase.metrics.MEASURE_NAMES`, docs/measures.md).
     record_every : int
         Also record the first measure's load curve (training and test set) every k epochs.
-    protocol : str
-        The measurement (:data:`dnnphase.networks.protocol.PROTOCOLS`): "ours" (eval-mode
-        BatchNorm, layer 0 after the input BatchNorm, activations), "he_su" (BatchNorm
-        statistics of each batch of 100, raw input) or "galanti" (each hidden Linear's
-        output); not "ours" only for MLPs.
-    keep_last_batch, warmup_epochs
-        An epoch's last, partial batch as a step (He & Su's code) and a linear learning-rate
-        warm-up (Galanti et al.'s), :class:`dnnphase.training.settings.TrainingSettings`.
     models_per_chunk : int, optional
-        Models trained as one stack, stored as one resumable chunk (float32 results depend
-        on it at the rounding level). None: on the CPU at most ``defaults.MODELS_PER_CHUNK``
-        in at least ``defaults.MIN_CHUNKS`` chunks; on CUDA a stack that fills the GPU.
+        Models trained as one stack, stored as one resumable chunk (float32 results depend on
+        it at the rounding level). None: on the CPU at most 16 in at least 8 chunks; on CUDA a
+        stack that fills the GPU.
+    depths : sequence of int, optional
+        Depth as a sweep axis (:mod:`dnnphase.sweeps.depth_axis`): every (alpha, value, seed)
+        model at each of these depths (each >= 2, distinct; ``depth`` then stays at its
+        default), in one resumable sweep, with a ``depth`` dimension; each depth's load
+        curve keeps its length, layers 0..depth, NaN above. ``()``: the one ``depth``.
+    protocol : str
+        The measurement: "ours" (eval-mode BatchNorm, layer 0 after the input BatchNorm,
+        activations), "he_su" (BatchNorm statistics of each batch of 100, raw input) or
+        "galanti" (each hidden Linear's output); not "ours" only for MLPs.
     """
 
     knob: str = "dropout"
@@ -395,6 +393,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
         core; from a script, under ``if __name__ == "__main__":``) or a Dask address.
     quiet : bool, default True
         False prints the expected run time and the progress on stderr.
+    **params
+        :class:`SweepConfig`'s fields (with ``config``: those to change).
 
     Returns
     -------

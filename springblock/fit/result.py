@@ -20,19 +20,39 @@ class FitResult:
 
     Forces are in units of k y, y = 1.
 
-    mu_right, mu_left, noise : (...) fitted mu->, mu<- (= ratio * mu->), s.
-    residual : (...) RMS over the L+1 layers of (data - chain) normalised
-        curves; from simulation where ``refined``.
-    effective_force, effective_force_residual : (...) F_eff of the data and
-        the RMS misfit of its equal-force chain.
-    mu_right_se, noise_se : (...) local Gauss-Newton standard errors; NaN for
-        a fixed parameter, inf where the curve does not depend on it. A guide
-        to identifiability, not a calibrated interval.
-    mu_right_at_bound, noise_at_bound : (...) bool, the estimate sits on a
-        bound of the fit (its value is then a limit, not an estimate).
-    curve, data : (..., L+1) the fitted chain's and the input's normalised curves.
-    refined : (...) bool, whether the simulation refinement changed the fit.
-    blocks, horizon, modulus, mu_left_ratio, step : the fixed settings.
+    Parameters
+    ----------
+    mu_right, mu_left, noise : numpy.ndarray, (...)  [force, k y]
+        The fitted mu->, mu<- (= ``mu_left_ratio`` * mu->) and s.
+    residual : numpy.ndarray, (...)
+        RMS over the L+1 layers of the (data - chain) normalised curves; from simulation
+        where ``refined``.
+    effective_force : numpy.ndarray, (...)  [force, k y]
+        F_eff of the data (:func:`springblock.fit.effective_force`).
+    effective_force_residual : numpy.ndarray, (...)
+        The RMS misfit of the equal-force chain of ``effective_force``.
+    mu_right_se, noise_se : numpy.ndarray, (...)  [force, k y]
+        Local Gauss-Newton standard errors; NaN for a fixed parameter, inf where the curve
+        does not depend on it. A guide to identifiability, not a calibrated interval.
+    curve, data : numpy.ndarray, (..., L+1)
+        The fitted chain's and the input's normalised curves.
+    refined : numpy.ndarray of bool, (...)
+        Whether the simulation refinement changed the fit.
+    blocks : int
+        L, the chain's blocks.
+    horizon : float  [time]
+        T, the time at which the chain is observed.
+    modulus : float  [force/length]
+        k.
+    mu_left_ratio : float
+        mu<- / mu->.
+    step : float  [time]
+        eta, the simulation's time step (of the refinement).
+    mu_right_at_bound, noise_at_bound : numpy.ndarray of bool, (...), optional
+        The estimate sits on a bound of the fit (its value is then a limit, not an
+        estimate).
+    settings : dict, default {}
+        The fit's other settings, kept as the result Dataset's attributes.
     """
 
     mu_right: np.ndarray
@@ -77,6 +97,21 @@ class FitResult:
         ``coords`` is passed to :class:`xarray.Dataset`, e.g.
         ``{"alpha": ..., "dropout": ...}`` of a network sweep. The fixed
         settings and provenance are attributes.
+
+        Parameters
+        ----------
+        dims : sequence of str, optional
+            Names of the leading axes (default ``dim_0, dim_1, ...``).
+        coords : dict, optional
+            Coordinates passed to :class:`xarray.Dataset`.
+        layer_dim : str, default "layer"
+            The name of the curves' last axis.
+
+        Returns
+        -------
+        xarray.Dataset
+            One variable per field over ``dims`` (the curves over ``layer_dim`` too); the fixed
+            settings and provenance in its attributes.
         """
         lead = self.mu_right.shape
         dims = [f"dim_{i}" for i in range(len(lead))] if dims is None else list(dims)

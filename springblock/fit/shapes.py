@@ -50,6 +50,18 @@ def normalise(load_curve, min_relative_drop: float = MIN_RELATIVE_DROP) -> np.nd
     |D_0 - D_L| < ``min_relative_drop`` * max|D| (the rule of
     :func:`phasecore.loadcurve.curvature_scaled`). A rising curve is
     normalised by the same formula (check the sign of D_0 - D_L).
+
+    Parameters
+    ----------
+    load_curve : array_like, (..., L+1)
+        Load curves D_0..D_L, any scale.
+    min_relative_drop : float, default 0.001
+        The smallest |D_0 - D_L| / max|D| divided by; a smaller drop gives NaN.
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., L+1) the normalised curves, 1 at layer 0 and 0 at layer L.
     """
     d = as_curves(load_curve)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -69,12 +81,17 @@ def parabola_basis(n_points: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class EffectiveForce(NamedTuple):
-    """Best equal-force chain for each curve (:func:`effective_force`).
+    """Best equal-force chain for each curve (:func:`effective_force`), a named tuple.
 
-    force : (...) F_eff in force units (k y); > 0 concave, < 0 convex, -inf
-        when the curve is more convex than any equal-force chain.
-    residual : (...) RMS over the L+1 layers of normalised curve minus ``curve``.
-    curve : (..., L+1) the equal-force chain's normalised load curve.
+    Attributes
+    ----------
+    force : numpy.ndarray, (...)  [force, k y]
+        F_eff; > 0 concave, < 0 convex, -inf when the curve is more convex than any
+        equal-force chain.
+    residual : numpy.ndarray, (...)
+        RMS over the L+1 layers of the normalised curve minus ``curve``.
+    curve : numpy.ndarray, (..., L+1)
+        The equal-force chain's normalised load curve.
     """
 
     force: np.ndarray
@@ -91,6 +108,20 @@ def effective_force(load_curve, modulus: float = 1.0, target: float = 1.0) -> Ef
     the least-squares fit is closed form; F(beta) increases on beta > -1/L.
     This is the paper's "effective friction": F_eff = mu-> for a noiseless
     chain. ``load_curve`` (..., L+1), any scale; NaN where :func:`normalise` is.
+
+    Parameters
+    ----------
+    load_curve : array_like, (..., L+1)
+        Load curves D_0..D_L, any scale.
+    modulus : float, default 1.0  [force/length]
+        k.
+    target : float, default 1.0  [length]
+        y.
+
+    Returns
+    -------
+    EffectiveForce
+        ``force``, ``residual`` (...) and ``curve`` (..., L+1).
     """
     n = normalise(load_curve)
     require(is_finite(modulus) and modulus > 0, "modulus", "a finite number > 0", modulus)
@@ -135,6 +166,26 @@ def chain_shapes(blocks: int, mu_right, noise, *, horizon: float = DEFAULT_HORIZ
     noise s, observed at ``horizon``, integrated from rest by
     :func:`springblock.fit.integrator.chain_positions`. ``mu_right`` and
     ``noise`` broadcast.
+
+    Parameters
+    ----------
+    blocks : int
+        L, the chain's blocks (>= 1).
+    mu_right : float or array_like, >= 0  [force, k y]
+        mu->.
+    noise : float or array_like, >= 0  [force, k y]
+        s, the Gaussian force-noise level; broadcasts with ``mu_right``.
+    horizon : float, default 1000.0  [time]
+        T, the time at which the chain is observed.
+    mu_left_ratio : float, default 2.0
+        mu<- / mu->.
+    modulus : float, default 1.0  [force/length]
+        k.
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., L+1) the normalised load curves, ``mu_right`` and ``noise`` broadcast.
     """
     mu_r, s = np.broadcast_arrays(np.asarray(mu_right, dtype=np.float64),
                                   np.asarray(noise, dtype=np.float64))

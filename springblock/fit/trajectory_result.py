@@ -28,27 +28,55 @@ LEVEL = 0.95
 class TrajectoryFit:
     """Result of :func:`fit_trajectory` for curves of leading shape (...).
 
-    estimate, low, high : (..., P) the fit and its 95 % interval for ``params``
-        (mu->, mu<-, s, c; from the network's start also b): forces in k y, c
-        in time units per epoch, b in units of the final drop. The interval
-        is NaN where the chain does not explain the cell (not ``acceptable``).
-    unbounded : (..., P) bool, the interval reaches a bound of the fit (the
-        data cannot exclude it; non-identifiable when both ends do).
-    at_bound : (..., P) bool, the estimate itself sits on a bound.
-    log_se : (..., P) standard errors of the log-parameters.
-    residual : (...) RMS misfit over all points, in units of the final drop
-        D_0 - D_L (comparable to the RMS of normalised curves).
-    frame_residual : (..., E) the same per frame.
-    chi2_per_dof : (...) weighted misfit per degree of freedom: ~1 when the
-        chain explains the curves to within the weights' (seed) noise.
-    acceptable : (...) bool, chi2_per_dof <= ``acceptable_chi2``: the chain
-        explains the cell to within its seed noise.
-    observations, fitted : (..., E, L+1) network curves and the best chain curves.
-    epochs : (E,) the epochs fitted; origin: the epoch where the chain starts;
-    start: "rest" or "network"; blocks, modulus, bounds: the settings; variant: the chain
-    (:class:`springblock.fit.variants.ChainVariant`; the paper's by default); weighted:
-    whether the points had weights (seed noise); without, chi2_per_dof has no noise to be
-    judged by and ``acceptable`` is every fitted cell.
+    Parameters
+    ----------
+    estimate : numpy.ndarray, (..., P)
+        The fit of ``params`` (mu->, mu<-, s, c; from the network's start also b): forces
+        in k y, c in time units per epoch, b in units of the final drop.
+    low, high : numpy.ndarray, (..., P)
+        The 95 % interval of ``estimate``; NaN where the chain does not explain the cell
+        (not ``acceptable``).
+    unbounded : numpy.ndarray of bool, (..., P)
+        The interval reaches a bound of the fit (the data cannot exclude it;
+        non-identifiable when both ends do).
+    at_bound : numpy.ndarray of bool, (..., P)
+        The estimate itself sits on a bound.
+    log_se : numpy.ndarray, (..., P)
+        Standard errors of the log-parameters.
+    residual : numpy.ndarray, (...)
+        RMS misfit over all points, in units of the final drop D_0 - D_L (comparable to
+        the RMS of normalised curves).
+    frame_residual : numpy.ndarray, (..., E)
+        ``residual`` per frame.
+    chi2_per_dof : numpy.ndarray, (...)
+        Weighted misfit per degree of freedom: ~1 when the chain explains the curves to
+        within the weights' (seed) noise.
+    observations, fitted : numpy.ndarray, (..., E, L+1)
+        The network's curves and the best chain's.
+    epochs : numpy.ndarray, (E,)
+        The epochs fitted.
+    blocks : int
+        L, the chain's blocks.
+    modulus : float  [force/length]
+        k.
+    bounds : dict, default {}
+        Each parameter's (low, high) bounds of the fit.
+    params : tuple of str, default ('mu_right', 'mu_left', 'noise', 'time_scale')
+        The names of the P parameters.
+    start : str, default "rest"
+        Where the chain starts: "rest", or "network" (the network's first frame).
+    origin : float, default 0.0
+        The epoch where the chain starts.
+    acceptable : numpy.ndarray of bool, (...), optional
+        ``chi2_per_dof <= acceptable_chi2``: the chain explains the cell to within its
+        seed noise; without weights (``weighted`` False), every fitted cell.
+    acceptable_chi2 : float, default 2.0
+        The bound of ``acceptable``.
+    variant : springblock.fit.ChainVariant, default ChainVariant()
+        The chain (the paper's by default).
+    weighted : bool, default True
+        Whether the points had weights (seed noise); without, ``chi2_per_dof`` has no noise
+        to be judged by.
     """
 
     estimate: np.ndarray
@@ -80,7 +108,22 @@ class TrajectoryFit:
         return self.estimate[..., 3] * (self.epochs[-1] - self.origin)
 
     def to_dataset(self, dims=None, coords: dict | None = None) -> xr.Dataset:
-        """Labelled result: ``<param>``, ``<param>_low/_high/_unbounded/_at_bound`` per cell."""
+        """Labelled result: ``<param>``, ``<param>_low/_high/_unbounded/_at_bound`` per cell.
+
+        Parameters
+        ----------
+        dims : sequence of str, optional
+            Names of the leading axes (default ``dim_0, dim_1, ...``).
+        coords : dict, optional
+            Coordinates passed to :class:`xarray.Dataset`, e.g. ``{"alpha": ..., "dropout": ...}``
+            of a network sweep.
+
+        Returns
+        -------
+        xarray.Dataset
+            One variable per parameter and field over ``dims``; the settings and provenance in
+            its attributes.
+        """
         lead = self.residual.shape
         dims = [f"dim_{i}" for i in range(len(lead))] if dims is None else list(dims)
         require(len(dims) == len(lead), "dims", f"{len(lead)} names of the leading axes {lead}",

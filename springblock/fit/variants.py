@@ -56,9 +56,14 @@ FAMILY = {
 class ChainVariant:
     """One chain of the family (module docstring); the defaults are the paper's chain.
 
-    time_power : p > 0, chain time t = c e_E (e / e_E)^p (dimensionless).
-    noise_decay : lambda >= 0, e-folds of the noise over the recorded training.
-    friction_gradient : g, half the log of the last block's friction over the first's.
+    Parameters
+    ----------
+    time_power : float, default 1.0
+        p > 0: chain time t = c e_E (e / e_E)^p (dimensionless).
+    noise_decay : float, default 0.0
+        lambda >= 0, the e-folds of the noise over the recorded training.
+    friction_gradient : float, default 0.0
+        g, half the log of the last block's friction over the first's.
     """
 
     time_power: float = 1.0
@@ -83,14 +88,36 @@ class ChainVariant:
         return self == ChainVariant()
 
     def friction_profile(self, blocks: int) -> np.ndarray:
-        """Block l's friction over the chain's largest, (L,): exp(g t_l - |g|)."""
+        """Block l's friction over the chain's largest, (L,): exp(g t_l - |g|).
+
+        Parameters
+        ----------
+        blocks : int
+            L, the chain's blocks.
+
+        Returns
+        -------
+        numpy.ndarray
+            (L,) each block's friction over the largest, in (0, 1].
+        """
         if blocks == 1:
             return np.ones(1)
         g = self.friction_gradient
         return np.exp(g * np.linspace(-1.0, 1.0, blocks) - abs(g))
 
     def chain_epochs(self, epochs) -> np.ndarray:
-        """e_E (e / e_E)^p: the epochs as the chain's clock reads them (E,)."""
+        """e_E (e / e_E)^p: the epochs as the chain's clock reads them (E,).
+
+        Parameters
+        ----------
+        epochs : array_like, (E,)
+            The epochs e, increasing and > 0; e_E is the last.
+
+        Returns
+        -------
+        numpy.ndarray
+            (E,) the epochs on the chain's clock (the time scale c not applied).
+        """
         e = np.asarray(epochs, dtype=np.float64)
         return e if self.time_power == 1.0 else e[-1] * (e / e[-1]) ** self.time_power
 
@@ -99,7 +126,33 @@ class ChainVariant:
                   steps_per_doubling: int = STEPS_PER_DOUBLING,
                   first_span: float | None = None) -> np.ndarray:
         """Mean-field positions (K, E, L) at t = c e_E (e / e_E)^p, as
-        :func:`springblock.fit.integrator.chain_positions` (the same kernel when neutral)."""
+        :func:`springblock.fit.integrator.chain_positions` (the same kernel when neutral).
+
+        Parameters
+        ----------
+        blocks : int
+            L, the chain's blocks.
+        mu_right, mu_left, noise : float or array_like, (K,)  [force, k y]
+            mu->, mu<- and s of each of the K chains.
+        epochs : array_like, (E,)
+            The epochs e, increasing and > 0, counted from the start.
+        time_scale : float or array_like, (K,), default 1.0  [time per epoch]
+            c of each chain.
+        start : array_like, (K, L) or (L,), optional
+            Positions at t = 0 (None: at rest).
+        modulus : float, default 1.0  [force/length]
+            k.
+        steps_per_doubling : int, default 8
+            Implicit steps per doubling of the time (the fits' grid).
+        first_span : float, optional  [time]
+            The time of the grid's first step (None: the largest c e_1 of this call; a fixed
+            bound keeps the result smooth in c).
+
+        Returns
+        -------
+        numpy.ndarray
+            (K, E, L) positions x_1..x_L [length].
+        """
         e = np.asarray(epochs, dtype=np.float64).ravel()
         require(e.size >= 1 and bool(np.all(e > 0)) and bool(np.all(np.diff(e) > 0)), "epochs",
                 "increasing numbers > 0", epochs)  # before the time map changes them

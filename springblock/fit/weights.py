@@ -19,6 +19,20 @@ def seed_weights(curves_per_seed, *, seed_axis: int = -3, floor: float = 1e-12):
     divided by S; floored at ``floor``. Every frame gets its weight, an
     epoch-0 frame included: :func:`fit_trajectory` takes weights for all the
     frames it is given and leaves that one out itself.
+
+    Parameters
+    ----------
+    curves_per_seed : array_like, (..., S, E, L+1)
+        Load curves of S >= 2 seeds, E frames (epochs) and L+1 layers.
+    seed_axis : int, default -3
+        The axis of the seeds.
+    floor : float, default 1e-12
+        The smallest variance (no infinite weight).
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., E, L+1) the weights, 1 / variance of each seed-mean point.
     """
     d = np.moveaxis(np.asarray(curves_per_seed, dtype=np.float64), seed_axis, -3)
     require(d.ndim >= 3 and d.shape[-3] >= 2, "curves_per_seed",
