@@ -297,7 +297,34 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def save(ds: xr.Dataset, path, overwrite: bool = False) -> Path:
-    """Write ``ds`` to NetCDF at ``path`` atomically, refusing to overwrite by default."""
+    """Write ``ds`` to NetCDF at ``path`` atomically, refusing to overwrite by default.
+
+    The file appears whole or not at all: it is written beside ``path`` and renamed onto
+    it, so an interrupted or failed write (a full disk) leaves any old file as it was.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A result (any Dataset; the entry points' carry their provenance in ``attrs``).
+    path : str or pathlib.Path
+        The file to write, a NetCDF name (``.nc``) in a folder that exists.
+    overwrite : bool, default False
+        Replace an existing file; without, an existing ``path`` is refused.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is not a NetCDF name, or its folder does not accept new files.
+    FileNotFoundError
+        ``path``'s folder does not exist.
+    FileExistsError
+        ``path`` exists (without ``overwrite``) or is a folder.
+    """
     require(isinstance(ds, xr.Dataset), "ds", "an xarray Dataset (a result to save)",
             type(ds).__name__)
     path = check_output(path, overwrite)
@@ -306,10 +333,27 @@ def save(ds: xr.Dataset, path, overwrite: bool = False) -> Path:
 
 
 def load(path, kind: str | None = None) -> xr.Dataset:
-    """Open a result written by this project, loaded into memory.
+    """Open a result written by this project, loaded into memory (the file is closed).
 
-    ``kind`` (a prefix such as "springblock.phase_diagram") checks that the file
-    is the expected kind of result and raises ValueError otherwise.
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A NetCDF file written by :func:`save`, an entry point or a command line.
+    kind : str, optional
+        A prefix of the expected ``attrs["kind"]``, such as "springblock.phase_diagram"
+        (None: any result).
+
+    Returns
+    -------
+    xarray.Dataset
+        The result, its provenance (``kind``, ``config``, ``versions``) in ``attrs``.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ValueError
+        The file is not NetCDF, or not of ``kind``.
     """
     path = check_path("path", path)
     if not path.exists():

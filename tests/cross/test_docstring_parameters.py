@@ -27,7 +27,6 @@ import pytest
 STILL_TO_DO = (
     "dnnphase.measures.separation_numpy",  # dnnphase.metrics' measures
     "dnnphase.measures.load_curve",  # LoadCurveRecorder.__call__
-    "phasecore.results",  # springblock.save, springblock.load
 )
 
 HEADING = re.compile(r'<h\d id="([\w.]+)" class="doc doc-heading"')
