@@ -62,6 +62,10 @@ def parse(argv: list[str] | None = None):
     from phasecore.executors import validate_scheduler, validate_workers
 
     scheduler = args.scheduler or "processes"
+    try:  # a bad --workers is refused, whatever the scale
+        validate_workers(args.workers)
+    except ConfigError as err:
+        parser.error(str(err))
     args.serial_note = ""
     if args.scale == "quick" and scheduler in ("processes", "serial"):
         # seconds of work a sweep: a pool's start-up (spawned workers importing torch, several

@@ -53,8 +53,9 @@ def parse(argv: list[str] | None = None):
     args.serial_note = "" if args.scale != "quick" or args.workers is None else (
         "universality.py: --quick runs its sweeps here, one after another: each takes seconds, "
         "less than a pool's workers take to start")
-    args.workers = None if args.scale == "quick" else args.workers
     try:
+        validate_workers(args.workers)  # a bad --workers is refused, whatever the scale
+        args.workers = None if args.scale == "quick" else args.workers
         validate_workers(args.workers, scheduler)
         configs = universality.configs(args.scale, args.only)
         names = [n for figure in universality.FIGURES.values() for n in figure]

@@ -211,3 +211,12 @@ def test_two_measures_into_a_read_only_folder_is_one_line(tmp_path, monkeypatch,
     err = refused(script_main("two_measures"), [str(folder)], capsys)
     assert "does not accept new files" in err and "Read-only file system" in err
     assert listing(tmp_path) == ["ro"]
+
+
+@pytest.mark.parametrize("name", ["separation_laws", "universality"])
+def test_quick_still_refuses_a_bad_workers(name, tmp_path, capsys):
+    """--quick runs serially, but --workers 0 is still a mistake, said before any work."""
+    err = refused(script_main(name), [str(tmp_path / "out"), "--quick", "--workers", "0"],
+                  capsys)
+    assert "workers must be an integer >= 1" in err
+    assert listing(tmp_path) == []
