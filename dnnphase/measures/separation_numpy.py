@@ -151,7 +151,21 @@ def _finite(*arrays: np.ndarray) -> bool:
 
 
 class ClassStatistics(NamedTuple):
-    """First moments of labelled features; K classes in sorted label order."""
+    """First moments of labelled features; K classes in sorted label order.
+
+    Attributes
+    ----------
+    means : numpy.ndarray
+        (K, d) the class means μ_c.
+    global_mean : numpy.ndarray
+        (d,) μ, the mean over all N samples.
+    counts : numpy.ndarray
+        (K,) n_c, integers.
+    classes : numpy.ndarray
+        (K,) the label value of each row of ``means``.
+    index : numpy.ndarray
+        (N,) the row of ``means`` that each sample belongs to.
+    """
 
     means: np.ndarray  # (K, d) class means μ_c
     global_mean: np.ndarray  # (d,) μ, the mean over all N samples
@@ -178,6 +192,11 @@ def class_statistics(features, labels) -> ClassStatistics:
     each sample, the ``index`` (N,) of its class in them. Raises ValueError
     for fewer than 2 classes, labels whose length differs from N, or features
     that are not 2-D.
+
+    Parameters
+    ----------
+    features, labels : array_like
+        One layer's features (N, d) and each sample's class (N,) (module docstring).
     """
     return _statistics(features, labels)[1]
 
@@ -199,6 +218,11 @@ def within_between_covariance(features, labels) -> tuple[np.ndarray, np.ndarray]
     Paper Eq. 2, normalised by 1/N with class weights n_c (so
     Σ_w + Σ_b is the total biased covariance of the features). Forms d×d
     matrices; the scalar measures below avoid that.
+
+    Parameters
+    ----------
+    features, labels : array_like
+        One layer's features (N, d) and each sample's class (N,) (module docstring).
     """
     x, stats = _statistics(features, labels)
     r = _residuals(x, stats)  # (N, d)
@@ -288,6 +312,11 @@ def trace_ratio(features, labels) -> float:
     rotation and translation of the features. +inf if all class means
     coincide, −inf if every sample sits on its class mean; NaN for
     non-finite features.
+
+    Parameters
+    ----------
+    features, labels : array_like
+        One layer's features (N, d) and each sample's class (N,) (module docstring).
     """
     return _measured(features, labels, trace_ratio_of)
 
@@ -295,9 +324,7 @@ def trace_ratio(features, labels) -> float:
 def fuzziness(features, labels, rcond: float = FUZZINESS_RCOND) -> float:
     """Separation fuzziness D = log Tr(Σ_w Σ_b⁺) of (N, d) features (He & Su; SM Eq. 9).
 
-    Σ_b⁺ is the Moore–Penrose pseudo-inverse with a relative rank cut-off:
-    singular values of Σ_b below ``rcond`` · σ_max(Σ_b) are dropped (default
-    ``FUZZINESS_RCOND`` = 1e-10; Σ_b has rank ≤ K − 1). The result equals
+    Σ_b⁺ is the Moore–Penrose pseudo-inverse with a relative rank cut-off. The result equals
     ``log(trace(Σ_w @ numpy.linalg.pinv(Σ_b, rcond=rcond)))`` but is computed
     from the thin SVD of the d×K factor B (Σ_b = B Bᵀ = U S² Uᵀ):
     Tr(Σ_w Σ_b⁺) = Σ_j u_jᵀ Σ_w u_j / s_j², costing O(N d K) instead of O(d³).
@@ -308,6 +335,13 @@ def fuzziness(features, labels, rcond: float = FUZZINESS_RCOND) -> float:
     matrix). +inf if all class means coincide (no between-class direction
     survives the cut-off); NaN for non-finite features. How the value depends
     on ``rcond`` on trained networks' features: docs/measures.md.
+
+    Parameters
+    ----------
+    features, labels : array_like
+        One layer's features (N, d) and each sample's class (N,) (module docstring).
+    rcond : float, default 1e-10
+        Singular values of Σ_b below ``rcond`` · σ_max(Σ_b) are dropped (rank Σ_b ≤ K − 1).
     """
     if not rcond >= 0:
         raise ValueError(f"rcond: must be >= 0, got {rcond}")
@@ -323,6 +357,11 @@ def cdnv(features, labels) -> float:
     → 0 under neural collapse; not a log (take one for a load curve on the
     same footing as the trace ratio). +inf if two class means coincide; NaN
     for non-finite features.
+
+    Parameters
+    ----------
+    features, labels : array_like
+        One layer's features (N, d) and each sample's class (N,) (module docstring).
     """
     return _measured(features, labels, cdnv_of)
 
@@ -331,11 +370,17 @@ def ncc_accuracy(features, labels, means=None, classes=None) -> float:
     """Nearest-class-centre accuracy of (N, d) features, in [0, 1] (Galanti et al.).
 
     Each sample is assigned the class whose centre is nearest in Euclidean
-    distance; the result is the fraction assigned their own label. By default
-    the centres are the class means of the same features (train-set NCC).
-    Pass ``means`` (K, d) to use other centres, e.g. train-set means on test
-    features; row k is the centre of class ``classes[k]`` (default
-    ``classes = 0..K-1``). Ties go to the lower row. NaN for non-finite input.
+    distance; the result is the fraction assigned their own label. Ties go to the lower
+    row. NaN for non-finite input.
+
+    Parameters
+    ----------
+    features, labels : array_like
+        One layer's features (N, d) and each sample's class (N,) (module docstring).
+    means : array_like, optional
+        (K, d) other centres, e.g. train-set means on test features (None: their own means).
+    classes : array_like, optional
+        (K,) the class of each row of ``means`` (None: 0..K-1).
     """
     if means is None:
         return _measured(features, labels, ncc_of)
@@ -363,11 +408,19 @@ def ncc_accuracy(features, labels, means=None, classes=None) -> float:
 def effective_depth(ncc_acc_per_layer, threshold: float = EFFECTIVE_DEPTH_THRESHOLD):
     """First layer index whose NCC accuracy reaches ``threshold`` (Galanti et al.).
 
-    ``ncc_acc_per_layer`` has shape (..., L+1), layer 0 = input; the result has
-    shape (...) (a float for a single curve) and holds the index ℓ of the
-    first layer with accuracy ≥ ``threshold`` (default 0.99), as a float.
-    Convention: NaN where no layer reaches it (and where every entry is NaN),
-    so that averages over seeds can use ``nanmean`` and plots skip such runs.
+    Parameters
+    ----------
+    ncc_acc_per_layer : array_like
+        (..., L+1) NCC accuracy of each layer, layer 0 = input.
+    threshold : float, default 0.99
+        The accuracy a layer must reach (≥).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        (...) the index ℓ of the first such layer, as a float (a float for a single curve);
+        NaN where no layer reaches it (and where every entry is NaN), so that averages
+        over seeds can use ``nanmean`` and plots skip such runs.
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold: must lie in (0, 1], got {threshold}")
@@ -385,11 +438,15 @@ def effective_depth(ncc_acc_per_layer, threshold: float = EFFECTIVE_DEPTH_THRESH
 def regression_load(features, targets) -> float:
     """RMSE of the best affine least-squares map from (N, d) features to targets.
 
-    Paper SM S5: sqrt((1/N) Σ_i ‖y_i − W h_i − b‖²) minimised over W and b,
-    with ``targets`` (N,) or (N, m), e.g. one-hot labels for classification
-    (see ``regression_load_onehot``). Same units as the targets; 0 when the
-    targets are an affine function of the features (always the case if
-    d ≥ N − 1 in general position). NaN for non-finite input.
+    Paper SM S5: sqrt((1/N) Σ_i ‖y_i − W h_i − b‖²) minimised over W and b. Same units as
+    the targets; 0 when the targets are an affine function of the features (always the
+    case if d ≥ N − 1 in general position). NaN for non-finite input.
+
+    Parameters
+    ----------
+    features, targets : array_like
+        (N, d) one layer's features and (N,) or (N, m) the targets, e.g. one-hot labels
+        for classification (``regression_load_onehot``).
     """
     x = _as_features(features)
     t = _to_numpy(targets).astype(np.float64, copy=False)
@@ -412,7 +469,13 @@ def _regression(x: np.ndarray, t: np.ndarray) -> float:
 
 
 def regression_load_onehot(features, labels) -> float:
-    """``regression_load`` of (N, d) features onto one-hot labels (N, K)."""
+    """``regression_load`` of (N, d) features onto one-hot labels (N, K).
+
+    Parameters
+    ----------
+    features, labels : array_like
+        One layer's features (N, d) and each sample's class (N,) (module docstring).
+    """
     return _measured(features, labels, regression_of)
 
 
@@ -443,8 +506,15 @@ MEASURE_NAMES: tuple[str, ...] = tuple(MEASURES)
 
 
 def check_measures(measures, name: str | None = None) -> tuple[str, ...]:
-    """``measures`` (one name or several) as a tuple, or a ConfigError naming ``name``
-    (default "measure" for one name, "measures" for several) and the known names."""
+    """``measures`` (one name or several) as a tuple, or a ConfigError naming ``name``.
+
+    Parameters
+    ----------
+    measures : str or sequence of str
+        Names of ``MEASURE_NAMES``.
+    name : str, optional
+        The parameter the error names (None: "measure" for one name, "measures" for several).
+    """
     one = isinstance(measures, str)
     names = (measures,) if one else tuple(measures)
     require(len(names) > 0 and all(m in MEASURES for m in names),
@@ -456,9 +526,15 @@ def check_measures(measures, name: str | None = None) -> tuple[str, ...]:
 def layer_measures(features, labels, measures=MEASURE_NAMES) -> dict[str, float]:
     """Several measures of one layer's (N, d) features, sharing one ``ClassStatistics``.
 
-    Returns {name: value} for the names in ``measures`` (default all of
-    ``MEASURES``), each equal to ``MEASURES[name](features, labels)``; NaN for
-    every measure if the features are not finite.
+    Returns {name: value} for the names in ``measures``, each equal to
+    ``MEASURES[name](features, labels)``; NaN for every measure if the features are not finite.
+
+    Parameters
+    ----------
+    features, labels : array_like
+        One layer's features (N, d) and each sample's class (N,) (module docstring).
+    measures : sequence of str, default ``MEASURE_NAMES``
+        The measures to compute, of ``MEASURES``.
     """
     measures = check_measures(measures, "measures")
     x, stats = _statistics(features, labels)
@@ -475,18 +551,17 @@ def layer_measures(features, labels, measures=MEASURE_NAMES) -> dict[str, float]
 def load_curve(features_per_layer, labels, measure: str = MEASURE) -> np.ndarray:
     """Separation measure of every layer 0..L: the network's load curve D_0..D_L.
 
-    ``features_per_layer``: the features of each layer, layer 0 = input, as
-
-    * a list/tuple of L+1 arrays (N, d_ℓ) (widths may differ), or a stacked
-      array/tensor (L+1, N, d)  →  result (L+1,), with ``labels`` (N,);
-    * batched over M models: a list of L+1 arrays (M, N, d_ℓ), or a stacked
-      (L+1, M, N, d)  →  result (M, L+1), with ``labels`` (N,) shared by all
-      models or (M, N) one row per model.
-
-    ``measure``: a name in ``MEASURES`` ("trace_ratio", the paper's default
-    :data:`dnnphase.defaults.MEASURE`, "fuzziness", "cdnv", "ncc", "regression") or a callable
-    f(features (N, d), labels (N,)) → float. Note that "ncc" is an accuracy
-    and so increases with depth, unlike the other measures.
+    Parameters
+    ----------
+    features_per_layer : sequence of array_like, or array_like
+        Each layer's features, layer 0 = input: L+1 arrays (N, d_ℓ) (widths may differ) or
+        a stacked (L+1, N, d) → result (L+1,); over M models, L+1 arrays (M, N, d_ℓ) or a
+        stacked (L+1, M, N, d) → result (M, L+1).
+    labels : array_like
+        (N,), shared by all models, or (M, N), one row per model.
+    measure : str or callable, default "trace_ratio"
+        A name in ``MEASURES`` ("trace_ratio", "fuzziness", "cdnv", "ncc": an accuracy, rising
+        with depth, "regression") or f(features (N, d), labels (N,)) → float.
     """
     fn = measure if callable(measure) else MEASURES[check_measures(measure, "measure")[0]]
 

@@ -25,8 +25,9 @@ import pytest
 #: written with a Parameters section that matches the signature. Each must still hold a
 #: mismatch; remove a module once its callables pass.
 STILL_TO_DO = (
-    "dnnphase.measures.separation_numpy",  # dnnphase.metrics' measures
-    "dnnphase.measures.load_curve",  # LoadCurveRecorder.__call__
+    # LoadCurveRecorder.__call__(epoch): the module is at the 600-line cap, so its docstring
+    # waits for the module to be split by idea
+    "dnnphase.measures.load_curve",
 )
 
 HEADING = re.compile(r'<h\d id="([\w.]+)" class="doc doc-heading"')

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import phasecore.loadcurve as slc
-from dnnphase import metrics as m
+from dnnphase.measures import separation_numpy as m
 
 # (N, d, K): d < K, d > N, d between, two classes, full-rank Σ_b (d <= K - 1)
 SHAPES = [(200, 3, 6), (30, 50, 4), (300, 20, 10), (100, 7, 2), (150, 5, 8)]
