@@ -21,10 +21,10 @@ list, where Markdown would run them into one paragraph. And it gives each name o
 grouped numpy parameter (``mu_right, mu_left : float``) an entry of its own, so that each
 shows its own default and annotation, and the group's description.
 
-A group whose description only names the class that documents it (``As
+A group whose description only names the class or function that documents it (``As
 :class:`~dnnphase.networks.architecture.Architecture`'s.``: fields a configuration shares
-with that class) takes each name's own description from that class's docstring, where it
-is written once (its numpy Parameters, or its ``name : description`` fields).
+with that class) takes each name's own description from that docstring, where it is
+written once (its numpy Parameters, or its ``name : description`` fields).
 """
 
 from __future__ import annotations
@@ -172,17 +172,20 @@ def split_groups(text: str) -> str:
 FIELD = re.compile(r"(?P<names>\*{0,2}\w+(?:, \*{0,2}\w+)*) : (?P<text>\S.*)")
 
 #: A parameter group's whole description naming the class that documents its names.
-AS_OF = re.compile(r"As :class:`~?(?P<target>[\w.]+)`'s\.")
+AS_OF = re.compile(r"As :(?:class|func):`~?(?P<target>[\w.]+)`'s\.")
 
 
 def fields_of(text: str) -> dict[str, str]:
     """name -> description of a docstring's ``name : description`` fields (continued on
     indented lines; a group's names share it), whether in prose or a Parameters section
     (``name : type`` then an indented description)."""
-    out, lines, i = {}, text.split("\n"), 0
+    out, lines, i, section = {}, text.split("\n"), 0, None
     while i < len(lines):
-        field = FIELD.fullmatch(lines[i]) or re.fullmatch(
-            r"(?P<names>\w+(?:, \w+)*)(?: : (?P<type>.*))?", lines[i])
+        if i + 1 < len(lines) and re.fullmatch(r"-{3,}", lines[i + 1].strip()):
+            section = lines[i].strip()
+        numpy = section in ("Parameters", "Other Parameters")  # name : type, then the text
+        field = (not numpy and FIELD.fullmatch(lines[i])) or (numpy and re.fullmatch(
+            r"(?P<names>\w+(?:, \w+)*)(?: : (?P<type>.*))?", lines[i]))
         body = []
         while field and i + 1 < len(lines) and lines[i + 1].startswith((" ", "\t")) \
                 and lines[i + 1].strip():

@@ -162,6 +162,29 @@ def test_roles_become_optional_references_and_code_is_left_alone():
                            "c\n    x.\nd\n    x.\n")
 
 
+def test_a_group_described_as_another_docstrings_takes_each_description():
+    import griffe
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from griffe_sphinx_roles import _Originals, fields_of, inherit_groups
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    home_text = ("Intro.\n\na : the first.\nb, c : two\n    lines.\n\nParameters\n----------\n"
+                 "d : int\n    The fourth, :func:`f`.\n")
+    assert fields_of(home_text) == {"a": "the first.", "b": "two lines.", "c": "two lines.",
+                                    "d": "The fourth, :func:`f`."}
+    module = griffe.Module("pkg")
+    home = griffe.Class("Home", parent=module, docstring=griffe.Docstring(home_text))
+    user = griffe.Class("User", parent=module, docstring=griffe.Docstring(""))
+    module.set_member("Home", home)
+    module.set_member("User", user)
+    text = inherit_groups(user, "Parameters\n----------\nd, a, z\n    As :class:`Home`'s.\n",
+                          _Originals({"pkg.Home": home}, {"pkg.Home": home_text}))
+    assert text.startswith("Parameters\n----------\nd\n    The fourth, <autoref identifier=")
+    assert "\na\n    the first.\nz\n    As <autoref" in text  # a name the home lacks: as written
+
+
 def test_no_parameter_row_only_points_to_another(site):
     """A grouped parameter's names each carry the group's description, never "See x."."""
     for page, text in site.items():
