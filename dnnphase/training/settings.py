@@ -47,8 +47,13 @@ class TrainingSettings:
     epochs : at most this many epochs (integer >= 1).
     batch_size : samples per optimizer step (None: full batch; range in
         :data:`dnnphase.knobs.KNOBS`).
-    optimizer, lr : "adam" or "sgd", and the learning rate (> 0; :mod:`dnnphase.knobs`).
-    loss_threshold, patience, rel_tol : the early-stopping rules (0 switches a rule off).
+    optimizer : "adam" or "sgd".
+    lr : the learning rate (> 0; :mod:`dnnphase.knobs`).
+    loss_threshold : a model stops once its epoch loss (the mean of the epoch's mini-batch
+        losses, in training mode) is below this (0: never).
+    patience, rel_tol : a model stops on a plateau: after 2·patience epochs, once the mean
+        loss of its last ``patience`` epochs is within ``rel_tol`` (relative) of the mean
+        of the ``patience`` before (0 switches the rule off).
     dtype : "float32" or "float64" (:data:`DTYPES`; a torch dtype too, held by name).
     device : "auto" (CUDA if present), "cpu", "cuda" or "cuda:N" (a torch device too).
     schedule : knobs that change during training, ``(epoch, knob, value)`` entries — "from
