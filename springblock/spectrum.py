@@ -70,12 +70,12 @@ def max_stable_step(blocks: int, modulus: float = 1.0, dynamics: str = "overdamp
     ----------
     blocks : int
         L, the number of blocks (>= 1).
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k, the springs' stiffness (> 0).
     dynamics : str, default "overdamped"
         "overdamped", "second_order" or "langevin": the scheme (as
         :class:`~springblock.config.ChainConfig`'s ``dynamics``).
-    damping : float, default 0.0  [1/time]
+    damping : float  [1/time], default 0.0
         gamma, the second-order and Langevin schemes' damping (>= 0).
 
     Returns

@@ -67,7 +67,7 @@ def load_curve(positions, target: float = 1.0) -> np.ndarray:
     ----------
     positions : array_like, (..., L)  [length]
         Block positions x_1..x_L (the wall is x_0 = 0).
-    target : float, default 1.0  [length]
+    target : float  [length], default 1.0
         y, the target's position.
 
     Returns
@@ -87,7 +87,7 @@ def elongations(positions, target: float = 1.0) -> np.ndarray:
     ----------
     positions : array_like, (..., L)  [length]
         Block positions x_1..x_L (the wall is x_0 = 0).
-    target : float, default 1.0  [length]
+    target : float  [length], default 1.0
         y, the target's position (x_{L+1} = y).
 
     Returns
@@ -114,9 +114,9 @@ def equal_force_state(force, blocks: int, modulus: float = 1.0, target: float = 
         F, the spring force every block feels (any sign).
     blocks : int
         L, the number of blocks (>= 1).
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k, the springs' stiffness (> 0).
-    target : float, default 1.0  [length]
+    target : float  [length], default 1.0
         y, the target's position (the chain's load; finite, != 0).
 
     Returns
@@ -151,9 +151,9 @@ def moved_blocks(blocks: int, mu_right: float, modulus: float = 1.0, target: flo
         L, the number of blocks (>= 1).
     mu_right : float, >= 0  [force]
         mu->, the friction for rightward motion.
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k, the springs' stiffness (> 0).
-    target : float, default 1.0  [length]
+    target : float  [length], default 1.0
         y, the target's position (the chain's load; finite, != 0).
 
     Returns
@@ -183,9 +183,9 @@ def noiseless_state(blocks: int, mu_right: float, modulus: float = 1.0, target: 
         L, the number of blocks (>= 1).
     mu_right : float, >= 0  [force]
         mu->, the friction for rightward motion.
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k, the springs' stiffness (> 0).
-    target : float, default 1.0  [length]
+    target : float  [length], default 1.0
         y, the target's position (the chain's load; finite, != 0).
 
     Returns
@@ -216,7 +216,7 @@ def stationary_force(mu_right, mu_left, noise=0.0, truncation=math.inf):
         Friction for rightward (mu->) and leftward (mu<-) motion.
     noise : float or array_like, >= 0
         The force-noise level s.
-    truncation : float, default inf  [standard deviations]
+    truncation : float  [standard deviations], default inf
         The bound c of truncated noise (inf: Gaussian).
 
     Returns
@@ -250,13 +250,13 @@ def stationary_state(
         L, the number of blocks (>= 1).
     mu_right, mu_left : float or array_like, >= 0  [force]
         Friction for rightward (mu->) and leftward (mu<-) motion.
-    noise : float or array_like, default 0.0  [force]
+    noise : float or array_like  [force], default 0.0
         The force-noise level s (>= 0).
-    truncation : float, default inf  [standard deviations]
+    truncation : float  [standard deviations], default inf
         The bound c of truncated noise (inf: Gaussian).
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k, the springs' stiffness (> 0).
-    target : float, default 1.0  [length]
+    target : float  [length], default 1.0
         y, the target's position (the chain's load; finite, != 0).
 
     Returns
@@ -328,7 +328,7 @@ def mean_drift(force, mu_right, mu_left, noise, truncation=math.inf):
         Friction for rightward (mu->) and leftward (mu<-) motion.
     noise : float or array_like, >= 0  [force]
         The force-noise level s.
-    truncation : float, default inf  [standard deviations]
+    truncation : float  [standard deviations], default inf
         The bound c of truncated noise (inf: Gaussian).
 
     Returns
@@ -367,7 +367,7 @@ def relaxation_time(mu_right, mu_left, noise, blocks: int, modulus: float = 1.0)
         The Gaussian force-noise level s.
     blocks : int
         L, the number of blocks (>= 1).
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k, the springs' stiffness (> 0).
 
     Returns
@@ -450,9 +450,9 @@ def predict_positions(
         of parameter sets, integrated together.
     horizon : float  [time]
         T (> 0): the state is returned at this time.
-    truncation : float, default inf  [standard deviations]
+    truncation : float  [standard deviations], default inf
         The bound c of truncated noise (inf: Gaussian).
-    noise_decay : float, default 0.0  [1/time]
+    noise_decay : float  [1/time], default 0.0
         lambda: the noise level at time t is s exp(-lambda t).
     modulus, target : float, default 1.0
         k [force/length] and y [length].
@@ -527,9 +527,9 @@ def elastic_energy(positions, modulus: float = 1.0, target: float = 1.0):
     ----------
     positions : array_like, (..., L)  [length]
         Block positions x_1..x_L.
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k, the springs' stiffness (> 0).
-    target : float, default 1.0  [length]
+    target : float  [length], default 1.0
         y, the target's position (the chain's load; finite, != 0).
 
     Returns

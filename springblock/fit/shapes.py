@@ -113,9 +113,9 @@ def effective_force(load_curve, modulus: float = 1.0, target: float = 1.0) -> Ef
     ----------
     load_curve : array_like, (..., L+1)
         Load curves D_0..D_L, any scale.
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k.
-    target : float, default 1.0  [length]
+    target : float  [length], default 1.0
         y.
 
     Returns
@@ -175,11 +175,11 @@ def chain_shapes(blocks: int, mu_right, noise, *, horizon: float = DEFAULT_HORIZ
         mu->.
     noise : float or array_like, >= 0  [force, k y]
         s, the Gaussian force-noise level; broadcasts with ``mu_right``.
-    horizon : float, default 1000.0  [time]
+    horizon : float  [time], default 1000.0
         T, the time at which the chain is observed.
     mu_left_ratio : float, default 2.0
         mu<- / mu->.
-    modulus : float, default 1.0  [force/length]
+    modulus : float  [force/length], default 1.0
         k.
 
     Returns

@@ -136,11 +136,11 @@ class ChainVariant:
             mu->, mu<- and s of each of the K chains.
         epochs : array_like, (E,)
             The epochs e, increasing and > 0, counted from the start.
-        time_scale : float or array_like, (K,), default 1.0  [time per epoch]
+        time_scale : float or array_like, (K,)  [time per epoch], default 1.0
             c of each chain.
         start : array_like, (K, L) or (L,), optional
             Positions at t = 0 (None: at rest).
-        modulus : float, default 1.0  [force/length]
+        modulus : float  [force/length], default 1.0
             k.
         steps_per_doubling : int, default 8
             Implicit steps per doubling of the time (the fits' grid).

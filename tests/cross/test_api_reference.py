@@ -202,6 +202,9 @@ def test_defaults_are_shown_as_values(site):
                     "= kind"):
         assert written not in config, written
     signature = re.sub(r"<[^>]+>", "", config[:config.index("Parameters:")])
+    for page, text in site.items():  # a unit written after the default is not the default
+        for cell in re.findall(r"<td>\s*<code>([^<]*)</code>\s*</td>\s*</tr>", text):
+            assert "  [" not in cell, (page, cell)
     assert re.search(r"depth: int = 7,", signature) and "optimizer: str = \"adam\"" \
         in signature, signature
 
