@@ -527,9 +527,7 @@ def _statistics(values: np.ndarray, names: list[str], measures: tuple[str, ...],
 
 
 class LoadCurveRecorder:
-    """The load curve over training, for a training loop of one's own.
-
-    Everything is checked here, before training.
+    """The load curve over training, for a training loop of one's own (checked on creation).
 
     Parameters
     ----------
@@ -540,10 +538,12 @@ class LoadCurveRecorder:
         them, each measured at every recorded epoch (a ``split`` dimension).
     every : int, default 1
         Measure at the epochs that are multiples of ``every``.
-    layers, batch_size, rcond, protocol
+    layers
         As :func:`measure_model`'s.
     measures : sequence of str, default ("trace_ratio",)
         As :func:`measure_model`'s; the paper's trace ratio alone is cheap.
+    batch_size, rcond, protocol
+        As :func:`measure_model`'s.
 
     Examples
     --------
