@@ -533,8 +533,8 @@ def layer_measures(features, labels, measures=MEASURE_NAMES) -> dict[str, float]
     ----------
     features, labels : array_like
         One layer's features (N, d) and each sample's class (N,) (module docstring).
-    measures : sequence of str, default ``MEASURE_NAMES``
-        The measures to compute, of ``MEASURES``.
+    measures : sequence of str
+        The measures to compute, of ``MEASURES`` (default: all five).
     """
     measures = check_measures(measures, "measures")
     x, stats = _statistics(features, labels)

@@ -205,6 +205,7 @@ def test_defaults_are_shown_as_values(site):
     for page, text in site.items():  # a unit written after the default is not the default
         for cell in re.findall(r"<td>\s*<code>([^<]*)</code>\s*</td>\s*</tr>", text):
             assert "  [" not in cell, (page, cell)
+            assert not re.search(r"\b[A-Z][A-Z_]{2,}\b", cell), (page, cell)  # a constant's name
     assert re.search(r"depth: int = 7,", signature) and "optimizer: str = \"adam\"" \
         in signature, signature
 
