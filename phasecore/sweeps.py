@@ -15,6 +15,7 @@ number of interruptions. An interrupted sweep raises :class:`SweepInterrupted`
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -166,7 +167,8 @@ def files_digest(paths) -> dict[str, str]:
 
 def run_into_files(compute: Callable[[Any], xr.Dataset], payloads: Sequence[Any], outputs,
                    *, store: str, config: dict, workers: int | None = None,
-                   label: str = "work", quiet: bool = False) -> list[xr.Dataset]:
+                   label: str = "work", quiet: bool = False,
+                   overwrite: bool = False, announce: str = "") -> list[xr.Dataset]:
     """A script's independent pieces of work, one output file each, resumable: piece i
     (``compute(payloads[i])``) is kept in ``<store>.parts/`` as it finishes (Ctrl-C: exit
     130, and the same command resumes, :class:`SweepInterrupted`), with a progress line and
@@ -175,12 +177,19 @@ def run_into_files(compute: Callable[[Any], xr.Dataset], payloads: Sequence[Any]
     pieces are kept beside (it is never written itself); ``config`` (with the inputs'
     :func:`files_digest`): what a kept piece must have been computed from. ``workers``:
     processes (1 or one piece: this process). The caller checks ``outputs`` beforehand
-    (:func:`phasecore.results.check_new_outputs`); here they are replaced."""
+    (:func:`phasecore.results.check_new_outputs`); here they are replaced. ``overwrite``:
+    kept pieces of another configuration are discarded (refused otherwise, naming
+    ``--overwrite``); those of this one are resumed either way. ``announce``: a line
+    printed (on stderr) once every check has passed, before any work: the estimate."""
     from phasecore.results import all_or_nothing, write_atomic
+
+    ChunkStore(store).check(config, len(payloads), overwrite)  # before the announcement
+    if announce:
+        print(announce, file=sys.stderr, flush=True)
 
     scheduler = "serial" if (workers or 2) == 1 or len(payloads) == 1 else "processes"
     sets, parts = run_chunked(compute, payloads, config=config, output=store,
-                              overwrite=False, scheduler=scheduler,
+                              overwrite=overwrite, scheduler=scheduler,
                               workers=None if scheduler == "serial" else workers,
                               quiet=quiet, label=label)
     try:

@@ -220,14 +220,15 @@ def work(parser: Parser, args) -> None:
                              else f"family_held_out_{k}.nc") for _, k, which in pieces]
         check_new_outputs(outputs, args.overwrite)
         workers = min(args.workers, len(pieces))
-        print(f"chain_family: {len(pieces)} fits ({len(knobs)} knobs), {workers} worker(s): "
-              f"about {12 / workers:.0f} minutes (12 CPU minutes for the four committed "
-              "diagrams); a line as fits finish", file=sys.stderr, flush=True)
+        announce = (f"chain_family: {len(pieces)} fits ({len(knobs)} knobs), {workers} "
+                    f"worker(s): about {12 / workers * len(knobs) / 4:.0f} minutes (12 CPU "
+                    "minutes for the four committed diagrams); a line as fits finish")
         os.environ.setdefault("NUMBA_NUM_THREADS", "1")
         run_into_files(run_piece, pieces, outputs, store=str(folder / "chain_family.nc"),
                        workers=workers, config={"pieces": pieces,
                                                 "inputs": files_digest(sweeps)},
-                       label="chain_family, one fit a chunk")
+                       label="chain_family, one fit a chunk", overwrite=args.overwrite,
+                       announce=announce)
     from phasecore import results
 
     print("Trajectories: every cell's training fitted by each chain (cells keep their own "

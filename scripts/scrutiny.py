@@ -258,16 +258,17 @@ def work(parser: Parser, args) -> None:
         workers = min(args.workers, len(knobs))
         minutes = MINUTES_PER_KNOB * max(args.draws, 1) / DEFAULT_DRAWS * math.ceil(
             len(knobs) / workers)
-        print(f"scrutiny: {len(knobs)} knobs, {args.draws} draws, {workers} worker(s): about "
-              f"{minutes:.0f} minutes ({MINUTES_PER_KNOB:g} CPU minutes a knob at "
-              f"{DEFAULT_DRAWS} draws); a line as each knob finishes", file=sys.stderr,
-              flush=True)
+        about = f"about {minutes:.0f} minutes" if minutes >= 1 else "under a minute"
+        announce = (f"scrutiny: {len(knobs)} knobs, {args.draws} draws, {workers} worker(s): "
+                    f"{about} ({MINUTES_PER_KNOB:g} CPU minutes a knob at {DEFAULT_DRAWS} "
+                    "draws); a line as each knob finishes")
         os.environ.setdefault("NUMBA_NUM_THREADS", "1")
         run_into_files(run_knob, [(str(folder), k, args.draws) for k in knobs], outputs,
                        store=str(folder / "scrutiny.nc"), workers=workers,
                        config={"draws": args.draws, "knobs": knobs,
                                "inputs": files_digest(inputs)},
-                       label="scrutiny, one knob a chunk")
+                       label="scrutiny, one knob a chunk", overwrite=args.overwrite,
+                       announce=announce)
     print_tables({k: results.load(folder / f"scrutiny_{k}.nc") for k in knobs})
     print(f"\n({time.time() - t0:.0f} s)", file=sys.stderr)
 

@@ -146,7 +146,7 @@ def test_scrutiny_interrupted_keeps_its_finished_knobs_and_resumes(tmp_path, mon
     argv = [str(tmp_path), "--workers", "1", "--draws", "0"]
     assert main(argv) == 130
     err = capsys.readouterr().err
-    assert "about" in err and "minutes" in err  # the estimate, before any work
+    assert "under a minute" in err  # the estimate, before any work
     last = err.strip().splitlines()[-1]
     assert "1/2 chunks are kept" in last and "rerun the same command to resume" in last
     assert not list(tmp_path.glob("scrutiny_*.nc"))  # written together, at the end
@@ -220,3 +220,35 @@ def test_quick_still_refuses_a_bad_workers(name, tmp_path, capsys):
                   capsys)
     assert "workers must be an integer >= 1" in err
     assert listing(tmp_path) == []
+
+
+def test_scrutiny_kept_knobs_of_other_settings_are_refused_then_discarded(tmp_path, monkeypatch,
+                                                                          capsys):
+    """Finished knobs kept from a run with other --draws are not mixed in: refused naming
+    --overwrite, which discards them."""
+    from dnnphase.compare import scrutiny as module
+
+    _two_knobs(tmp_path)
+    calls = []
+
+    def first_then_stop(sweep, family, held, draws):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return xr.Dataset({"x": ("i", [float(draws)])})
+
+    monkeypatch.setattr(module, "scrutiny", first_then_stop)
+    main = script_main("scrutiny")
+    assert main([str(tmp_path), "--workers", "1", "--draws", "0"]) == 130
+    assert (tmp_path / "scrutiny.nc.parts").is_dir()
+    capsys.readouterr()
+    err = refused(script_main("scrutiny"), [str(tmp_path), "--workers", "1", "--draws", "1"],
+                  capsys)
+    assert "different configuration" in err and "--overwrite" in err
+    monkeypatch.setattr(module, "scrutiny", lambda s, f, h, draws: xr.Dataset(
+        {"x": ("i", [float(draws)])}))
+    main = script_main("scrutiny")
+    monkeypatch.setitem(main.__globals__, "print_tables", lambda sets: None)
+    assert main([str(tmp_path), "--workers", "1", "--draws", "1", "--overwrite"]) == 0
+    assert xr.load_dataset(tmp_path / "scrutiny_lr.nc")["x"].item() == 1.0
+    assert not (tmp_path / "scrutiny.nc.parts").exists()
