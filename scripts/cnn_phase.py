@@ -88,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     (a full disk) 2 with one line; Ctrl-C 130 with the hint to rerun (the sweep resumes)."""
     from phasecore.commandline import guarded
 
-    args, cfg, scheduler = parse(argv)
-    return guarded("cnn_phase.py", lambda: work(args, cfg, scheduler), program=argv is None)
+    def whole() -> None:  # the checks too: Ctrl-C while the data set loads is one line
+        work(*parse(argv))
+
+    return guarded("cnn_phase.py", whole, program=argv is None)
 
 
 def work(args, cfg, scheduler) -> None:

@@ -69,11 +69,13 @@ def parse(argv: list[str] | None = None):
 def main(argv: list[str] | None = None) -> int:
     """The command line: bad input exits 2 with one line before any work; a failed write
     (a full disk) 2 with one line; Ctrl-C 130 with the hint to rerun (sweeps resume)."""
-    args, configs, scheduler = parse(argv)
-    if args.serial_note:
-        print(args.serial_note, file=sys.stderr, flush=True)
-    return guarded("universality.py", lambda: work(args, configs, scheduler),
-                   program=argv is None)
+    def whole() -> None:  # the checks too: Ctrl-C while the data sets load is one line
+        args, configs, scheduler = parse(argv)
+        if args.serial_note:
+            print(args.serial_note, file=sys.stderr, flush=True)
+        work(args, configs, scheduler)
+
+    return guarded("universality.py", whole, program=argv is None)
 
 
 def work(args, configs, scheduler) -> None:
