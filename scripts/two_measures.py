@@ -284,6 +284,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="the checkout whose committed diagrams are read")
     overwrite_option(parser, "results and figures in FOLDER")
     args = parser.parse_args(argv)
+    # the checks inside the guard too: Ctrl-C while they read the diagrams is one line
+    return guarded(parser.prog, lambda: checked(parser, args), program=argv is None)
+
+
+def checked(parser: Parser, args) -> None:
+    """Every check before any work (a bad one: one line, exit 2), then :func:`work`."""
     folder, root = Path(args.folder), Path(args.root)
     linear_path = folder / "linear_network.nc"
     if folder.exists() and not folder.is_dir():
@@ -312,8 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         check_new_outputs(outputs, args.overwrite)
     except (ConfigError, OutputExistsError) as err:
         parser.error(str(err))
-    return guarded(parser.prog, lambda: work(folder, root, linear, args.reuse_linear),
-                   program=argv is None)
+    work(folder, root, linear, args.reuse_linear)
 
 
 def work(folder: Path, root: Path, linear, reuse_linear: bool) -> None:
