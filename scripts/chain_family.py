@@ -223,7 +223,6 @@ def work(parser: Parser, args) -> None:
         announce = (f"chain_family: {len(pieces)} fits ({len(knobs)} knobs), {workers} "
                     f"worker(s): about {12 / workers * len(knobs) / 4:.0f} minutes (12 CPU "
                     "minutes for the four committed diagrams); a line as fits finish")
-        os.environ.setdefault("NUMBA_NUM_THREADS", "1")
         run_into_files(run_piece, pieces, outputs, store=str(folder / "chain_family.nc"),
                        workers=workers, config={"pieces": pieces,
                                                 "inputs": files_digest(sweeps)},

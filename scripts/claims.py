@@ -22,7 +22,11 @@ from pathlib import Path
 
 from dnnphase.compare.claims import collect, record, render
 from dnnphase.compare.claims.history import UNKNOWN, History
+from dnnphase.compare.claims.rules import RULE_TEXT
 from phasecore.commandline import Parser
+
+# The ledger's closing section: the linear-is-best rule in its own words.
+APPENDIX = [("The rule for highest accuracy where linear", RULE_TEXT)]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--root must be a checkout holding the committed result files "
                      f"({err.filename or err} is missing)")
     dates = histories(root, sections)
-    texts = {out: render(sections, dates), json_path(out): record(sections, dates)}
+    texts = {out: render(sections, dates, APPENDIX), json_path(out): record(sections, dates)}
     if args.check:
         stale = 0
         for path, text in texts.items():

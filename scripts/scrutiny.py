@@ -262,7 +262,6 @@ def work(parser: Parser, args) -> None:
         announce = (f"scrutiny: {len(knobs)} knobs, {args.draws} draws, {workers} worker(s): "
                     f"{about} ({MINUTES_PER_KNOB:g} CPU minutes a knob at {DEFAULT_DRAWS} "
                     "draws); a line as each knob finishes")
-        os.environ.setdefault("NUMBA_NUM_THREADS", "1")
         run_into_files(run_knob, [(str(folder), k, args.draws) for k in knobs], outputs,
                        store=str(folder / "scrutiny.nc"), workers=workers,
                        config={"draws": args.draws, "knobs": knobs,

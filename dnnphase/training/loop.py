@@ -33,7 +33,7 @@ from .optim import OptimizerSettings, StackedOptimizer
 from .schedule import LR_DROP_DIVISOR, changes, drop_epochs, rules_start
 
 __all__ = ["LoopSettings", "Retired", "StackData", "StackMembers", "TrainingStack",
-           "divergence", "final_divergence", "stop_reason"]
+           "divergence", "explosion_limit", "final_divergence", "stop_reason"]
 
 
 class LoopSettings(Protocol):

@@ -165,7 +165,8 @@ def count_line(rows: list[Claim]) -> str:
     return (f"**{len(rows)} claims, {len(counted)} counted: {', '.join(parts)}.**")
 
 
-def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = None) -> str:
+def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = None,
+           appendix: list[tuple[str, str]] | None = None) -> str:
     """``docs/claims.md``: a count of verdicts, then one table per topic.
 
     Parameters
@@ -175,6 +176,9 @@ def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = Non
     histories : dict, optional
         Per row, ``(id, claim)`` -> its rule's history (:mod:`~.history`'s texts); a row
         without one reads "history unavailable".
+    appendix : list of (str, str), optional
+        Sections after the tables, each a title and its text (the rules' own wording, which
+        lives with the rules).
     """
     from dnnphase.compare.claims import history as hist
 
@@ -228,8 +232,8 @@ def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = Non
                 c.id, c.claim, f"`{c.command}`", c.paper, c.ours, verdict,
                 _standing(c, state[(c.id, c.claim)]))) + " |")
         lines.append("")
-    from dnnphase.compare.claims.rules import RULE_TEXT
-    lines += ["## The rule for highest accuracy where linear", "", RULE_TEXT.strip(), ""]
+    for title, text in appendix or []:
+        lines += [f"## {title}", "", text.strip(), ""]
     return "\n".join(lines)
 
 

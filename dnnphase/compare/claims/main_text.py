@@ -52,7 +52,7 @@ from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import linear_best_of_sweep, pooled_claim, sweep_cells
 from phasecore.loadcurve import PHASE_TOLERANCE
 
-__all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
+__all__ = ["ORDER", "SOURCE", "TITLE", "claims", "corner_verdict"]
 
 TITLE = "Spring–block paper, main text"
 ORDER = 10
@@ -80,7 +80,7 @@ def _corner(value: float, low: float, high: float) -> str:
     return f"{value:+.2f} [{low:+.2f}, {high:+.2f}]"
 
 
-def _corners(lazy: np.ndarray, noisy: np.ndarray) -> tuple[str, str, str]:
+def corner_verdict(lazy: np.ndarray, noisy: np.ndarray) -> tuple[str, str, str]:
     """Ours, verdict and why for the lazy corner (most nonlinear, least noise) and the
     noisy one (least nonlinear, most noise), each its seeds' curvatures (S,)."""
     m_lazy, m_noisy = np.nanmean(lazy), np.nanmean(noisy)
@@ -159,7 +159,7 @@ def _network_rows(root: Path) -> list[Claim]:
             net = net.load()
         note = _stopped_early(net) if knob == "label_noise" else ""
         curvature, _, _ = sweep_cells(net)  # (R, C, S), alpha decreasing: linear row first
-        ours, verdict, why = _corners(curvature[-1, 0], curvature[0, -1])
+        ours, verdict, why = corner_verdict(curvature[-1, 0], curvature[0, -1])
         words = knob.replace("_", " ")
         rows.append(Claim(
             panel, f"{words}: high nonlinearity + low noise is concave (lazy); low "
@@ -269,7 +269,7 @@ def _chain_rows(root: Path) -> list[Claim]:
     friction = chain.sel(mu_right=chain["mu_right"] > 0)  # μ→ = 0: linear by construction
     cells = friction["curvature_scaled"].sortby("mu_right").transpose(
         "mu_right", "noise", "seed").values  # (R, C, S): friction, then noise, increasing
-    ours, verdict, why = _corners(cells[-1, 0], cells[0, -1])
+    ours, verdict, why = corner_verdict(cells[-1, 0], cells[0, -1])
     means = np.nanmean(cells, axis=2)
     turning = int(np.sum((means[:, 0] < -PHASE_TOLERANCE) & (means[:, -1] > PHASE_TOLERANCE)))
     rows_text = (f"; {turning} of {len(means)} friction rows go concave → convex along noise "
@@ -312,7 +312,7 @@ def _cnn_rows(root: Path) -> list[Claim]:
     with xr.open_dataset(root / CNN) as net:
         net = net.load()
     curvature, _, _ = sweep_cells(net)
-    ours, verdict, why = _corners(curvature[-1, 0], curvature[0, -1])
+    ours, verdict, why = corner_verdict(curvature[-1, 0], curvature[0, -1])
     scale = (f" ({net.sizes['alpha']} α × {net.sizes['dropout']} dropout × "
              f"{net.sizes['seed']} seeds)")
     rows = [Claim("Main text (CNNs)", "the supplement's CNN, α × dropout: high nonlinearity + "

@@ -199,7 +199,7 @@ def _s4_row(root: Path) -> list[Claim]:
 
 def _s3_rows(root: Path) -> list[Claim]:
     """SM S3 without BatchNorm, against its BatchNorm twin (same dropout rates and seeds)."""
-    from dnnphase.compare.claims.main_text import _corners
+    from dnnphase.compare.claims.main_text import corner_verdict
     from dnnphase.compare.claims.rules import linear_best_of_sweep, sweep_cells
 
     scale = xr.load_dataset(root / NORM_SCALE)
@@ -207,7 +207,7 @@ def _s3_rows(root: Path) -> list[Claim]:
                                                  seed=scale["seed"].values)
     c_scale, _, _ = sweep_cells(scale)  # (R, C, S): linear row first, dropout increasing
     c_twin, _, _ = sweep_cells(twin)
-    ours, corners, _ = _corners(c_scale[-1, 0], c_scale[0, -1])
+    ours, corners, _ = corner_verdict(c_scale[-1, 0], c_scale[0, -1])
     labels = [phase_label(np.nanmean(c, axis=2)) for c in (c_scale, c_twin)]
     agree = float(np.mean(labels[0] == labels[1]))
     concave = [int(np.sum(lab == -1)) for lab in labels]
