@@ -1,8 +1,13 @@
 """He & Su's law of equi-separation (Figs. 1, 3, 7, 9 and 12 of *A law of data separation in
-deep learning*), from the sweeps ``python scripts/separation_laws.py`` commits in
-``figures/separation_laws`` (:mod:`dnnphase.sweeps.separation_laws`: settings, scale).
+deep learning*), from the sweeps ``python scripts/separation_laws.py`` writes
+(:mod:`dnnphase.sweeps.separation_laws`: settings, scale): their own protocol's files
+(``figures/separation_laws_authors``) where an experiment's are all committed, the
+reference, with ours (``figures/separation_laws``) as the variant "our protocol"
+(:mod:`~.protocols`: which files a row reads, and the settings that still differ from
+theirs, listed in every row; a row is robust only where both protocols agree).
 
-The rules, fixed before any of these files was computed:
+The rules, fixed before any of our protocol's files was computed (their reading of the two
+protocols before any of the authors'):
 
 * **the law holds** for a network when the seed-mean Pearson r of its log fuzziness
   against the layer index is at most :data:`LAW_R` (−0.99; the paper's rows read −0.997 to
@@ -50,10 +55,11 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.compare.claims.ledger import Claim
+from dnnphase.compare.claims.protocols import command, folder, judged, open_sweep
 from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
 
-__all__ = ["COMMAND", "FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "SOURCE", "PARTLY_R", "TITLE",
+__all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "SOURCE", "PARTLY_R", "TITLE",
            "claims", "difference_interval", "law_verdict", "missing_row", "open_sweep",
            "paper_rule"]
 
@@ -61,10 +67,9 @@ TITLE = "He & Su: the law of equi-separation"
 ORDER = 70
 SOURCE = "he-su"
 
-FOLDER = "figures/separation_laws"
-#: The committed files are the experiments under our protocol (the reference is now the
-#: authors', :mod:`dnnphase.sweeps.separation_laws`): this command reruns them.
-COMMAND = "python scripts/separation_laws.py --protocol ours --only {}"
+#: Our protocol's folder (the files committed first; the authors' protocol, the reference,
+#: writes :data:`~.protocols.FOLDERS` ``["authors"]``).
+FOLDER = folder("ours")
 LAW_R = -0.99
 PARTLY_R = -0.95
 RHO_HOLDS, RHO_PARTLY = 0.03, 0.1
@@ -89,25 +94,18 @@ def law_verdict(r: float) -> str:
     return "partly" if np.isfinite(r) and r <= PARTLY_R else "differs"
 
 
-def open_sweep(root: Path, stem: str) -> xr.Dataset | None:
-    """The committed sweep ``<root>/<FOLDER>/<stem>.nc``, loaded; None where it is not."""
-    path = root / FOLDER / f"{stem}.nc"
-    if not path.exists():
-        return None
-    with xr.open_dataset(path) as ds:
-        return ds.load()
-
-
 def _epochs(ds: xr.Dataset) -> int:
     """The epochs a sweep trained for (its stored configuration)."""
     return int(json.loads(ds.attrs["config"])["epochs"])
 
 
-def missing_row(id_: str, claim: str, experiment: str, paper: str) -> Claim:
-    """The "cannot" row of a claim whose experiment's files are not committed here."""
-    return Claim(id_, claim, COMMAND.format(experiment), paper, "not computed", "cannot",
-                 f"{FOLDER}/{experiment}*.nc is not committed, or holds another scale "
-                 "without the paper's depths")
+def missing_row(id_: str, claim: str, experiment: str, paper: str,
+                protocol: str = "authors") -> Claim:
+    """The "cannot" row of a claim whose experiment's files under ``protocol`` are not
+    committed here."""
+    return Claim(id_, claim, command(protocol, experiment), paper, "not computed", "cannot",
+                 f"{folder(protocol)}/{experiment}*.nc is not committed, or holds another "
+                 "scale without the paper's depths")
 
 
 def paper_rule(ds: xr.Dataset, depth: int) -> dict:
@@ -128,15 +126,16 @@ def paper_rule(ds: xr.Dataset, depth: int) -> dict:
             "lr_loss": float(lrs[best]), "r_loss": r[best]}
 
 
-def _fig1_rows(root: Path) -> list[Claim]:
-    files = {opt: open_sweep(root, f"hesu_fig1_{opt}") for opt in OPTIMIZER_WORDS}
+def _fig1_rows(root: Path, protocol: str) -> list[Claim]:
+    files = {opt: open_sweep(root, f"hesu_fig1_{opt}", protocol) for opt in OPTIMIZER_WORDS}
+    paths = tuple(f"{folder(protocol)}/hesu_fig1_{o}.nc" for o in files)
     rows, loss_verdicts = [], []
     for (opt, layers), paper_r in PAPER_R.items():
         id_, claim = (f"He–Su Fig. 1 ({OPTIMIZER_WORDS[opt]}, {layers} layers)",
                       f"log fuzziness falls linearly with the layer, r = {paper_r:.3f}")
         ds = files[opt]
         if ds is None or layers - 1 not in ds["depth"].values:
-            rows.append(missing_row(id_, claim, "hesu_fig1", f"r {paper_r:.3f}"))
+            rows.append(missing_row(id_, claim, "hesu_fig1", f"r {paper_r:.3f}", protocol))
             continue
         chosen = paper_rule(ds, layers - 1)
         mean_r = mean_interval(chosen["r_paper"])[0]
@@ -148,8 +147,8 @@ def _fig1_rows(root: Path) -> list[Claim]:
         verdict = law_verdict(mean_r)
         why = "" if verdict == "holds" else (
             f"seed-mean r {mean_r:.4f} above {LAW_R} ({_epochs(ds)} of their 600 epochs)")
-        rows.append(Claim(id_, claim, COMMAND.format("hesu_fig1"), f"r {paper_r:.3f}", ours,
-                          verdict, why, tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files)))
+        rows.append(Claim(id_, claim, command(protocol, "hesu_fig1"), f"r {paper_r:.3f}", ours,
+                          verdict, why, paths))
     if len(loss_verdicts) == len(PAPER_R):
         n = sum(v == "holds" for v in loss_verdicts)
         verdict = ("holds" if n == len(PAPER_R) else
@@ -158,16 +157,16 @@ def _fig1_rows(root: Path) -> list[Claim]:
             "He–Su Fig. 1 (learning rate not chosen by r)",
             "the law holds in all nine networks when the lr is the one of lowest training loss "
             "(their rule picks the lr of r nearest −1)",
-            COMMAND.format("hesu_fig1"), "— (their rule only)",
+            command(protocol, "hesu_fig1"), "— (their rule only)",
             f"{n} of {len(PAPER_R)} networks hold (seed-mean r <= {LAW_R})", verdict,
             "" if verdict == "holds" else
             f"{len(PAPER_R) - n} of the nine: seed-mean r above {LAW_R} at the lowest-loss lr",
-            tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files)))
+            paths))
     adam = files["adam"]
     id_, claim = ("He–Su Fig. 1 (Adam, 20 layers, ρ)",
                   "decay ratio ρ = 0.818, half-life 3.45 layers")
     if adam is None or 19 not in adam["depth"].values:
-        rows.append(missing_row(id_, claim, "hesu_fig1", "ρ 0.818"))
+        rows.append(missing_row(id_, claim, "hesu_fig1", "ρ 0.818", protocol))
     else:
         chosen = paper_rule(adam, 19)
         rho = mean_interval(chosen["rho_paper"])[0]
@@ -175,15 +174,16 @@ def _fig1_rows(root: Path) -> list[Claim]:
         verdict = "holds" if gap <= RHO_HOLDS else "partly" if gap <= RHO_PARTLY else "differs"
         half = np.log(2) / np.log(1 / rho) if 0 < rho < 1 else np.inf
         rows.append(Claim(
-            id_, claim, COMMAND.format("hesu_fig1"), "ρ 0.818, half-life 3.45",
+            id_, claim, command(protocol, "hesu_fig1"), "ρ 0.818, half-life 3.45",
             f"ρ {with_interval(chosen['rho_paper'])}, half-life {half:.2f} layers", verdict,
             "" if verdict == "holds" else
-            f"|ρ − 0.818| = {gap:.3f} (> {RHO_HOLDS}); ρ depends on the training time "
-            f"({_epochs(adam)} of their 600 epochs) and on the measurement: these networks "
-            "are measured with eval-mode BatchNorm and D_0 after an input BatchNorm, theirs "
-            "with each batch's statistics and the raw input (not computed here)",
-            (f"{FOLDER}/hesu_fig1_adam.nc",)))
-    rows.append(_deeper_row(files))
+            f"|ρ − 0.818| = {gap:.3f} (> {RHO_HOLDS}); ρ falls along training (Fig. 9: "
+            f"{_epochs(adam)} of their 600 epochs here) and moves with the measurement ("
+            + ("He & Su's here: each batch's BatchNorm statistics, the raw D_0"
+               if protocol == "authors" else "ours here: eval-mode BatchNorm, D_0 after an "
+               "input BatchNorm; theirs: each batch's statistics, the raw input") + ")",
+            (f"{folder(protocol)}/hesu_fig1_adam.nc",)))
+    rows.append(_deeper_row(files, protocol))
     return rows
 
 
@@ -208,13 +208,13 @@ def _overall(verdicts: list[str]) -> str:
     return "partly" if {"holds", "differs"} <= set(verdicts) else "undecided"
 
 
-def _deeper_row(files: dict) -> Claim:
+def _deeper_row(files: dict, protocol: str) -> Claim:
     id_ = "He–Su Fig. 1 (20 against 8 layers)"
     claim = ("the 20-layer networks end with a higher final fuzziness than their 8-layer "
              "counterparts (the text on Fig. 1)")
     if any(ds is None or not {7, 19} <= set(ds["depth"].values.tolist())
            for ds in files.values()):
-        return missing_row(id_, claim, "hesu_fig1", "20 layers fuzzier")
+        return missing_row(id_, claim, "hesu_fig1", "20 layers fuzzier", protocol)
     parts, verdicts, by_loss = [], [], []
     for opt, ds in files.items():
         deep, mid = paper_rule(ds, 19), paper_rule(ds, 7)
@@ -228,14 +228,14 @@ def _deeper_row(files: dict) -> Claim:
                      f"{high:+.2f}]")
     verdict = _overall(verdicts)
     ds = next(iter(files.values()))
-    return Claim(id_, claim, COMMAND.format("hesu_fig1"), "20 layers fuzzier (a figure)",
+    return Claim(id_, claim, command(protocol, "hesu_fig1"), "20 layers fuzzier (a figure)",
                  "final log D (their rule's lr per seed): " + "; ".join(parts), verdict,
                  "" if verdict == "holds" else
                  "20 layers minus 8 by optimizer: " + ", ".join(
                      f"{OPTIMIZER_WORDS[o]} {v}" for o, v in zip(files, verdicts, strict=True))
                  + f" ({_epochs(ds)} of their 600 epochs; the deep networks separate more, "
                    "not less)" * (verdict == "differs"),
-                 tuple(f"{FOLDER}/hesu_fig1_{o}.nc" for o in files),
+                 tuple(f"{folder(protocol)}/hesu_fig1_{o}.nc" for o in files),
                  variants={"lowest-loss lr": _overall(by_loss)})
 
 
@@ -245,14 +245,15 @@ def _last_layer(ds: xr.Dataset) -> np.ndarray:
     return np.stack([curves.sel(depth=d, layer=d).values for d in ds["depth"].values])
 
 
-def _fig3_rows(root: Path) -> list[Claim]:
+def _fig3_rows(root: Path, protocol: str) -> list[Claim]:
     rows, optimal = [], {}
     for key, words in (("mnist", "MNIST"), ("fashion", "Fashion-MNIST")):
         id_ = f"He–Su Fig. 3 ({words})"
         claim = f"the optimal depth (lowest final fuzziness) on {words} is {PAPER_OPTIMAL[key]}"
-        ds = open_sweep(root, f"hesu_fig3_{key}")
+        ds = open_sweep(root, f"hesu_fig3_{key}", protocol)
         if ds is None or PAPER_OPTIMAL[key] - 1 not in ds["depth"].values:
-            rows.append(missing_row(id_, claim, "hesu_fig3", f"{PAPER_OPTIMAL[key]} layers"))
+            rows.append(missing_row(id_, claim, "hesu_fig3", f"{PAPER_OPTIMAL[key]} layers",
+                                    protocol))
             continue
         depths = ds["depth"].values
         final = _last_layer(ds)  # (D, S), log fuzziness
@@ -270,23 +271,23 @@ def _fig3_rows(root: Path) -> list[Claim]:
         r = ds["pearson_r"].isel(alpha=0, lr=0).transpose("depth", "seed").values
         lawful = int(sum(law_verdict(mean_interval(row)[0]) == "holds" for row in r))
         rows.append(Claim(
-            id_, claim, COMMAND.format("hesu_fig3"), f"{PAPER_OPTIMAL[key]} layers",
+            id_, claim, command(protocol, "hesu_fig3"), f"{PAPER_OPTIMAL[key]} layers",
             f"{optimal[key]} layers (of L = {', '.join(map(str, grid))}; the paper's "
             f"{PAPER_OPTIMAL[key]} in {share:.0%} of seed resamples); the law (r <= {LAW_R}) "
             f"at {lawful} of {len(grid)} depths", verdict,
             "" if verdict == "holds" else
             f"lowest final fuzziness at {optimal[key]} layers (Adam lr 1e-3 fixed, not chosen "
             f"by their rule; {_epochs(ds)} of their 600 epochs)",
-            (f"{FOLDER}/hesu_fig3_{key}.nc",)))
+            (f"{folder(protocol)}/hesu_fig3_{key}.nc",)))
     if len(optimal) == 2:
         m, f = optimal["mnist"], optimal["fashion"]
         verdict = "holds" if m < f else "partly" if m == f else "differs"
         rows.append(Claim(
             "He–Su Fig. 3 (data complexity)",
             "the optimal depth grows with the data's complexity: MNIST's below Fashion-MNIST's",
-            COMMAND.format("hesu_fig3"), "6 < 10", f"{m} vs {f}", verdict,
+            command(protocol, "hesu_fig3"), "6 < 10", f"{m} vs {f}", verdict,
             "" if verdict == "holds" else "MNIST's optimal depth is not below Fashion-MNIST's",
-            (f"{FOLDER}/hesu_fig3_mnist.nc", f"{FOLDER}/hesu_fig3_fashion.nc")))
+            (f"{folder(protocol)}/hesu_fig3_mnist.nc", f"{folder(protocol)}/hesu_fig3_fashion.nc")))
     return rows
 
 
@@ -310,10 +311,10 @@ def difference_interval(a: np.ndarray, b: np.ndarray, n_boot: int = 400,
     return float(a.mean() - b.mean()), float(low), float(high)
 
 
-def _fig4_rows(root: Path) -> list[Claim]:
+def _fig4_rows(root: Path, protocol: str) -> list[Claim]:
     names = ("width20", "width100", "width1000", "narrow_wide", "wide_narrow")
-    files = {n: open_sweep(root, f"hesu_fig4_{n}") for n in names}
-    paths = tuple(f"{FOLDER}/hesu_fig4_{n}.nc" for n in names)
+    files = {n: open_sweep(root, f"hesu_fig4_{n}", protocol) for n in names}
+    paths = tuple(f"{folder(protocol)}/hesu_fig4_{n}.nc" for n in names)
     claims_text = (
         ("He–Su Fig. 4 (width 20)", "a network of width 20 does not separate the data well "
          "(a higher final fuzziness than at width 100)"),
@@ -322,13 +323,14 @@ def _fig4_rows(root: Path) -> list[Claim]:
         ("He–Su Fig. 4 (shape)", "wide bottom layers then narrow ones separate better than "
          "narrow then wide"))
     if any(ds is None for ds in files.values()) or files["width1000"].sizes["layer"] != 8:
-        return [missing_row(i, c, "hesu_fig4", "— (a figure)") for i, c in claims_text]
+        return [missing_row(i, c, "hesu_fig4", "— (a figure)", protocol)
+                for i, c in claims_text]
     final = {n: _final(ds) for n, ds in files.items()}
     r = {n: ds["pearson_r"].values.ravel() for n, ds in files.items()}
     rows = []
     d20, low, high = difference_interval(final["width20"], final["width100"])
     verdict = "holds" if low > 0 else "partly" if d20 > 0 else "differs"
-    rows.append(Claim(*claims_text[0], COMMAND.format("hesu_fig4"), "— (a figure)",
+    rows.append(Claim(*claims_text[0], command(protocol, "hesu_fig4"), "— (a figure)",
                       f"final log D {with_interval(final['width20'], 2)} at width 20 against "
                       f"{with_interval(final['width100'], 2)} at 100: difference {d20:+.2f} "
                       f"[{low:+.2f}, {high:+.2f}]; r {with_interval(r['width20'], R_DIGITS)} "
@@ -339,7 +341,7 @@ def _fig4_rows(root: Path) -> list[Claim]:
     ratio = abs(d1000) / abs(d20) if d20 else np.inf
     verdict = ("holds" if ratio <= SAME_WIDTH else "partly" if ratio <= 2 * SAME_WIDTH
                else "differs")
-    rows.append(Claim(*claims_text[1], COMMAND.format("hesu_fig4"), "— (a figure)",
+    rows.append(Claim(*claims_text[1], command(protocol, "hesu_fig4"), "— (a figure)",
                       f"final log D at 1 000 minus at 100: {d1000:+.2f} [{low:+.2f}, "
                       f"{high:+.2f}], {ratio:.2f} of the gap from 20 to 100; r at 1 000 "
                       f"{with_interval(r['width1000'], R_DIGITS)}", verdict,
@@ -347,7 +349,7 @@ def _fig4_rows(root: Path) -> list[Claim]:
                       f" of the 20-to-100 one (about the same: at most {SAME_WIDTH})", paths))
     shape, low, high = difference_interval(final["wide_narrow"], final["narrow_wide"])
     verdict = "holds" if high < 0 else "partly" if shape < 0 else "differs"
-    rows.append(Claim(*claims_text[2], COMMAND.format("hesu_fig4"), "— (a figure)",
+    rows.append(Claim(*claims_text[2], command(protocol, "hesu_fig4"), "— (a figure)",
                       f"final log D Wide-Narrow {with_interval(final['wide_narrow'], 2)}, "
                       f"Narrow-Wide {with_interval(final['narrow_wide'], 2)}: difference "
                       f"{shape:+.2f} [{low:+.2f}, {high:+.2f}]", verdict,
@@ -356,21 +358,22 @@ def _fig4_rows(root: Path) -> list[Claim]:
     return rows
 
 
-def _fig7_rows(root: Path) -> list[Claim]:
+def _fig7_rows(root: Path, protocol: str) -> list[Claim]:
     sizes = (1000, 2000, 5000)
-    files = {n: open_sweep(root, f"hesu_fig7_n{n}") for n in sizes}
-    paths = tuple(f"{FOLDER}/hesu_fig7_n{n}.nc" for n in sizes)
+    files = {n: open_sweep(root, f"hesu_fig7_n{n}", protocol) for n in sizes}
+    paths = tuple(f"{folder(protocol)}/hesu_fig7_n{n}.nc" for n in sizes)
     claim_law = "the law emerges at 1 000, 2 000 and 5 000 training samples (8 layers)"
     claim_half = "the half-life is larger for larger data sets"
     if any(ds is None for ds in files.values()):
-        return [missing_row("He–Su Fig. 7", claim_law, "hesu_fig7", "—"),
-                missing_row("He–Su Fig. 7 (half-life)", claim_half, "hesu_fig7", "—")]
+        return [missing_row("He–Su Fig. 7", claim_law, "hesu_fig7", "—", protocol),
+                missing_row("He–Su Fig. 7 (half-life)", claim_half, "hesu_fig7", "—",
+                            protocol)]
     r = {n: ds["pearson_r"].values.ravel() for n, ds in files.items()}
     half = {n: ds["half_life"].values.ravel() for n, ds in files.items()}
     verdicts = [law_verdict(mean_interval(r[n])[0]) for n in sizes]
     verdict = ("holds" if all(v == "holds" for v in verdicts) else
                "differs" if all(v == "differs" for v in verdicts) else "partly")
-    rows = [Claim("He–Su Fig. 7", claim_law, COMMAND.format("hesu_fig7"), "— (a figure)",
+    rows = [Claim("He–Su Fig. 7", claim_law, command(protocol, "hesu_fig7"), "— (a figure)",
                   "; ".join(f"n {n}: r {with_interval(r[n], R_DIGITS)}" for n in sizes), verdict,
                   "" if verdict == "holds" else
                   f"r above {LAW_R} at n = " + ", ".join(
@@ -379,7 +382,7 @@ def _fig7_rows(root: Path) -> list[Claim]:
     means = [mean_interval(half[n])[0] for n in sizes]
     rising = bool(np.all(np.diff(means) > 0))
     verdict = "holds" if rising else "partly" if means[-1] > means[0] else "differs"
-    rows.append(Claim("He–Su Fig. 7 (half-life)", claim_half, COMMAND.format("hesu_fig7"),
+    rows.append(Claim("He–Su Fig. 7 (half-life)", claim_half, command(protocol, "hesu_fig7"),
                       "— (a figure)",
                       "; ".join(f"n {n}: {with_interval(half[n], 2)} layers" for n in sizes),
                       verdict, "" if verdict == "holds" else
@@ -387,20 +390,20 @@ def _fig7_rows(root: Path) -> list[Claim]:
     return rows
 
 
-def _fig9_rows(root: Path) -> list[Claim]:
-    ds = open_sweep(root, "hesu_fig9")
+def _fig9_rows(root: Path, protocol: str) -> list[Claim]:
+    ds = open_sweep(root, "hesu_fig9", protocol)
     claim_emerge = "the law does not hold at the beginning and emerges during training"
     claim_rho = "once it has emerged, the decay ratio decreases along training"
     if ds is None:
-        return [missing_row("He–Su Fig. 9", claim_emerge, "hesu_fig9", "—"),
-                missing_row("He–Su Fig. 9 (ρ)", claim_rho, "hesu_fig9", "—")]
+        return [missing_row("He–Su Fig. 9", claim_emerge, "hesu_fig9", "—", protocol),
+                missing_row("He–Su Fig. 9 (ρ)", claim_rho, "hesu_fig9", "—", protocol)]
     curves = ds["load_curve_epochs"].isel(alpha=0, lr=0).transpose("seed", "epoch", "layer")
     stats = laws.equi_separation(curves.values)  # (S, E)
     epochs = ds["epoch"].values
     r, rho = np.nanmean(stats["pearson_r"], axis=0), np.nanmean(stats["decay_ratio"], axis=0)
     first, last = stats["pearson_r"][:, 0], stats["pearson_r"][:, -1]
     emerged = np.flatnonzero(r <= LAW_R)
-    path = f"{FOLDER}/hesu_fig9.nc"
+    path = f"{folder(protocol)}/hesu_fig9.nc"
     if r[0] > PARTLY_R and r[-1] <= LAW_R:
         verdict, why = "holds", ""
     elif r[-1] <= LAW_R:
@@ -408,12 +411,12 @@ def _fig9_rows(root: Path) -> list[Claim]:
     else:
         verdict, why = "differs", f"the final r {r[-1]:.3f} is above {LAW_R}"
     at = f"epoch {epochs[emerged[0]]}" if emerged.size else "never"
-    rows = [Claim("He–Su Fig. 9", claim_emerge, COMMAND.format("hesu_fig9"), "— (a figure)",
+    rows = [Claim("He–Su Fig. 9", claim_emerge, command(protocol, "hesu_fig9"), "— (a figure)",
                   f"r at epoch 0: {with_interval(first, R_DIGITS)}; at epoch {epochs[-1]}: "
                   f"{with_interval(last, R_DIGITS)}; r <= {LAW_R} from {at}", verdict, why,
                   (path,))]
     if not emerged.size:
-        rows.append(Claim("He–Su Fig. 9 (ρ)", claim_rho, COMMAND.format("hesu_fig9"),
+        rows.append(Claim("He–Su Fig. 9 (ρ)", claim_rho, command(protocol, "hesu_fig9"),
                           "— (a figure)", f"the law never emerges (r <= {LAW_R})", "differs",
                           "no snapshot where the law holds", (path,)))
         return rows
@@ -426,7 +429,7 @@ def _fig9_rows(root: Path) -> list[Claim]:
     else:
         verdict, why = "differs", f"ρ does not fall after the law emerges ({rho[emerged[0]]:.3f}" \
                                   f" → {rho[-1]:.3f})"
-    rows.append(Claim("He–Su Fig. 9 (ρ)", claim_rho, COMMAND.format("hesu_fig9"),
+    rows.append(Claim("He–Su Fig. 9 (ρ)", claim_rho, command(protocol, "hesu_fig9"),
                       "— (a figure)",
                       f"seed-mean ρ {rho[emerged[0]]:.3f} at epoch {epochs[emerged[0]]} → "
                       f"{rho[-1]:.3f} at epoch {epochs[-1]}; Spearman with the epoch "
@@ -440,26 +443,29 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(spearmanr(a, b).statistic)
 
 
-def _fig12_row(root: Path) -> Claim:
-    ds = open_sweep(root, "hesu_fig12")
+def _fig12_rows(root: Path, protocol: str) -> list[Claim]:
+    ds = open_sweep(root, "hesu_fig12", protocol)
     claim = "a fuzzy version of the law holds on the test data"
     if ds is None:
-        return missing_row("He–Su Fig. 12", claim, "hesu_fig12", "—")
+        return [missing_row("He–Su Fig. 12", claim, "hesu_fig12", "—", protocol)]
     test, train = ds["pearson_r_test"].values.ravel(), ds["pearson_r"].values.ravel()
     mean = mean_interval(test)[0]
     verdict = "holds" if np.isfinite(mean) and mean <= PARTLY_R else (
         "partly" if np.isfinite(mean) and mean <= -0.8 else "differs")
-    return Claim("He–Su Fig. 12", claim, COMMAND.format("hesu_fig12"), "— (a figure)",
-                 f"test r {with_interval(test, R_DIGITS)}, "
-                 f"ρ {with_interval(ds['decay_ratio_test'].values)}"
-                 f"; training r {with_interval(train, R_DIGITS)}, ρ "
-                 f"{with_interval(ds['decay_ratio'].values)}", verdict,
-                 "" if verdict == "holds" else f"test r {mean:.3f} above {PARTLY_R}",
-                 (f"{FOLDER}/hesu_fig12.nc",))
+    return [Claim("He–Su Fig. 12", claim, command(protocol, "hesu_fig12"), "— (a figure)",
+                  f"test r {with_interval(test, R_DIGITS)}, "
+                  f"ρ {with_interval(ds['decay_ratio_test'].values)}"
+                  f"; training r {with_interval(train, R_DIGITS)}, ρ "
+                  f"{with_interval(ds['decay_ratio'].values)}", verdict,
+                  "" if verdict == "holds" else f"test r {mean:.3f} above {PARTLY_R}",
+                  (f"{folder(protocol)}/hesu_fig12.nc",))]
 
 
 def claims(root: Path) -> list[Claim]:
-    """He & Su's rows, computed from the committed sweeps under ``root``."""
-    root = Path(root)
-    return [*_fig1_rows(root), *_fig3_rows(root), *_fig4_rows(root), *_fig7_rows(root),
-            *_fig9_rows(root), _fig12_row(root)]
+    """He & Su's rows, computed from the committed sweeps under ``root``: each experiment's
+    from the authors' protocol's files where they are all there, with our protocol's verdict
+    as a variant (:func:`~.protocols.judged`)."""
+    return [row for experiment, build in (
+        ("hesu_fig1", _fig1_rows), ("hesu_fig3", _fig3_rows), ("hesu_fig4", _fig4_rows),
+        ("hesu_fig7", _fig7_rows), ("hesu_fig9", _fig9_rows), ("hesu_fig12", _fig12_rows))
+        for row in judged(root, experiment, build)]

@@ -6,15 +6,20 @@ import json
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims import galanti, he_su
+from dnnphase.compare.claims import galanti, he_su, protocols
 
 CONFIG = json.dumps({"epochs": 200, "width": 100})
 
 
-def _write(root, stem, ds):
-    folder = root / he_su.FOLDER
+def _write(root, stem, ds, protocol="ours", measurement=None):
+    """``ds`` as ``stem``'s file in ``protocol``'s folder, its configuration stored with
+    ``measurement`` (None: none stored, as the files from before the option)."""
+    folder = root / protocols.FOLDERS[protocol]
     folder.mkdir(parents=True, exist_ok=True)
-    ds.attrs.update(config=CONFIG, data=json.dumps({"source": "hand-made"}))
+    config = json.loads(CONFIG)
+    if measurement is not None:
+        config["protocol"] = measurement
+    ds.attrs.update(config=json.dumps(config), data=json.dumps({"source": "hand-made"}))
     ds.to_netcdf(folder / f"{stem}.nc")
 
 
@@ -142,8 +147,10 @@ def test_galanti_fig1_at_other_thresholds_are_variants(tmp_path):
                                                    below=0.985))
     literal, minimal = galanti.claims(tmp_path)[:2]
     assert literal.verdict == "holds" and minimal.verdict == "holds"
-    assert literal.variants == {"threshold 0.98": "differs", "threshold 0.995": "holds"}
-    assert minimal.variants == {"threshold 0.98": "partly", "threshold 0.995": "holds"}
+    assert literal.variants == {"threshold 0.98": "differs", "threshold 0.995": "holds",
+                                "all networks": "holds"}
+    assert minimal.variants == {"threshold 0.98": "partly", "threshold 0.995": "holds",
+                                "all networks": "holds"}
     assert "at 0.98: 8 layers 1, 1, 1" in literal.ours
 
 
@@ -216,3 +223,83 @@ def test_fig4_rules(tmp_path):
     assert rows["He–Su Fig. 4 (shape)"].verdict == "differs"
     mean, low, high = he_su.difference_interval([1.0, 1.0], [0.0, 0.0])
     assert (mean, low, high) == (1.0, 1.0, 1.0)
+
+
+def _fig7_file(r, half):
+    """A Fig. 7 sweep whose three seeds have Pearson r ``r`` and half-life ``half``."""
+    dims = ("alpha", "lr", "seed")
+    return xr.Dataset({"pearson_r": (dims, np.full((1, 1, 3), r)),
+                       "half_life": (dims, np.full((1, 1, 3), half))},
+                      coords={"alpha": [0.0], "lr": [1e-3], "seed": [0, 1, 2]})
+
+
+def _fig7_rows(root):
+    return {r.id: r for r in he_su.claims(root) if r.id.startswith("He–Su Fig. 7")}
+
+
+def test_the_authors_files_are_the_reference_and_ours_a_variant(tmp_path):
+    for k, n in enumerate((1000, 2000, 5000)):
+        _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.98, 1.0 + k))  # ours: partly
+    rows = _fig7_rows(tmp_path)
+    law = rows["He–Su Fig. 7"]
+    assert (law.verdict, law.variants) == ("partly", {})  # the authors' not there: ours
+    assert "--protocol ours" in law.command and "not computed" in law.why
+    assert law.files[0].startswith(protocols.FOLDERS["ours"])
+    # the authors' files, all three: the reference
+    for k, n in enumerate((1000, 2000, 5000)):
+        _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.995, 3.0 - k), "authors", "he_su")
+    rows = _fig7_rows(tmp_path)
+    law, half = rows["He–Su Fig. 7"], rows["He–Su Fig. 7 (half-life)"]
+    assert (law.verdict, law.variants) == ("holds", {"our protocol": "partly"})
+    assert not law.robust and "--protocol" not in law.command
+    assert law.files[0].startswith(protocols.FOLDERS["authors"])
+    assert "our protocol: n 1000: r -0.9800" in law.ours
+    assert "200 of their 600 epochs" in law.why and "not computed" not in law.why
+    # the half-life falls under theirs, rises under ours
+    assert (half.verdict, half.variants) == ("differs", {"our protocol": "holds"})
+    # a file of the authors' folder measured otherwise is not theirs: ours again
+    _write(tmp_path, "hesu_fig7_n2000", _fig7_file(-0.995, 2.0), "authors", "ours")
+    assert _fig7_rows(tmp_path)["He–Su Fig. 7"].variants == {}
+    # and one missing is not the reference either
+    _write(tmp_path, "hesu_fig7_n2000", _fig7_file(-0.995, 2.0), "authors", "he_su")
+    assert protocols.reference(tmp_path, "hesu_fig7") == "authors"
+    (tmp_path / protocols.FOLDERS["authors"] / "hesu_fig7_n5000.nc").unlink()
+    assert protocols.reference(tmp_path, "hesu_fig7") == "ours"
+
+
+def test_galanti_fig1_is_judged_only_in_the_terminal_phase(tmp_path):
+    """The 8- and 16-layer networks must fit their labels (training accuracy >= 0.999), at
+    least half of each depth's: else "cannot", the former reading the variant."""
+    ds = _galanti_fig1([0.9, 0.95, 0.995, 0.995, 0.998], [np.nan, np.nan, 4, 4, 4])
+    _write(tmp_path, "galanti_fig1", ds)
+    literal, minimal = galanti.claims(tmp_path)[:2]
+    assert literal.verdict == minimal.verdict == "cannot"
+    assert literal.variants["all networks"] == "holds"
+    assert minimal.variants["all networks"] == "holds"
+    assert "0 of 15 networks fit their training labels" in literal.ours
+    assert "8 layers 0 of 3, 16 layers 0 of 3" in literal.why
+    # two of three 16-layer networks fit, and only they are judged: their depth is 4
+    ds = _galanti_fig1([0.9, 0.95, 0.995, 1.0, 1.0], [np.nan, np.nan, 4, 4, 4]).copy(deep=True)
+    ds["train_accuracy"].loc[dict(depth=16, seed=0)] = 0.99
+    ncc = ds["load_curve"].sel(measure="ncc", depth=16).values
+    ncc[..., 0, :] = 0.5  # seed 0 never collapses: effective depth "none" when counted
+    ds["load_curve"].loc[dict(measure="ncc", depth=16)] = ncc
+    _write(tmp_path, "galanti_fig1", ds)
+    literal = galanti.claims(tmp_path)[0]
+    assert "16 layers: effective depth by seed none, 4, 4" in literal.ours
+    assert literal.verdict == "holds"
+    # one of three fits: not judged
+    ds["train_accuracy"].loc[dict(depth=16, seed=1)] = 0.99
+    _write(tmp_path, "galanti_fig1", ds)
+    assert galanti.claims(tmp_path)[0].verdict == "cannot"
+
+
+def test_galanti_fig3_needs_half_of_a_noise_level_to_fit(tmp_path):
+    ds = _galanti_fig3([0.8, 2.8, 7.0, 25.0], [4, 5, 6, 7], [1.0, 0.9, 0.8, 0.7]).copy(deep=True)
+    ds["train_accuracy"].loc[dict(random_labels=[0.25, 0.5, 0.75], seed=[0, 1])] = 0.998
+    _write(tmp_path, "galanti_fig3", ds)  # one network of three fits at each noisy level
+    depth = galanti.claims(tmp_path)[3]
+    assert depth.verdict == "cannot" and "6 of 12 networks fit" in depth.ours
+    ds["train_accuracy"].loc[dict(random_labels=[0.25, 0.5, 0.75], seed=[0])] = 1.0
+    _write(tmp_path, "galanti_fig3", ds)  # two of three
+    assert galanti.claims(tmp_path)[3].verdict == "holds"
