@@ -31,9 +31,42 @@ from phasecore.commandline import guarded, scaled_figures_parser
 FOLDER = "figures/separation_laws"  # the committed sweeps: --protocol ours
 AUTHORS_FOLDER = "figures/separation_laws_authors"
 #: Why --quick runs its sweeps here even when a pool is asked for.
+#: Each experiment's measured wall time (seconds) at the committed ("reduced") scale on the
+#: project's 2 shared cores, by protocol: printed as the estimate before it starts, and in
+#: --help (docs/results.md has them too). None: not measured yet. Fig. 12 reuses Fig. 7's
+#: 1 000-sample networks (seconds, once those exist).
+MEASURED_S = {
+    "ours": {"hesu_fig1": 437, "hesu_fig3": 178, "hesu_fig4": 471, "hesu_fig7": 89,
+             "hesu_fig9": 37, "hesu_fig12": None, "galanti_fig1": 211, "galanti_fig3": 160},
+    "authors": {"hesu_fig1": None, "hesu_fig3": None, "hesu_fig4": None, "hesu_fig7": None,
+                "hesu_fig9": None, "hesu_fig12": None, "galanti_fig1": None,
+                "galanti_fig3": None},
+}
+MEASURED_HOW = {"ours": "two workers, other light work running",
+                "authors": "one worker under nice, another job sharing the cores"}
 QUICK_NOTE = ("separation_laws.py: --quick runs its sweeps here, one after another: each takes "
               "seconds, less than a pool's workers take to start (with a pool --quick took "
               "121 s instead of 15 s)")
+
+
+def estimate(experiment: str, protocol: str, scale: str) -> str:
+    """The line printed before ``experiment`` starts: its measured wall time, where one is."""
+    seconds = MEASURED_S[protocol].get(experiment) if scale == "reduced" else None
+    if seconds is None:
+        where = "" if scale == "reduced" else " at this scale"
+        return f"{experiment}: starting (no time measured{where})"
+    return (f"{experiment}: starting; measured {seconds} s at this scale on 2 shared cores "
+            f"({MEASURED_HOW[protocol]}; a busier machine takes longer)")
+
+
+def _times_help() -> str:
+    """--help's epilog: the measured times of :data:`MEASURED_S`."""
+    return "measured wall times at the committed scale on 2 shared cores: " + "; ".join(
+        f"{protocol} ({MEASURED_HOW[protocol]}): " + ", ".join(
+            f"{e} {'?' if t is None else t} s" for e, t in times.items())
+        for protocol, times in MEASURED_S.items()) + (
+        " (Fig. 12 reuses Fig. 7's networks; on a busy machine a rerun of Fig. 9 took 123 s "
+        "against 37 s)")
 
 
 def parse(argv: list[str] | None = None):
@@ -45,6 +78,7 @@ def parse(argv: list[str] | None = None):
         full="the papers' scale: 600 / 500 epochs, Galanti's width 500 and all of "
              "Fashion-MNIST, 5 seeds",
         quick="seconds: the 8 x 8 digits, 3 epochs (a test)")
+    parser.epilog = _times_help()
     parser.add_argument("--protocol", choices=separation_laws.PROTOCOLS, default="authors",
                         help="authors (default): each paper's own measurement and training "
                              f"(default folder {AUTHORS_FOLDER}); ours: the committed sweeps' "
@@ -107,6 +141,7 @@ def work(args, configs, scheduler) -> None:
     names = [n for sweeps in separation_laws.EXPERIMENTS.values() for n in sweeps]
     started = time.monotonic()
     for experiment in separation_laws.check_experiments(args.only):
+        print(estimate(experiment, args.protocol, args.scale), flush=True)
         begun = time.monotonic()
         datasets = {name: run_named(name, configs[name], folder, names, scheduler=scheduler,
                                     workers=args.workers, quiet=args.scale == "quick")

@@ -180,3 +180,21 @@ def test_a_committed_network_comes_out_again():
     fuzziness = chunk["load_curve"].values[0, cfg.measures.index("fuzziness")]  # (L+1,)
     r = laws.equi_separation(fuzziness)["pearson_r"]
     assert abs(r - float(committed["pearson_r"])) <= 0.005
+
+
+def test_help_and_the_line_before_each_experiment_give_its_measured_time(capsys):
+    import runpy
+
+    script = runpy.run_path(str(SCRIPT), run_name="script")
+    assert set(script["MEASURED_S"]) == set(separation_laws.PROTOCOLS)
+    for times in script["MEASURED_S"].values():
+        assert set(times) == set(separation_laws.EXPERIMENTS)
+    line = script["estimate"]("hesu_fig1", "ours", "reduced")
+    assert f"measured {script['MEASURED_S']['ours']['hesu_fig1']} s" in line
+    assert "no time measured at this scale" in script["estimate"]("hesu_fig1", "ours", "full")
+    try:
+        _main()(["--help"])
+    except SystemExit:
+        pass
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"hesu_fig1 {script['MEASURED_S']['ours']['hesu_fig1']} s" in out
