@@ -30,6 +30,7 @@ from torch import nn
 from dnnphase.data import MIN_PER_CLASS
 from dnnphase.defaults import MEASURE, SWEEP_MEASURES
 from dnnphase.measures import laws
+from dnnphase.measures.hooks import INPUT, Features
 from dnnphase.measures.separation_numpy import FUZZINESS_RCOND, check_measures
 from dnnphase.measures.separation_torch import LayerAccumulator
 from dnnphase.networks import protocol as protocols
@@ -39,8 +40,6 @@ from phasecore.results import provenance
 
 __all__ = ["INPUT", "TRAIN", "LoadCurveRecorder", "default_layers", "measure_model"]
 
-#: The name of the model's input as a layer (D_0 of the load curve).
-INPUT = "input"
 #: The split whose class means classify every split in ``ncc_train_centres``.
 TRAIN = "train"
 #: Samples per forward pass unless told otherwise.
@@ -195,79 +194,6 @@ def _batch(batch) -> tuple[Any, torch.Tensor]:
     return x, y
 
 
-# --------------------------------------------------------------------------
-# Hooks
-# --------------------------------------------------------------------------
-
-
-def _first_tensor(out) -> torch.Tensor | None:
-    if isinstance(out, torch.Tensor):
-        return out
-    if isinstance(out, tuple | list):  # e.g. (output, state), (output, attention)
-        return next((t for t in out if isinstance(t, torch.Tensor)), None)
-    return None
-
-
-class _Features:
-    """Forward hooks on the chosen modules; one forward pass → the features of each
-    call of those modules, flattened to (n, d), in the order they ran."""
-
-    def __init__(self, model: nn.Module, layers: Sequence[str], defaulted: bool = False) -> None:
-        modules = dict(model.named_modules())
-        unknown = [name for name in layers if name != INPUT and name not in modules]
-        require(not unknown, "layers", "names of the model's modules (model.named_modules(), "
-                f"e.g. {[n for n in modules if n][:6]}) or {INPUT!r}", unknown)
-        require(len(set(layers)) == len(layers), "layers", "distinct names", list(layers))
-        self.model, self.layers, self.defaulted = model, list(layers), defaulted
-        self._out: list[tuple[str, torch.Tensor]] = []
-        self._handles = [modules[name].register_forward_hook(self._hook(name))
-                         for name in layers if name != INPUT]
-        self.names: list[str] | None = None  # the layers of a forward pass, in order
-
-    def _hook(self, name: str):
-        def keep(module, args, out) -> None:
-            t = _first_tensor(out)
-            require(t is not None, "layers", "modules whose output is a tensor (or a tuple "
-                    "holding one)", f"{name} returned {type(out).__name__}")
-            self._out.append((name, t.detach()))
-        return keep
-
-    def __call__(self, x, n: int) -> list[torch.Tensor]:
-        """Run the model on a batch of n inputs; each layer's features (n, d)."""
-        self._out = []
-        self.model(x)
-        calls: dict[str, int] = {}
-        names, feats = [], []
-        if INPUT in self.layers:
-            names.append(INPUT)
-            # integer inputs (a language model's token ids) are measured as numbers
-            feats.append(x if not isinstance(x, torch.Tensor) or x.is_floating_point()
-                         else x.to(torch.float64))
-        for name, t in self._out:
-            calls[name] = calls.get(name, 0) + 1
-            names.append(name if calls[name] == 1 else f"{name}#{calls[name]}")
-            feats.append(t)
-        silent = [name for name in self.layers if name != INPUT and name not in calls]
-        require(not silent, "layers", "modules that run in the model's forward pass"
-                + (" (these are the default layers: name the ones to measure, layers=[...])"
-                   if self.defaulted else ""), f"{silent} produced no output")
-        if self.names is None:
-            self.names = names
-        require(names == self.names, "layers", "the same module calls in every forward pass",
-                f"{names} after {self.names}")
-        out = []
-        for name, t in zip(names, feats, strict=True):
-            require(isinstance(t, torch.Tensor) and t.ndim >= 1 and t.shape[0] == n, "layers",
-                    f"outputs with the batch's {n} samples along the first dimension",
-                    f"{name}: {tuple(getattr(t, 'shape', ()))}")
-            out.append(t.reshape(n, -1))
-        return out
-
-    def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-
-
 def _device_and_dtype(model: nn.Module) -> tuple[torch.device, torch.dtype | None]:
     for t in [*model.parameters(), *model.buffers()]:
         require(t.device.type != "meta", "model", "a model whose weights are on a real device "
@@ -289,7 +215,7 @@ def _to_model(x, device: torch.device, dtype: torch.dtype | None):
 # --------------------------------------------------------------------------
 
 
-def _measure_split(features: _Features, source: Iterable, measures, rcond, device,
+def _measure_split(features: Features, source: Iterable, measures, rcond, device,
                    dtype) -> tuple[np.ndarray, int, laws.Centres]:
     """Both passes over one split: (n_measures, n_layers) float64, N and the split's class
     means (the NCC classifier of every layer)."""
@@ -336,7 +262,7 @@ def _centres(means: list, labels: list[int]) -> laws.Centres:
     return laws.Centres(kept, classes, torch.ones(1, len(labels), dtype=torch.bool))
 
 
-def _ncc_to_centres(features: _Features, source: Iterable, centres: laws.Centres, device,
+def _ncc_to_centres(features: Features, source: Iterable, centres: laws.Centres, device,
                     dtype) -> np.ndarray:
     """One more pass over a split: each layer's NCC accuracy with ``centres`` (n_layers,)."""
     hits, total = None, 0
@@ -432,8 +358,10 @@ def measure_model(
     Raises
     ------
     ConfigError
-        A model that is not a module, data of the wrong form, unknown measures or
-        layers that do not run in the forward pass (the message names which).
+        A model that is not a module, data of the wrong form or that do not fit the
+        model's first layer (its width, channels or vocabulary: checked before that layer
+        runs, :mod:`dnnphase.measures.hooks`), unknown measures or layers that do not run
+        in the forward pass (the message names which).
     """
     require(isinstance(model, nn.Module), "model", "a torch.nn.Module", type(model).__name__)
     how = protocols.lookup(protocol)
@@ -447,7 +375,7 @@ def measure_model(
     require(len(layers) >= 1 and all(isinstance(n, str) for n in layers), "layers",
             "a non-empty list of module names", layers)
     device, dtype = _device_and_dtype(model)
-    features = _Features(model, layers, defaulted)
+    features = Features(model, layers, defaulted)
     was_training = model.training
     curves, sizes, centres, ncc = {}, {}, {}, {}
     try:
@@ -569,14 +497,26 @@ class LoadCurveRecorder:
         self.data = {"train": train} if test is None else {"train": train, "test": test}
         _splits(self.data, "train", batch_size)  # the data's form, checked now
         self.layers = _layer_names(model, layers, protocol)
-        _Features(model, self.layers).remove()  # the names, checked now
+        Features(model, self.layers).remove()  # the names, checked now
         self.model, self.every = model, every
         self.batch_size, self.rcond, self.protocol = batch_size, rcond, protocol
         self._epochs: list[int] = []
         self._curves: list[xr.Dataset] = []
 
     def __call__(self, epoch: int) -> xr.Dataset | None:
-        """Measure at ``epoch`` if it is a multiple of ``every``; that epoch's Dataset."""
+        """Measure at ``epoch`` if it is a multiple of ``every``.
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch (>= 0, later than the last one recorded).
+
+        Returns
+        -------
+        xarray.Dataset or None
+            That epoch's load curve (as :func:`measure_model`'s), None where ``epoch`` is
+            not a multiple of ``every``.
+        """
         require(is_int(epoch) and epoch >= 0, "epoch", "an integer >= 0", epoch)
         require(not self._epochs or epoch > self._epochs[-1], "epoch",
                 f"later than the last one recorded ({self._epochs[-1] if self._epochs else 0})",
