@@ -171,9 +171,9 @@ def definitions_of(rule: str, package: Path = PACKAGE) -> list[str]:
     package : Path
         The package's folder (the ledger's own by default).
     """
-    trees = {p.stem: ast.parse(p.read_text()) for p in sorted(package.glob("*.py"))}
-    tops = {module: _top_level(tree) for module, tree in trees.items()}
-    links = {module: _links(tree) for module, tree in trees.items()}
+    files = sorted(Path(package).glob("*.py"))
+    tops, links = _index(tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size)
+                               for p in files))
     seen, todo = [], [tuple(rule.split(".", 1))]
     while todo:
         module, name = todo.pop(0)
@@ -183,6 +183,16 @@ def definitions_of(rule: str, package: Path = PACKAGE) -> list[str]:
         todo += [(m or module, n) for m, n in _uses(tops[module][name], tops[module],
                                                      links[module])]
     return [f"{m}.{n}" for m, n in seen]
+
+
+@cache
+def _index(files: tuple[tuple[str, int, int], ...]) -> tuple[dict, dict]:
+    """Per module of a package, its top-level definitions and its links (:func:`_top_level`,
+    :func:`_links`), parsed once for every rule: ``files`` is each module's path with its
+    modification time and size, so an edited module is parsed again."""
+    trees = {Path(path).stem: ast.parse(Path(path).read_text()) for path, _, _ in files}
+    return ({module: _top_level(tree) for module, tree in trees.items()},
+            {module: _links(tree) for module, tree in trees.items()})
 
 
 def _git(root: Path, *args: str, stdin: str | None = None) -> str:

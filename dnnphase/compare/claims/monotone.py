@@ -20,28 +20,72 @@ are monotone; **partly** when one is and the other is not; **differs** when neit
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from phasecore.checks import require
 
-__all__ = ["THRESHOLD", "describe", "direction_status", "mean_rho", "trend_verdict", "trends"]
+__all__ = ["THRESHOLD", "describe", "direction_status", "mean_rho", "spearman_rho",
+           "trend_verdict", "trends"]
 
 #: A direction's mean ρ must lie above this to be monotone.
 THRESHOLD = 0.5
 
 
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n along the last axis, tied values sharing their ranks' mean (scipy's
+    ``rankdata(method="average")``): a value's rank is the count of smaller values plus
+    (the count of equal ones, itself included, + 1) / 2. Lines are short (a diagram's
+    rows or columns), so the n × n comparison costs nothing."""
+    smaller = (values[..., None, :] < values[..., :, None]).sum(axis=-1)
+    equal = (values[..., None, :] == values[..., :, None]).sum(axis=-1)
+    return smaller + (equal + 1) / 2.0
+
+
+def spearman_rho(values: np.ndarray) -> np.ndarray:
+    """The Spearman ρ of each line of ``values`` against its position along it.
+
+    Parameters
+    ----------
+    values : ndarray, shape (..., n)
+        Finite, n >= 2, not all equal along a line.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        ρ per line: the Pearson r of the average ranks (:func:`_average_ranks`) against
+        1..n. ``scipy.stats.spearmanr(np.arange(n), line).statistic`` to the last bit: ranks
+        are multiples of 1/2 and their mean is (n + 1)/2, so every sum below is exact in
+        any order, and the remaining steps are numpy's ``corrcoef``'s, in its order.
+    """
+    values = np.asarray(values, dtype=float)
+    n = values.shape[-1]
+    ranks = _average_ranks(values)
+    position = np.arange(1.0, n + 1)
+    dy = ranks - ranks.mean(axis=-1, keepdims=True)
+    dx = position - position.mean()
+    scale = np.true_divide(1, n - 1)  # numpy.cov's 1 / (n - ddof), applied as it does
+    cov = (dy * dx).sum(axis=-1) * scale
+    rho = cov / np.sqrt((dy * dy).sum(axis=-1) * scale) / np.sqrt((dx * dx).sum() * scale)
+    return np.clip(rho, -1, 1)
+
+
 def mean_rho(mean: np.ndarray, axis: int) -> float:
     """The mean Spearman ρ of ``mean`` (R, C) against position along ``axis`` (1: along
-    each row, 0: along each column), over lines with finite, not all equal values (NaN
-    where there is none)."""
-    lines = mean if axis == 1 else mean.T
-    rhos = []
-    for line in lines:
-        ok = np.isfinite(line)
-        if ok.sum() < 3 or np.ptp(line[ok]) == 0:
-            continue
-        rhos.append(stats.spearmanr(np.flatnonzero(ok), line[ok]).statistic)
-    return float(np.mean(rhos)) if rhos else np.nan
+    each row, 0: along each column), over lines with at least 3 finite values not all
+    equal, a line's NaN left out (NaN where there is none)."""
+    lines = np.asarray(mean if axis == 1 else mean.T, dtype=float)
+    finite = np.isfinite(lines)
+    rho = np.full(lines.shape[0], np.nan)
+    whole = finite.all(axis=1)  # the usual case, every line at once
+    if lines.shape[1] >= 3:
+        spread = whole.copy()
+        spread[whole] = np.ptp(lines[whole], axis=1) > 0
+        rho[spread] = spearman_rho(lines[spread])
+    for i in np.flatnonzero(~whole):  # lines with a NaN: their finite values
+        line = lines[i][finite[i]]
+        if line.size >= 3 and np.ptp(line) > 0:
+            rho[i] = spearman_rho(line)
+    kept = rho[np.isfinite(rho)]  # in line order, as the mean over a list of them
+    return float(np.mean(kept)) if kept.size else np.nan
 
 
 def trends(curvature: np.ndarray, n_boot: int = 400, seed: int = 0) -> dict:

@@ -69,3 +69,30 @@ def test_noise_accumulating_in_deep_layers_is_found_and_its_opposite_too():
     assert rho > 0.9 and low > 0 and fluct[-1] > fluct[0]
     rho, low, high, _ = chain_claims.shallow_to_deep(curves[..., ::-1], n_boot=100)
     assert rho < -0.9 and high < 0
+
+
+def test_spearman_rho_is_scipys_to_the_last_bit():
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n = int(rng.integers(3, 17))
+        line = (rng.integers(0, 4, n).astype(float) if trial % 2  # ties
+                else rng.standard_normal(n))
+        if np.ptp(line) == 0:
+            continue
+        assert monotone.spearman_rho(line) == stats.spearmanr(np.arange(n), line).statistic
+    lines = rng.standard_normal((5, 9))
+    assert np.array_equal(monotone.spearman_rho(lines),
+                          [stats.spearmanr(np.arange(9), x).statistic for x in lines])
+
+
+def test_mean_rho_leaves_out_a_lines_nan_and_short_lines():
+    from scipy import stats
+
+    mean = np.array([[0.0, 2.0, np.nan, 1.0, 3.0], [1.0, np.nan, np.nan, np.nan, 2.0],
+                     [3.0, 2.0, 1.0, 0.0, -1.0]])
+    first = stats.spearmanr([0, 1, 3, 4], [0.0, 2.0, 1.0, 3.0]).statistic
+    last = stats.spearmanr(np.arange(5), mean[2]).statistic
+    assert monotone.mean_rho(mean, 1) == np.mean([first, last])  # the 2-value line left out
+    assert np.isnan(monotone.mean_rho(np.full((2, 4), np.nan), 1))
