@@ -96,7 +96,8 @@ def compare_readings(scores: dict[str, np.ndarray], accuracy: np.ndarray, values
     Returns
     -------
     dict of str to dict
-        Per reading: ``hits``, ``rows``, ``chance``, ``hits_low``, ``hits_high``,
+        Per reading, over every row with a finite score (no linear band: a score other than
+        a curvature has none): ``hits``, ``rows``, ``chance``, ``hits_low``, ``hits_high``,
         ``verdict`` (from :func:`linear_best`), ``chosen`` (R,) its columns, ``same``: the
         fraction of rows where it chooses the reference's column (rows where both choose
         one), ``minus``: the reference's hits minus its own, ``minus_boot`` (n_boot,) that
@@ -117,13 +118,18 @@ def compare_readings(scores: dict[str, np.ndarray], accuracy: np.ndarray, values
     arrays = {k: np.asarray(v, dtype=float) for k, v in scores.items()}
     out = {}
     for name in names:
+        # band=None: every row with a finite score is judged. The linear band is the
+        # curvature's: He & Su's score 1 + r never changes sign, so with it a row whose r
+        # stays above -0.95 would be dropped as "no linear cell" and the readings would be
+        # counted over different rows.
         result = linear_best(arrays[name], acc, values, log_scale=log_scale, n_boot=n_boot,
-                             seed=seed)
+                             seed=seed, band=None)
         out[name] = {k: result[k] for k in ("hits", "rows", "chance", "hits_low",
                                             "hits_high", "verdict")}
         out[name]["chosen"] = chosen_columns(arrays[name])
     boot = np.array([[linear_best(arrays[k][..., pick], acc[..., pick], values,
-                                  log_scale=log_scale, n_boot=0)["hits"] for k in names]
+                                  log_scale=log_scale, n_boot=0, band=None)["hits"]
+                      for k in names]
                      for pick in seed_draws(acc.shape[2], n_boot, seed)], dtype=float)
     boot = boot.reshape(-1, len(names))  # (B, readings)
     reference = out[names[0]]

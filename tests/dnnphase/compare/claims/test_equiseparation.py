@@ -85,3 +85,14 @@ def test_each_reading_is_the_ledger_rule_and_the_difference_is_paired():
 def test_bad_input_is_one_line_naming_the_parameter(call, name):
     with pytest.raises(ConfigError, match=name):
         call()
+
+
+def test_a_score_that_never_comes_near_zero_keeps_every_row():
+    """He & Su's score 1 + r never changes sign; a row whose r stays above -0.95 has no
+    "linear cell" by the curvature's band, yet it is a row their reading judges."""
+    far = OTHER + 0.3  # every seed mean >= 0.3: outside the curvature's linear band
+    out = compare_readings({"a": CURVATURE, "b": far}, ACCURACY, VALUES, n_boot=10)
+    assert out["b"]["rows"] == 2
+    np.testing.assert_array_equal(out["b"]["chosen"], [2, 0])
+    assert out["b"]["hits"] == 1  # row 2 picks column 0, its best
+    assert linear_best(far, ACCURACY, VALUES, band=0.05, n_boot=0)["rows"] == 0  # band: none
