@@ -104,9 +104,9 @@ class SweepConfig(TrainingSettings):
     record_every : int
         Also record the first measure's load curve (training and test set) every k epochs.
     models_per_chunk : int, optional
-        Models trained as one stack, stored as one resumable chunk (float32 results depend on
-        it at the rounding level). None: on the CPU at most 16 in at least 8 chunks; on CUDA a
-        stack that fills the GPU.
+        Models trained as one stack, stored as one resumable chunk (on a CPU the results do
+        not depend on it, bit for bit; on CUDA float32 results do at the rounding level).
+        None: on the CPU at most 16 in at least 8 chunks; on CUDA a stack that fills the GPU.
     depths : sequence of int, optional
         Depth as a sweep axis (:mod:`dnnphase.sweeps.depth_axis`): every (alpha, value, seed)
         model at each of these depths (each >= 2, distinct; ``depth`` then stays at its
