@@ -8,8 +8,14 @@ Rules (a phase is the seed-mean scale-free curvature's label, band ±0.05):
 * **Fig. 1a–d, corners**: the lazy corner (the most nonlinear row, the least noise) concave
   and the noisy corner (the linear row, the most noise) convex: **holds** both, **partly**
   one, **differs** neither. Where the plateau stopping rule ended networks before their last
-  epoch (the authors stop only when the loss changes by < 1e-10), the row says how many and
-  that the authors' protocol needs retraining.
+  epoch (the authors stop only when the loss changes by < 1e-10), the row says how many.
+* **Fig. 1a, the authors' stopping rule** (a variant of its three rows and of the pooled
+  shading row; written before its file was computed): the same rules, unchanged, on the
+  label-noise diagram retrained with our stopping rules off (:data:`AUTHORS_STOP`: every
+  network its 100 epochs, everything else as the paper preset's sweep; a loss change of
+  < 1e-10 in float32 means a loss that has stopped moving, which a loss still falling, or
+  one whose label noise is redrawn every step, does not). The variant is **cannot** while
+  that file is not committed.
 * **Fig. 1a–d, shading**: the rule of :mod:`dnnphase.compare.claims.rules`.
 * **Figs. 1 and 3, trends**: the whole grid's monotone trends,
   :mod:`dnnphase.compare.claims.monotone` (the chain's on its rows with friction, below);
@@ -42,6 +48,7 @@ Rules (a phase is the seed-mean scale-free curvature's label, band ±0.05):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +56,12 @@ import xarray as xr
 
 from dnnphase.compare.claims import monotone
 from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.rules import linear_best_of_sweep, pooled_claim, sweep_cells
+from dnnphase.compare.claims.rules import (
+    linear_best_of_sweep,
+    pooled,
+    pooled_claim,
+    sweep_cells,
+)
 from phasecore.loadcurve import PHASE_TOLERANCE
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims", "corner_verdict"]
@@ -94,8 +106,19 @@ def corner_verdict(lazy: np.ndarray, noisy: np.ndarray) -> tuple[str, str, str]:
     return ours, verdict, why
 
 
-def _stopped_early(net: xr.Dataset) -> str:
-    """The protocol note: how many networks the plateau rule stopped before the last epoch."""
+#: Fig. 1a's label-noise diagram retrained under the authors' stopping rule (module doc).
+AUTHORS_STOP = "figures/paper/authors_stopping_label_noise.nc"
+AUTHORS_STOP_COMMAND = (
+    "dnnphase sweep --knob label_noise --values 0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8 "
+    "--alpha 0,0.2,0.4,0.6,0.8,1 --seeds 10 --epochs 100 --record-every 10 "
+    f"--loss-threshold 0 --patience 0 -o {AUTHORS_STOP}")
+#: The variant's name in a row's standing.
+STOPPING = "the authors' stopping rule"
+
+
+def _stopped_early(net: xr.Dataset, retrained: bool) -> str:
+    """The protocol note: how many networks the plateau rule stopped before the last epoch,
+    and where the variant under the authors' rule stands (``retrained``: its file is read)."""
     import json
 
     epochs = json.loads(net.attrs["config"])["epochs"]
@@ -105,8 +128,19 @@ def _stopped_early(net: xr.Dataset) -> str:
         return ""
     return (f"protocol: our plateau stopping rule ended {early.mean():.0%} of the networks "
             f"before epoch {epochs} (median {np.median(run):.0f} epochs run), while the "
-            "authors' code stops only when the loss changes by < 1e-10; the verdict under "
-            "their protocol needs retraining (not done)")
+            "authors' code stops only when the loss changes by < 1e-10; "
+            + (f"the variant \"{STOPPING}\" reads the diagram retrained with every network "
+               f"its {epochs} epochs ({AUTHORS_STOP})" if retrained
+               else f"the variant \"{STOPPING}\" needs the diagram retrained without early "
+               f"stopping (`{AUTHORS_STOP_COMMAND}`), not yet committed"))
+
+
+def _retrained(root: Path) -> xr.Dataset | None:
+    """The label-noise diagram under the authors' stopping rule, None while not committed."""
+    if not (root / AUTHORS_STOP).is_file():
+        return None
+    with xr.open_dataset(root / AUTHORS_STOP) as net:
+        return net.load()
 
 
 #: The trend rows' variant: the paper code's curvature, by its variable in a file.
@@ -127,16 +161,23 @@ def _oriented(net: xr.Dataset, variable: str) -> np.ndarray:
 
 def _trend_row(panel: str, words: str, curvature: np.ndarray, command: str,
                files: tuple, note: str = "", what: str = "nonlinearity",
-               variant: np.ndarray | None = None) -> Claim:
+               variant: np.ndarray | None = None, others: dict | None = None) -> Claim:
     """The monotone-trend rule (:mod:`~dnnphase.compare.claims.monotone`) on (R, C, S)
     cells, rows in increasing nonlinearity, columns in increasing noise; ``variant``: the
-    same cells under the paper code's curvature."""
+    same cells under the paper code's curvature; ``others``: further variants, by name ->
+    their cells (None: "cannot", their file not committed)."""
     result = monotone.trends(curvature)
     verdict = monotone.trend_verdict(result["noise"], result["nonlinearity"])
     variants = {}
     if variant is not None:
         other = monotone.trends(variant)
         variants[PAPER_CODE[1]] = monotone.trend_verdict(other["noise"], other["nonlinearity"])
+    for name, cells in (others or {}).items():
+        if cells is None:
+            variants[name] = "cannot"
+            continue
+        other = monotone.trends(cells)
+        variants[name] = monotone.trend_verdict(other["noise"], other["nonlinearity"])
     status = {k: monotone.direction_status(*result[k][1:]) for k in ("noise", "nonlinearity")}
     why = "" if verdict == "holds" else (
         f"along noise {status['noise']}, along {what} {status['nonlinearity']} (monotone: "
@@ -152,34 +193,65 @@ def _trend_row(panel: str, words: str, curvature: np.ndarray, command: str,
 
 
 def _network_rows(root: Path) -> list[Claim]:
-    rows, judged = [], []
+    rows, judged, stopping = [], [], []
     for knob, panel in PANELS.items():
         name = f"figures/paper/dnn_{knob}.nc"
         with xr.open_dataset(root / name) as net:
             net = net.load()
-        note = _stopped_early(net) if knob == "label_noise" else ""
+        # Fig. 1a's variant: the same rules on the diagram retrained under the authors'
+        # stopping rule ("cannot" while its file is not committed).
+        protocol = knob == "label_noise"
+        retrained = _retrained(root) if protocol else None
+        note = _stopped_early(net, retrained is not None) if protocol else ""
+        files = (name,) + ((AUTHORS_STOP,) if retrained is not None else ())
         curvature, _, _ = sweep_cells(net)  # (R, C, S), alpha decreasing: linear row first
         ours, verdict, why = corner_verdict(curvature[-1, 0], curvature[0, -1])
+        variants, other_cells = {}, {}
+        if protocol:
+            variants[STOPPING] = "cannot"
+            other_cells[STOPPING] = None
+        if retrained is not None:
+            cells, _, _ = sweep_cells(retrained)
+            other_ours, variants[STOPPING], _ = corner_verdict(cells[-1, 0], cells[0, -1])
+            other_cells[STOPPING] = cells
+            ours += f"; {STOPPING}: {other_ours}"
         words = knob.replace("_", " ")
         rows.append(Claim(
             panel, f"{words}: high nonlinearity + low noise is concave (lazy); low "
             f"nonlinearity + high noise is convex", PAPER,
             "concave top right, convex bottom left", ours, verdict,
-            "; ".join(w for w in (why, note) if w), (name,)))
+            "; ".join(w for w in (why, note) if w), files, variants=variants))
         best = linear_best_of_sweep(net)
         judged.append(best)
+        best_ours = best.ours()
+        if protocol:
+            other = (linear_best_of_sweep(retrained, variants=False) if retrained is not None
+                     else None)
+            stopping.append(other)
+            best["variants"][STOPPING] = "cannot" if other is None else other["verdict"]
+            if other is not None:
+                best_ours += (f"; {STOPPING}: {other['hits']} of {other['rows']} testable "
+                              f"rows ({other['chance']:.1f} by chance), {other['verdict']}")
+        else:
+            stopping.append(best)
         rows.append(Claim(
             f"{panel} (shading)", f"{words}: linear load curves correspond to the highest "
-            f"test accuracy", PAPER, "—", best.ours(), best["verdict"],
+            f"test accuracy", PAPER, "—", best_ours, best["verdict"],
             "; ".join(w for w in ("" if best["verdict"] == "holds" else best.why(), note)
-                      if w), (name,), variants=best["variants"]))
-        rows.append(_trend_row(panel, words, curvature, PAPER, (name,), note,
-                               variant=_oriented(net, PAPER_CODE[0])))
-    rows.append(pooled_claim(  # the four diagrams' testable rows through the same rule at once
+                      if w), files, variants=best["variants"]))
+        rows.append(_trend_row(panel, words, curvature, PAPER, files, note,
+                               variant=_oriented(net, PAPER_CODE[0]),
+                               others=other_cells))
+    pooled_row = pooled_claim(  # the four diagrams' testable rows through the same rule at once
         "Fig. 1 (shading, pooled)", "linear load curves correspond to the highest test "
         "accuracy, over the four diagrams' testable rows", PAPER, judged,
-        [f"figures/paper/dnn_{knob}.nc" for knob in PANELS]))
-    return rows
+        [f"figures/paper/dnn_{knob}.nc" for knob in PANELS])
+    # ... and with Fig. 1a's diagram retrained under the authors' stopping rule.
+    missing = any(r is None for r in stopping)
+    pooled_row = replace(pooled_row, variants={
+        **pooled_row.variants, STOPPING: "cannot" if missing else pooled(stopping)["verdict"]},
+        files=pooled_row.files + (() if missing else (AUTHORS_STOP,)))
+    return rows + [pooled_row]
 
 
 def _linear_network_row(root: Path) -> Claim:

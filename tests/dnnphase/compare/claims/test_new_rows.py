@@ -132,3 +132,60 @@ def test_the_least_energy_row(tmp_path):
     odd = [1 - u + 0.1 * (u**2 - u), zigzag, 1 - u + 0.5 * (u**2 - u)]
     _chains(tmp_path, odd)
     assert chain_claims._energy_row(tmp_path).verdict == "partly"
+
+
+def _knob_sweep(path, knob, curvature, epochs_run=100, seeds=3):
+    """A Fig. 1 diagram (alpha, knob, seed, measure): ``curvature`` (A, K) as both
+    definitions, a seed spread of 0.01, accuracy best where the curve is linear."""
+    curvature = np.asarray(curvature, dtype=float)
+    a, k = curvature.shape
+    cells = curvature[..., None] + 0.01 * np.linspace(-1, 1, seeds)
+    acc = 0.9 - 0.1 * np.abs(cells)
+    values = {"lr": np.geomspace(1e-4, 1e-1, k), "batch_size": 2.0 ** np.arange(k, 0, -1)}.get(
+        knob, np.linspace(0, 0.3, k))
+    dims = ("alpha", knob, "seed")
+    ds = xr.Dataset(
+        {"curvature_scaled": (dims + ("measure",), cells[..., None]),
+         "curvature": (dims + ("measure",), cells[..., None]),
+         "test_accuracy": (dims, acc),
+         "epochs_run": (dims, np.full(acc.shape, epochs_run))},
+        coords={"alpha": np.linspace(0, 1, a), knob: values, "seed": np.arange(seeds),
+                "measure": ["trace_ratio"]},
+        attrs={"knob": knob, "config": json.dumps({"epochs": 100})})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ds.to_netcdf(path)
+
+
+#: Fig. 1's shape, alpha 0 (most nonlinear) first, noise across: concave lazy corner
+#: (alpha 0, no noise), convex noisy one, every row through 0.
+FIG1 = np.array([[-0.9, -0.3, 0.0, 0.4], [-0.6, -0.1, 0.2, 0.7], [-0.3, 0.0, 0.5, 1.2]])
+
+
+def test_the_authors_stopping_rule_is_fig_1as_variant(tmp_path):
+    for knob in main_text.PANELS:  # label noise: most networks stopped early
+        _knob_sweep(tmp_path / f"figures/paper/dnn_{knob}.nc", knob, FIG1,
+                    epochs_run=60 if knob == "label_noise" else 100)
+    rows = {r.id: r for r in main_text._network_rows(tmp_path)}
+    label = [rows[i] for i in ("Fig. 1a", "Fig. 1a (shading)", "Fig. 1a (trends)",
+                               "Fig. 1 (shading, pooled)")]
+    assert [r.variants[main_text.STOPPING] for r in label] == ["cannot"] * 4
+    assert all(not r.robust and main_text.AUTHORS_STOP not in r.files for r in label)
+    assert "not yet committed" in rows["Fig. 1a"].why
+    assert all(main_text.STOPPING not in rows[i].variants for i in ("Fig. 1b", "Fig. 1c (trends)"))
+
+    # Retrained, every network its 100 epochs: the same diagram reaches the same verdicts ...
+    _knob_sweep(tmp_path / main_text.AUTHORS_STOP, "label_noise", FIG1)
+    rows = {r.id: r for r in main_text._network_rows(tmp_path)}
+    label = [rows[i] for i in ("Fig. 1a", "Fig. 1a (shading)", "Fig. 1a (trends)",
+                               "Fig. 1 (shading, pooled)")]
+    assert [r.variants[main_text.STOPPING] for r in label] == [r.verdict for r in label]
+    assert all(main_text.AUTHORS_STOP in r.files for r in label)
+    # ... and one convex throughout (no concave corner, no linear cell, no trend along
+    # nonlinearity) reaches its own.
+    _knob_sweep(tmp_path / main_text.AUTHORS_STOP, "label_noise", np.full((3, 4), 1.0)
+                + np.linspace(0, 0.3, 4))
+    rows = {r.id: r for r in main_text._network_rows(tmp_path)}
+    assert rows["Fig. 1a"].verdict == "holds"
+    assert rows["Fig. 1a"].variants[main_text.STOPPING] == "partly"
+    assert rows["Fig. 1a (shading)"].variants[main_text.STOPPING] == "cannot"
+    assert rows["Fig. 1a (trends)"].variants[main_text.STOPPING] == "undecided"  # no trend down
