@@ -15,8 +15,8 @@ The comparison with the spring-block chain is :mod:`dnnphase.compare`
 (``from dnnphase.compare import compare, fit, reproduce``); ``import dnnphase``
 alone never imports the chain (nor numba).
 
-The folders follow the data's path (docs/architecture.md): the base modules here
-(``defaults``, ``knobs``, ``data``, ``idx``), then ``networks``, ``training``,
+The folders follow the data's path (docs/architecture.md): the base here (the modules
+``defaults`` and ``knobs``, the package ``data``), then ``networks``, ``training``,
 ``measures``, ``sweeps`` and ``compare``; each imports only those before it.
 """
 

@@ -10,8 +10,8 @@
   masks' numba kernel;
 * ``randomness`` — per-model random streams (dropout masks, label noise).
 
-May import: the top-level ``dnnphase.defaults``, ``dnnphase.knobs``,
-``dnnphase.data`` and ``dnnphase.idx``; nothing else of dnnphase (tests/cross/test_layout.py).
+May import: the top-level ``dnnphase.defaults`` and ``dnnphase.knobs``, and the package
+``dnnphase.data``; nothing else of dnnphase (tests/cross/test_layout.py).
 """
 
 __all__ = []

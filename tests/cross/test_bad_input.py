@@ -18,7 +18,7 @@ import dnnphase
 from dnnphase import compare
 from dnnphase.cli import main as dnnphase_main
 from dnnphase.compare import presets
-from dnnphase.data import _make
+from dnnphase.data.registry import make_data
 from dnnphase.networks.architecture import Architecture
 from dnnphase.sweeps import memory
 from dnnphase.sweeps.memory import check_sweep_memory, chunk_bytes, parameters_per_model
@@ -183,8 +183,9 @@ def test_a_generated_data_set_beyond_the_memory_is_refused_before_it_is_drawn(mo
     """``--dataset gmm --n-train 10**8`` used to fail inside numpy (74.5 GiB) with a
     traceback; it is refused naming n_train (or n_test) before anything is drawn."""
     from dnnphase import data as data_module
+    from dnnphase.data import synthetic
 
-    monkeypatch.setattr(data_module, "host_available_memory", lambda: 8 * 2**30)
+    monkeypatch.setattr(synthetic, "host_available_memory", lambda: 8 * 2**30)
     with pytest.raises(ConfigError, match=r"^n_train is too large for this machine: dataset "
                                           r"'gmm' with n_train 100000000 and dim 100"):
         data_module.load_dataset("gmm", n_train=10**8)
@@ -250,7 +251,7 @@ def _twins(*, n_train, data_seed, n_classes=2, per_class=(2, 2)):
     rng = np.random.default_rng(data_seed)
     means = rng.normal(size=(n_classes, 5))
     y = np.repeat(np.arange(n_classes), per_class)
-    return _make("twins", means[y], y, means[y], y, n_classes, {"source": "test"})
+    return make_data("twins", means[y], y, means[y], y, n_classes, {"source": "test"})
 
 
 def test_non_finite_load_curves_are_recorded_with_one_clear_warning(monkeypatch):

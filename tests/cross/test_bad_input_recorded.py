@@ -113,17 +113,17 @@ def test_a_resize_too_large_is_refused_before_it_is_made(monkeypatch):
     """--size 1000 on Fashion-MNIST asked numpy for 32.8 GB before the memory check."""
     import tracemalloc
 
-    from dnnphase import data
+    from dnnphase.data import images as data_images
     from phasecore.checks import ConfigError
 
     images = np.zeros((600, 1, 28, 28), np.uint8)
-    monkeypatch.setattr(data, "host_available_memory", lambda: 2**30)
+    monkeypatch.setattr(data_images, "host_available_memory", lambda: 2**30)
     tracemalloc.start()
     try:
         with pytest.raises(ConfigError, match=r"^size is too large for this machine: 600 "
                                               r"images resized to size 1000 .*use a smaller "
                                               r"size"):
-            data._image_features(images, 255, 1000)
+            data_images.image_features(images, 255, 1000)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

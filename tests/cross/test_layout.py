@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: dnnphase's layers in the data's order; a module imports its own layer or earlier ones.
 LAYERS = {
-    "base": 0,  # dnnphase.defaults, knobs, idx, data
+    "base": 0,  # dnnphase.defaults, knobs, the data package
     "networks": 1,
     "training": 2,
     "measures": 3,
@@ -25,7 +25,7 @@ LAYERS = {
     "compare": 5,
     "face": 6,  # dnnphase/__init__.py, dnnphase.cli, dnnphase.metrics (a front door)
 }
-BASE = {"defaults", "knobs", "idx", "data"}
+BASE = {"defaults", "knobs", "data"}
 FACE = {"__init__", "cli", "metrics"}
 
 

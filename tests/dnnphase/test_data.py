@@ -1,4 +1,4 @@
-"""Tests for dnnphase.data: offline data sets, splits, and the local-file loaders.
+"""Tests for the dnnphase.data package: offline data sets, splits, and the local-file loaders.
 
 The MNIST/Fashion-MNIST (IDX) and CIFAR-10 (python pickle) loaders are tested
 on tiny files written here in exactly those formats.
@@ -9,12 +9,14 @@ import pickle
 import random
 import socket
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dnnphase import data
-from dnnphase.data import DATASETS, ClassificationData, load_dataset
+from dnnphase.data import DATASETS, ClassificationData, digits, load_dataset, synthetic
+from dnnphase.defaults import FASHION_MNIST_DIR
 
 
 def _sorted_rows(x, y):
@@ -104,7 +106,7 @@ def test_digits():
 
 
 def test_mnist1d_generated_deterministic_and_leaves_global_rng_alone():
-    data._mnist1d_generated.cache_clear()
+    synthetic._mnist1d_generated.cache_clear()
     # The package's generator reseeds the global RNGs; the loader must restore them.
     np_before, py_before = np.random.get_state(), random.getstate()  # noqa: NPY002
     a = load_dataset("mnist1d", num_samples=500)
@@ -116,7 +118,7 @@ def test_mnist1d_generated_deterministic_and_leaves_global_rng_alone():
     assert a.x_train.shape == (400, 40) and a.x_test.shape == (100, 40)
     assert a.y_train.min() >= 0 and a.y_train.max() <= 9 and a.n_classes == 10
     assert np.isfinite(a.x_train).all() and a.x_train.std() > 0.1
-    data._mnist1d_generated.cache_clear()  # regenerate, not reuse
+    synthetic._mnist1d_generated.cache_clear()  # regenerate, not reuse
     b = load_dataset("mnist1d", num_samples=500)
     np.testing.assert_array_equal(a.x_train, b.x_train)
     np.testing.assert_array_equal(a.x_test, b.x_test)
@@ -169,7 +171,7 @@ def test_orthogonal_rows_labels_and_determinism():
     small = load_dataset("orthogonal", n_train=3, n_test=1, dim=4)
     assert sorted(small.y_train.tolist()) == [0, 0, 1] and small.x_test.shape == (1, 4)
     # The generator itself, in float64: orthogonal to 1e-12, Haar (sign-corrected QR).
-    q = data._orthogonal_matrix(50, np.random.default_rng(0))
+    q = synthetic._orthogonal_matrix(50, np.random.default_rng(0))
     np.testing.assert_allclose(q @ q.T, np.eye(50), rtol=0, atol=1e-12)
     np.testing.assert_allclose(q.T @ q, np.eye(50), rtol=0, atol=1e-12)
     r = q.T @ np.random.default_rng(0).standard_normal((50, 50))  # G = QR, R's diagonal > 0
@@ -194,8 +196,8 @@ def test_builtin_datasets_need_no_network(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    data._mnist5k_pool.cache_clear()
-    data._mnist1d_generated.cache_clear()
+    digits._mnist5k_pool.cache_clear()
+    synthetic._mnist1d_generated.cache_clear()
     assert load_dataset("mnist5k", n_train=100).n_train == 100
     assert load_dataset("mnist1d", num_samples=200).n_train == 160
     assert load_dataset("digits").n_train == 1200
@@ -275,7 +277,7 @@ def test_fashion_mnist_found_in_the_debian_folder_without_root(tmp_path, monkeyp
         load_dataset("mnist")
 
 
-@pytest.mark.skipif(not data.Path(data.FASHION_MNIST_DIR).is_dir(),
+@pytest.mark.skipif(not Path(FASHION_MNIST_DIR).is_dir(),
                     reason="the Debian package dataset-fashion-mnist is not installed")
 def test_fashion_mnist_from_the_installed_package():
     d = load_dataset("fashion-mnist", n_train=20, size=10)
