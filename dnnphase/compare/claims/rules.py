@@ -145,9 +145,11 @@ class LinearBest(dict):
     """
 
     def ours(self) -> str:
-        text = (f"{self['hits']} of {self['rows']} testable rows (95 % interval over seeds "
-                f"{self['hits_low']:g}–{self['hits_high']:g}), {self['chance']:.1f} expected "
-                f"by chance; the single best in {self['single']} "
+        # One testable row: a verdict on one row, said where it is read (the text only).
+        text = (f"{self['hits']} of {self['rows']} testable "
+                f"{'row (the verdict rests on this one row)' if self['rows'] == 1 else 'rows'} "
+                f"(95 % interval over seeds {self['hits_low']:g}–{self['hits_high']:g}), "
+                f"{self['chance']:.1f} expected by chance; the single best in {self['single']} "
                 f"({self['single_chance']:.1f} by chance)")
         if self["no_linear"]:
             text += f"; {self['no_linear']} row{'s' * (self['no_linear'] > 1)} with no linear cell"
@@ -160,7 +162,8 @@ class LinearBest(dict):
             return (f"no linear cell: none of the {self['no_linear']} rows changes sign or "
                     f"comes within ±{LINEAR_BAND:g}, so no row can test the claim")
         text = (f"the most linear cell is among the best in {self['hits']} of {self['rows']} "
-                f"testable rows ({self['chance']:.1f} expected by chance)")
+                f"testable {'row, the one the verdict rests on' if self['rows'] == 1 else 'rows'} "
+                f"({self['chance']:.1f} expected by chance)")
         if self["verdict"] == "undecided":
             text += (f"; the interval over seeds, {self['hits_low']:g}–{self['hits_high']:g}, "
                      f"reaches {_verdict_span(self)} (the point estimate reads "

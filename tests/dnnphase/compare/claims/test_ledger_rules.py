@@ -45,6 +45,18 @@ def test_a_row_without_a_linear_cell_is_left_out():
     assert (everything["rows"], everything["hits"]) == (3, 3)
 
 
+def test_a_verdict_on_one_testable_row_says_so():
+    """Width 25 at the reduced scale: five rows convex throughout, one within the band."""
+    curv, acc = _cells([[0.4, 0.6, 0.9, 1.2]] * 5 + [[0.03, 0.2, 0.5, 0.9]],
+                       [[0.95, 0.9, 0.8, 0.7]] * 6)
+    out = linear_best(curv, acc, np.arange(4.0), band=0.05, n_boot=0)
+    assert (out["rows"], out["no_linear"], out["hits"], out["verdict"]) == (1, 5, 1, "holds")
+    assert "1 of 1 testable row (the verdict rests on this one row)" in out.ours()
+    assert "the one the verdict rests on" in out.why()
+    many = linear_best(curv, acc, np.arange(4.0), n_boot=0)  # six rows: no such words
+    assert "rests on" not in many.ours() + many.why()
+
+
 def test_no_testable_row_cannot_decide():
     curv, acc = _cells([[0.4, 0.6, 0.9, 1.2]], [[0.95, 0.9, 0.8, 0.7]])
     out = linear_best(curv, acc, np.arange(4.0), band=0.05, n_boot=0)
