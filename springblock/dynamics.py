@@ -19,7 +19,9 @@ positions (a Jacobi step): the loop carries the old left neighbour in
 ``left`` so the update can be done in place.
 
 Time is discrete: step ``n`` (counted from the start of the run, ``step0``
-plus the local index) is at time ``t = n * eta``.
+plus the local index) is at time ``t = n * eta``. Every kernel speaks one vocabulary:
+``eta`` the time step, ``s`` the noise level at a step (of the force, or of the velocity
+for Langevin: the paper's sigma_0), ``k`` the modulus, ``y`` the target.
 
 Shapes: ``x``, ``v`` (M, L); ``states`` (M, 4) uint64; ``params`` (M,
 N_PARAMS); ``chains`` (K,) int64; ``traj`` (M, R+1, L), row r = step r *
@@ -42,8 +44,8 @@ __all__ = ["N_PARAMS", "P_DAMPING", "P_DECAY", "P_MODULUS", "P_MU_LEFT", "P_MU_R
 # Columns of the per-chain parameter table.
 P_MU_RIGHT = 0  # sliding = max static friction for rightward motion, mu->  (force)
 P_MU_LEFT = 1  # the same for leftward motion, mu<-  (force)
-P_NOISE = 2  # force-noise level s per step (overdamped, second order) or
-#              velocity-noise strength sigma_0 (Langevin)
+P_NOISE = 2  # noise level s per step: of the force (overdamped, second order) or of
+#              the velocity (Langevin; the paper's sigma_0)
 P_MODULUS = 3  # spring modulus k
 P_TARGET = 4  # target position y = x_{L+1}
 P_STEP = 5  # time step eta
@@ -186,14 +188,14 @@ def langevin_slice(x, v, states, params, chains, n_steps, step0, synchronous, re
                    traj):
     """Second-order Langevin chain, noise on the velocity (SM Eqs. 12-13).
 
-    x <- x + dt v,  v <- v + dt (F - gamma v + friction(v, F)) + sigma(t) xi,
+    x <- x + eta v,  v <- v + eta (F - gamma v + friction(v, F)) + s(t) xi,
     with friction -mu-> (v > 0), +mu<- (v < 0) and, at v = 0, the static
     friction that cancels F within [-mu<-, mu->] (computed without the noise).
     Euler-Maruyama with the old state on the right-hand side.
 
-    ``noise`` sigma is the per-step velocity kick, the same per-step
-    convention as the force noise of the other dynamics; as an SDE
-    dv = ... dt + eps dW it is eps = sigma / sqrt(dt). With the paper's
+    ``noise`` s (the paper's sigma_0) is the per-step velocity kick, the same
+    per-step convention as the force noise of the other dynamics; as an SDE
+    dv = ... dt + eps dW it is eps = s / sqrt(eta). With the paper's
     parameters this reading reproduces the reference mean load curve
     (tests/springblock/test_physics.py); reading sigma_0 as eps instead leaves the chain
     ~0.03 away from it.
@@ -202,22 +204,22 @@ def langevin_slice(x, v, states, params, chains, n_steps, step0, synchronous, re
     for i in numba.prange(chains.size):
         m = chains[i]
         p = params[m]
-        mu_r, mu_l, k, y, dt, gamma, bound = (
+        mu_r, mu_l, k, y, eta, gamma, bound = (
             p[P_MU_RIGHT], p[P_MU_LEFT], p[P_MODULUS], p[P_TARGET], p[P_STEP], p[P_DAMPING],
             p[P_TRUNCATION],
         )
         s0, s1, s2, s3 = states[m, 0], states[m, 1], states[m, 2], states[m, 3]
         for t in range(n_steps):
-            sigma = noise_level(p, step0 + t)
+            s = noise_level(p, step0 + t)
             xi = 0.0
-            if synchronous and sigma > 0.0:
+            if synchronous and s > 0.0:
                 xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
             left = 0.0
             for j in range(n_blocks):
                 right = x[m, j + 1] if j + 1 < n_blocks else y
                 force = k * (right - 2.0 * x[m, j] + left)
                 left = x[m, j]
-                if not synchronous and sigma > 0.0:
+                if not synchronous and s > 0.0:
                     xi, s0, s1, s2, s3 = next_truncated_normal(bound, s0, s1, s2, s3)
                 vel = v[m, j]
                 if vel > 0.0:
@@ -226,8 +228,8 @@ def langevin_slice(x, v, states, params, chains, n_steps, step0, synchronous, re
                     accel = force - gamma * vel + mu_l
                 else:
                     accel = dead_zone(force, mu_r, mu_l)
-                x[m, j] += dt * vel
-                v[m, j] = vel + dt * accel + sigma * xi
+                x[m, j] += eta * vel
+                v[m, j] = vel + eta * accel + s * xi
             _record_row(traj, m, x[m], step0 + t + 1, record_every)
         states[m, 0], states[m, 1], states[m, 2], states[m, 3] = s0, s1, s2, s3
 
