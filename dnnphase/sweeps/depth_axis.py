@@ -47,17 +47,18 @@ def check(depths: tuple, depth, default_depth: int) -> None:
             "depth comes from depths)", depth)
 
 
-def stack(per_depth: list[xr.Dataset], depths) -> xr.Dataset:
-    """Per-depth sweep results (one each, in the order of ``depths``) as one Dataset with a
+def stack(results: list[xr.Dataset], depths) -> xr.Dataset:
+    """The sweep's ``results`` at each depth (one each, in the order of ``depths``: the runs
+    of :meth:`~dnnphase.sweeps.sweep.SweepConfig.per_depth`) as one Dataset with a
     ``depth`` dimension after ``seed``; ``layer`` runs 0..max(depths), NaN above a depth's
     own layers."""
-    require(len(per_depth) == len(depths), "per_depth", f"one result per depth ({len(depths)})",
-            len(per_depth))
+    require(len(results) == len(depths), "results", f"one result per depth ({len(depths)})",
+            len(results))
     n_layers = max(depths) + 1
-    padded = [ds.reindex(layer=np.arange(n_layers)) for ds in per_depth]
+    padded = [ds.reindex(layer=np.arange(n_layers)) for ds in results]
     out = xr.concat(padded, dim=xr.DataArray(np.asarray(depths, dtype=np.int64), dims="depth"),
                     data_vars="all", coords="minimal", compat="equals", join="outer")
     out["depth"].attrs.update(long_name="hidden layers L of the network", units="layers")
-    out["layer"].attrs.update(per_depth[0]["layer"].attrs)
-    grid = per_depth[0]["test_accuracy"].dims  # (alpha, knob, seed)
+    out["layer"].attrs.update(results[0]["layer"].attrs)
+    grid = results[0]["test_accuracy"].dims  # (alpha, knob, seed)
     return out.transpose(*grid, "depth", ...)
