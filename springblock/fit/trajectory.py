@@ -45,6 +45,7 @@ from springblock.fit.trajectory_result import (
     PARAMS,
     TrajectoryFit,
 )
+from springblock.fit.trajectory_state import FitEstimates, FitProblem, assemble
 from springblock.fit.variants import ChainVariant
 
 __all__ = ["TrajectoryFit", "fit_trajectory"]
@@ -385,47 +386,53 @@ def fit_trajectory(curves, epochs, *, weights=None, start: str = "rest",
     # chain parameters, offsets a_e and (from rest) the projected scale b
     dof = count - n_free - frame[0] - (start == "rest")
     rows = _fittable(count, dof, n_free + frame[0] + (start == "rest") + 1, frame)
-    est = np.full((len(flat), n_free), np.nan)
-    se = np.full_like(est, np.nan)
-    fitted = np.full_like(flat, np.nan)
-    rss = np.full(len(flat), np.nan)
     first_span = float(np.exp(hi[3]) * times[0])
     model = _ProjectedModel(blocks, times, float(modulus), flat, wf, first_span, first_flat,
                             _check_variant(variant))
+    problem = FitProblem(model, flat, wf, dof, lo, hi, lead, used, blocks, modulus, b, params,
+                         start, origin, acceptable_chi2)
+    fit = FitEstimates.unfitted(flat, n_free)
     if rows.size:
-        if start == "network":
-            starts, owner = _network_starts(model, rows, lo, hi, n_starts)
-        else:
-            grid_z, grid_x = _start_grid(blocks, tuple(times), float(modulus), tuple(lo),
-                                         tuple(hi), model.variant)
-            starts, owner = _starts(flat[rows], wf[rows], grid_z, grid_x, n_starts)
-        data_row = rows[owner]
-        z, f, jac = levenberg_marquardt(_RowsOf(model, data_row), flat[data_row].reshape(
-            len(owner), -1), starts, lo, hi, max_iter, owner,
-            weights=wf[data_row].reshape(len(owner), -1), row_aware=True, cost_rtol=COST_RTOL,
-            flat_rtol=FLAT_RTOL)
-        cost = _cost(f, flat[data_row], wf[data_row])
-        order = np.lexsort((cost, owner))
-        first_of = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
-        est[rows], fitted[rows], rss[rows] = z[first_of], f[first_of].reshape(
-            (-1,) + frame), cost[first_of]
-        se[rows] = _log_standard_errors(jac[first_of], wf[rows].reshape(len(rows), -1),
-                                        rss[rows], dof[rows])
+        _fit_locally(problem, fit, rows, n_starts, max_iter)
     q = student_t.ppf(0.5 + LEVEL / 2, np.maximum(dof, 1))[:, None]
     # without weights there is no seed noise to judge a misfit by: every fitted cell
     # gets its intervals (as acceptable_chi2=inf), and the result says so (weighted)
-    acceptable = np.isfinite(rss) & ((rss / np.maximum(dof, 1) <= acceptable_chi2)
-                                     | (weights is None))
+    acceptable = np.isfinite(fit.rss) & ((fit.rss / np.maximum(dof, 1) <= acceptable_chi2)
+                                         | (weights is None))
     with np.errstate(invalid="ignore", over="ignore"):
-        z_lo, z_hi = est - q * se, est + q * se
+        fit.z_lo[...], fit.z_hi[...] = fit.est - q * fit.se, fit.est + q * fit.se
     if acceptable.any() and profile_values > 0:
-        _profile_flat(model, flat, wf, est, se, rss, fitted, z_lo, z_hi, q[:, 0], lo, hi, dof,
-                      profile_values, min(max_iter, PROFILE_ITER), acceptable)
-    z_lo[~acceptable] = z_hi[~acceptable] = np.nan
-    return dataclasses.replace(
-        _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, wf, lo, hi, lead, used, blocks,
-                  modulus, b, params, start, origin, acceptable, acceptable_chi2),
-        variant=model.variant, weighted=weights is not None)
+        _profile_flat(problem, fit, q[:, 0], profile_values, min(max_iter, PROFILE_ITER),
+                      acceptable)
+    fit.z_lo[~acceptable] = fit.z_hi[~acceptable] = np.nan
+    return dataclasses.replace(assemble(problem, fit, acceptable), variant=model.variant,
+                               weighted=weights is not None)
+
+
+def _fit_locally(problem: FitProblem, fit: FitEstimates, rows, n_starts: int,
+                 max_iter: int) -> None:
+    """The best local fit of each cell of ``rows`` from its ``n_starts`` best grid chains,
+    written into ``fit`` (its estimate, standard errors, misfit and fitted curves)."""
+    model, flat, wf, lo, hi = problem.model, problem.flat, problem.weights, problem.lo, problem.hi
+    if problem.start == "network":
+        starts, owner = _network_starts(model, rows, lo, hi, n_starts)
+    else:
+        grid_z, grid_x = _start_grid(problem.blocks, tuple(model.times),
+                                     float(problem.modulus), tuple(lo), tuple(hi),
+                                     model.variant)
+        starts, owner = _starts(flat[rows], wf[rows], grid_z, grid_x, n_starts)
+    data_row = rows[owner]
+    z, f, jac = levenberg_marquardt(_RowsOf(model, data_row), flat[data_row].reshape(
+        len(owner), -1), starts, lo, hi, max_iter, owner,
+        weights=wf[data_row].reshape(len(owner), -1), row_aware=True, cost_rtol=COST_RTOL,
+        flat_rtol=FLAT_RTOL)
+    cost = _cost(f, flat[data_row], wf[data_row])
+    order = np.lexsort((cost, owner))
+    first_of = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
+    fit.est[rows], fit.fitted[rows], fit.rss[rows] = z[first_of], f[first_of].reshape(
+        (-1,) + flat.shape[1:]), cost[first_of]
+    fit.se[rows] = _log_standard_errors(jac[first_of], wf[rows].reshape(len(rows), -1),
+                                        fit.rss[rows], problem.dof[rows])
 
 
 def _frame_weights(weights, epochs, shape, start: str) -> np.ndarray:
@@ -462,9 +469,9 @@ def _cost(f, data, w):
     return np.sum(np.where(w > 0, w * diff * diff, 0.0), axis=(1, 2))
 
 
-def _profile_flat(model, flat, w, est, se, rss, fitted, z_lo, z_hi, q, lo, hi, dof,
-                  n_values: int, max_iter: int, cells_to_profile) -> None:
-    """Profile out parameters the local fit cannot see; widen intervals in place.
+def _profile_flat(problem: FitProblem, fit: FitEstimates, q, n_values: int, max_iter: int,
+                  cells_to_profile) -> None:
+    """Profile out parameters the local fit cannot see; widen ``fit``'s intervals in place.
 
     A parameter with infinite standard error, or whose estimate sits on a
     bound, leaves the Wald intervals of the others conditional on its value.
@@ -474,8 +481,12 @@ def _profile_flat(model, flat, w, est, se, rss, fitted, z_lo, z_hi, q, lo, hi, d
     (RSS_v - RSS) / sigma^2 <= q^2 with sigma^2 = RSS / dof, widens the
     intervals: j's to include the pinned value, the others' to include their
     own Wald intervals there. A refit with a lower misfit replaces the fit.
-    Only the cells ``cells_to_profile`` (bool per cell) are profiled.
+    Only the cells ``cells_to_profile`` (bool per cell) are profiled; ``q`` (cells,) is
+    each cell's Student-t quantile.
     """
+    model, flat, w, dof, lo, hi = (problem.model, problem.flat, problem.weights, problem.dof,
+                                   problem.lo, problem.hi)
+    est, se, rss, fitted, z_lo, z_hi = fit.est, fit.se, fit.rss, fit.fitted, fit.z_lo, fit.z_hi
     tol = 1e-6 * (hi - lo)
     flagged = np.isfinite(est) & (~np.isfinite(se) | (est <= lo + tol) | (est >= hi - tol))
     flagged &= np.asarray(cells_to_profile)[:, None]
@@ -534,35 +545,3 @@ def _log_standard_errors(jac, w, rss, dof):
                        (vecs ** 2 * np.where(tiny, 0.0, inv)[None, :]).sum(axis=1))
         out[k] = np.sqrt(var * sigma2[k])
     return out
-
-
-def _assemble(est, se, z_lo, z_hi, rss, dof, flat, fitted, w, lo, hi, lead, used, blocks,
-              modulus, bounds, params, start, origin, acceptable,
-              acceptable_chi2) -> TrajectoryFit:
-    """Flags and residuals (in units of each cell's final drop); reshape to the leading shape."""
-    tol = 1e-6 * (hi - lo)
-    nan = np.isnan(est)
-    unbounded = ((z_lo <= lo + tol) | (z_hi >= hi - tol)) & ~nan
-    at_bound = ((est <= lo + tol) | (est >= hi - tol)) & ~nan
-    low = np.where(nan, np.nan, np.exp(np.clip(z_lo, lo, hi)))
-    high = np.where(nan, np.nan, np.exp(np.clip(z_hi, lo, hi)))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        drop = np.abs(flat[:, -1, 0] - flat[:, -1, -1])[:, None, None]
-        diff = np.where(w > 0, (fitted - flat) / drop, np.nan)
-        with warnings.catch_warnings():  # a cell left unfitted is NaN, said once by the fit
-            warnings.simplefilter("ignore", RuntimeWarning)
-            frame = np.sqrt(np.nanmean(diff ** 2, axis=2))
-            resid = np.sqrt(np.nanmean(diff ** 2, axis=(1, 2)))
-        chi2 = rss / np.maximum(dof, 1)
-
-    def shaped(a):
-        return a.reshape(lead + a.shape[1:])
-
-    return TrajectoryFit(
-        estimate=shaped(np.exp(est)), low=shaped(low), high=shaped(high),
-        unbounded=shaped(unbounded), at_bound=shaped(at_bound), log_se=shaped(se),
-        residual=shaped(resid), frame_residual=shaped(frame), chi2_per_dof=shaped(chi2),
-        observations=shaped(flat), fitted=shaped(fitted), epochs=used, blocks=blocks,
-        modulus=float(modulus), bounds=bounds, params=params, start=start, origin=origin,
-        acceptable=shaped(acceptable), acceptable_chi2=float(acceptable_chi2))
-
