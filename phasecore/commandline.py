@@ -18,8 +18,9 @@ from phasecore.executors import interrupt_once
 from phasecore.progress import say
 from phasecore.results import OutputExistsError
 
-__all__ = ["DefaultsFormatter", "Parser", "add_options", "folder_command", "integer",
-           "guarded", "output_options", "overwrite_option", "run", "scaled_figures_parser"]
+__all__ = ["DefaultsFormatter", "Parser", "add_options", "checked_script", "folder_command",
+           "integer", "guarded", "output_options", "overwrite_option", "result_script", "run",
+           "scaled_figures_parser"]
 
 
 class DefaultsFormatter(argparse.HelpFormatter):
@@ -134,6 +135,44 @@ def guarded(prog: str, work, program: bool = False) -> int:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return 130
+
+
+def checked_script(prog: str, parse, work, argv=None) -> int:
+    """Run a script whose options and configurations ``parse(argv)`` checks, all before any
+    work (a bad one: one line and exit code 2), then ``work(*parsed)``; both inside
+    :func:`guarded`, so that Ctrl-C while the checks load data sets is one line and 130 as
+    well. ``parsed[0]`` holds the options; a ``serial_note`` set there (why the sweeps run
+    in this process though workers were asked for) goes to stderr before the work."""
+    def whole() -> None:
+        parsed = parse(argv)
+        note = getattr(parsed[0], "serial_note", "")
+        if note:
+            print(note, file=sys.stderr, flush=True)
+        work(*parsed)
+
+    return guarded(prog, whole, program=argv is None)
+
+
+def result_script(description: str, main, argv=None, *, writes: str,
+                  folder: str = "figures/supplement", options=()) -> int:
+    """Run the command line of a script that computes one result at the paper's scale
+    (``--quick``: seconds) and writes it with its figure into a folder:
+    ``[FOLDER] [--quick] [options] [--overwrite]``, then
+    ``main(folder, scale="paper" | "quick", overwrite=..., <each option's dest>=...)``.
+    ``writes``: the files, named in ``--overwrite``'s help; ``options``: more options,
+    pairs (flag, keyword arguments of ``add_argument``). Returns the exit code
+    (:func:`run`)."""
+    parser = Parser(description=description)
+    parser.add_argument("folder", nargs="?", default=folder,
+                        help=f"where to write (default {folder})")
+    parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
+                        default="paper", help="seconds: a smoke test")
+    dests = [parser.add_argument(flag, **kwargs).dest for flag, kwargs in options]
+    overwrite_option(parser, writes)
+    parser.set_defaults(func=lambda args: main(
+        args.folder, scale=args.scale, overwrite=args.overwrite,
+        **{dest: getattr(args, dest) for dest in dests}))
+    return run(parser, argv)
 
 
 def folder_command(description: str, main, argv=None, default: str = "figures/paper",

@@ -86,12 +86,9 @@ def parse(argv: list[str] | None = None):
 def main(argv: list[str] | None = None) -> int:
     """The command line: bad input exits 2 with one line before any work; a failed write
     (a full disk) 2 with one line; Ctrl-C 130 with the hint to rerun (the sweep resumes)."""
-    from phasecore.commandline import guarded
+    from phasecore.commandline import checked_script
 
-    def whole() -> None:  # the checks too: Ctrl-C while the data set loads is one line
-        work(*parse(argv))
-
-    return guarded("cnn_phase.py", whole, program=argv is None)
+    return checked_script("cnn_phase.py", parse, work, argv)
 
 
 def work(args, cfg, scheduler) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from dnnphase.sweeps.experiments import linear_network, plot_linear_network
 from phasecore import results
-from phasecore.commandline import Parser, overwrite_option, run
+from phasecore.commandline import result_script
 from phasecore.panels import save_figure
 from phasecore.results import all_or_nothing, check_new_outputs, check_output_folder
 
@@ -42,15 +42,8 @@ def main(folder: str = "figures/supplement", scale: str = "paper",
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default="figures/supplement",
-                        help="where to write (default figures/supplement)")
-    parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
-                        default="paper", help="seconds: a smoke test")
-    overwrite_option(parser, "linear_network.nc and .png")
-    parser.set_defaults(func=lambda args: main(args.folder, scale=args.scale,
-                                               overwrite=args.overwrite))
-    sys.exit(run(parser, argv))
+    sys.exit(result_script(__doc__.splitlines()[0], main, argv,
+                           writes="linear_network.nc and .png"))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import numpy as np
 from dnnphase.sweeps.experiments import plot_train_test, train_test
 from phasecore import results
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser, overwrite_option, run
+from phasecore.commandline import result_script
 from phasecore.panels import save_figure
 from phasecore.results import all_or_nothing, check_new_outputs, check_output_folder
 
@@ -61,17 +61,10 @@ def main(folder: str = "figures/supplement", scale: str = "paper", lrs: str | No
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default="figures/supplement",
-                        help="where to write (default figures/supplement)")
-    parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
-                        default="paper", help="seconds: a smoke test")
-    parser.add_argument("--lrs", default=None,
-                        help="these learning rates, comma-separated (default the preset's)")
-    overwrite_option(parser, "train_test.nc and .png")
-    parser.set_defaults(func=lambda args: main(args.folder, scale=args.scale, lrs=args.lrs,
-                                               overwrite=args.overwrite))
-    sys.exit(run(parser, argv))
+    lrs = ("--lrs", {"default": None,
+                     "help": "these learning rates, comma-separated (default the preset's)"})
+    sys.exit(result_script(__doc__.splitlines()[0], main, argv,
+                           writes="train_test.nc and .png", options=[lrs]))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from dnnphase.sweeps import universality
-from phasecore.commandline import guarded, scaled_figures_parser
+from phasecore.commandline import checked_script, scaled_figures_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,13 +69,7 @@ def parse(argv: list[str] | None = None):
 def main(argv: list[str] | None = None) -> int:
     """The command line: bad input exits 2 with one line before any work; a failed write
     (a full disk) 2 with one line; Ctrl-C 130 with the hint to rerun (sweeps resume)."""
-    def whole() -> None:  # the checks too: Ctrl-C while the data sets load is one line
-        args, configs, scheduler = parse(argv)
-        if args.serial_note:
-            print(args.serial_note, file=sys.stderr, flush=True)
-        work(args, configs, scheduler)
-
-    return guarded("universality.py", whole, program=argv is None)
+    return checked_script("universality.py", parse, work, argv)
 
 
 def work(args, configs, scheduler) -> None:

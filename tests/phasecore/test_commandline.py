@@ -1,0 +1,68 @@
+"""The scripts' shared command lines (phasecore.commandline): result_script, the
+``[FOLDER] [--quick] [options] [--overwrite]`` of a script that writes one result and its
+figure, and checked_script, which checks everything before any work inside the guard."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from phasecore.checks import ConfigError
+from phasecore.commandline import checked_script, result_script
+
+
+def test_result_script_passes_every_option_to_main_and_orders_its_help(capsys):
+    calls = []
+
+    def main(folder, scale, overwrite, lrs=None):
+        calls.append((folder, scale, overwrite, lrs))
+
+    lrs = ("--lrs", {"default": None, "help": "these learning rates"})
+    assert result_script("One figure.", main, [], writes="x.nc and .png", options=[lrs]) == 0
+    assert result_script("One figure.", main, ["out", "--quick", "--lrs", "1,2",
+                                               "--overwrite"], writes="x.nc and .png",
+                         options=[lrs]) == 0
+    assert calls == [("figures/supplement", "paper", False, None), ("out", "quick", True, "1,2")]
+    with pytest.raises(SystemExit):
+        result_script("One figure.", main, ["--help"], writes="x.nc and .png", options=[lrs])
+    out = capsys.readouterr().out
+    assert "[-h] [--quick] [--lrs LRS] [--overwrite] [folder]" in out
+    assert "where to write (default figures/supplement)" in out
+    assert "replace existing x.nc and .png" in out
+
+
+def test_result_script_refuses_bad_input_in_one_line(capsys):
+    def main(folder, scale, overwrite):
+        raise ConfigError(f"output must be a folder (got {folder})")
+
+    assert result_script("One figure.", main, ["f"], writes="x.nc") == 2
+    err = capsys.readouterr().err
+    assert err.endswith(": error: output must be a folder (got f)\n") and err.count("\n") == 1
+    with pytest.raises(SystemExit) as stop:
+        result_script("One figure.", main, ["--banana"], writes="x.nc")
+    assert stop.value.code == 2
+    assert "unrecognized arguments: --banana" in capsys.readouterr().err
+
+
+def test_checked_script_checks_before_the_work_and_says_its_note_first(capsys):
+    done = []
+
+    def parse(argv):
+        if argv == ["bad"]:
+            raise ConfigError("--only must be one of a, b (got 'bad')")
+        return SimpleNamespace(serial_note="p.py: runs here" if argv else ""), argv
+
+    def work(args, argv):
+        print("working", flush=True)
+        done.append(argv)
+        if argv == ["stop"]:
+            raise KeyboardInterrupt
+
+    assert checked_script("p.py", parse, work, ["bad"]) == 2
+    assert capsys.readouterr().err == "p.py: error: --only must be one of a, b (got 'bad')\n"
+    assert done == []
+    assert checked_script("p.py", parse, work, []) == 0
+    assert capsys.readouterr().err == ""
+    assert checked_script("p.py", parse, work, ["stop"]) == 130
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["p.py: runs here", "p.py: interrupted; rerun the same command to resume"]
+    assert done == [[], ["stop"]]
