@@ -2,12 +2,14 @@
 Eq. 8 with μ← ≤ μ→ — the files the ledger's rows read (``dnnphase.compare.claims.chain_claims``,
 whose rules were fixed before these files were computed).
 
-    python scripts/chain_claims.py [FOLDER] [--quick]
+    python scripts/chain_claims.py [FOLDER] [--quick] [--overwrite]
 
-Writes ``fig2.nc`` and ``eq8.nc`` in FOLDER (default figures/chain_claims): per cell and
-seed the load curve and its scale-free curvature (L = 7, k = 1, y = 1, step 0.01,
-T = 1000, Gaussian noise, 20 seeds; about a minute on 2 cores; ``--quick``: 4 seeds,
-T = 10, a test). Nothing is fitted or chosen from the results.
+Writes ``fig2.nc`` and ``eq8.nc`` in FOLDER (default figures/chain_claims, which holds the
+committed ones: files there already are replaced only with ``--overwrite``, refused before
+any work without it; both files or neither): per cell and seed the load curve and its
+scale-free curvature (L = 7, k = 1, y = 1, step 0.01, T = 1000, Gaussian noise, 20 seeds;
+about a minute on 2 cores; ``--quick``: 4 seeds, T = 10, a test). Nothing is fitted or
+chosen from the results.
 """
 
 from __future__ import annotations
@@ -17,8 +19,14 @@ import sys
 import numpy as np
 import xarray as xr
 
-from phasecore.commandline import Parser, run
-from phasecore.results import check_output_folder, provenance, save
+from phasecore.commandline import result_script
+from phasecore.results import (
+    all_or_nothing,
+    check_new_outputs,
+    check_output_folder,
+    provenance,
+    save,
+)
 from springblock import simulate
 
 #: Fig. 2's grid: friction (μ← = 2μ→) × noise, both noise sharings.
@@ -75,24 +83,26 @@ def eq8(steps: int, seeds: int) -> xr.Dataset:
                "mu_right": EQ8["mu_right"]})
 
 
-def main(folder: str, scale: str) -> None:
+def main(folder: str = "figures/chain_claims", scale: str = "paper",
+         overwrite: bool = False) -> None:
+    """Compute both files, then write them into ``folder``, both or neither (existing ones
+    are replaced only with ``overwrite``, checked before any work: the default folder holds
+    the committed ones)."""
     folder = check_output_folder(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, make in (("fig2", fig2), ("eq8", eq8)):
-        ds = make(**SCALES[scale])
-        save(ds, folder / f"{name}.nc", overwrite=True)
-        print(f"wrote {folder / f'{name}.nc'}")
+    outputs = {name: folder / f"{name}.nc" for name in ("fig2", "eq8")}
+    check_new_outputs(outputs.values(), overwrite)
+    computed = {name: make(**SCALES[scale]) for name, make in (("fig2", fig2), ("eq8", eq8))}
+    with all_or_nothing(outputs.values(), folder):  # both files or neither (a full disk)
+        for name, path in outputs.items():
+            save(computed[name], path, overwrite=True)  # each replaced atomically
+    for path in outputs.values():
+        print(f"wrote {path}")
 
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2."""
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default="figures/chain_claims",
-                        help="where to write (default figures/chain_claims)")
-    parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
-                        default="paper", help="seconds: a test")
-    parser.set_defaults(func=lambda args: main(args.folder, args.scale))
-    sys.exit(run(parser, argv))
+    sys.exit(result_script(__doc__.splitlines()[0], main, argv,
+                           folder="figures/chain_claims", writes="fig2.nc and eq8.nc"))
 
 
 if __name__ == "__main__":
