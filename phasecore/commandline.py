@@ -130,11 +130,20 @@ def guarded(prog: str, work, program: bool = False) -> int:
         except KeyboardInterrupt as err:
             detail = str(err) or "interrupted; rerun the same command to resume"
             print(f"{prog}: {detail}", file=sys.stderr)
+            if program:
+                # The interrupt can land inside a library's constructor (numba compiling a
+                # kernel); the half-built object's finaliser then fails when it is
+                # collected, and Python would print that as a traceback after our line.
+                sys.unraisablehook = _ignore_unraisable
         finally:
             if program:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return 130
+
+
+def _ignore_unraisable(unraisable) -> None:
+    """An interrupted command's finalisers fail in silence: it is exiting with its one line."""
 
 
 def checked_script(prog: str, parse, work, argv=None) -> int:

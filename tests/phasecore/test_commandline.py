@@ -66,3 +66,26 @@ def test_checked_script_checks_before_the_work_and_says_its_note_first(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["p.py: runs here", "p.py: interrupted; rerun the same command to resume"]
     assert done == [[], ["stop"]]
+
+
+def test_an_interrupted_program_prints_its_line_and_no_finaliser_traceback():
+    """An interrupt that lands inside a library's constructor leaves a half-built object
+    whose finaliser fails when the interpreter collects it: the command's user reads the
+    one line, not Python's 'Exception ignored' traceback (numba compiling a kernel)."""
+    import subprocess
+    import sys
+
+    program = (
+        "from phasecore.commandline import guarded\n"
+        "class HalfBuilt:\n"
+        "    def __del__(self):\n"
+        "        self._ptr\n"
+        "def work():\n"
+        "    global held\n"
+        "    held = HalfBuilt()\n"
+        "    raise KeyboardInterrupt\n"
+        "raise SystemExit(guarded('job', work, program=True))\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 130
+    assert done.stderr == "job: interrupted; rerun the same command to resume\n", done.stderr
