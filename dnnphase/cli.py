@@ -219,8 +219,11 @@ ON_CUDA_SERIAL = (f"{defaults.SCHEDULER}; serial when training on CUDA without -
 
 def _scheduler_options(parser, default: str) -> None:
     parser.add_argument("--scheduler", default=None,
-                        help="processes (one single-threaded worker per core), serial, or a "
-                             f"Dask address tcp://host:port (default {default})")
+                        help="auto (a pool of single-threaded workers, one per core, or "
+                             "serial where the sweep's estimated work would not pay for the "
+                             "pool's start-up, which is then said), processes (the pool "
+                             "always), serial, or a Dask address tcp://host:port (default "
+                             f"{default})")
     parser.add_argument("--workers", type=int, default=None,
                         help="process-pool size (default: one per core)")
 
@@ -358,7 +361,7 @@ def cmd_sweep(args) -> None:
 
 
 def cmd_plot(args) -> None:
-    from dnnphase.compare.alignment import check_network
+    from dnnphase.compare.comparator.alignment import check_network
     from dnnphase.sweeps.plotting import plot_sweep, save_figure
     from phasecore.results import load
 
@@ -370,7 +373,8 @@ def cmd_plot(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from dnnphase.compare import compare, figures, summary
+    from dnnphase.compare import compare, summary
+    from dnnphase.compare.figures import comparison as figures
     from phasecore import results
     from phasecore.panels import save_figure
     from phasecore.results import check_output_folder, load, save
@@ -451,7 +455,7 @@ def cmd_fit(args) -> None:
     with all_or_nothing([args.output, *figures]):  # a rerun must not find half of them
         save(fit, args.output, overwrite=args.overwrite)
         if args.figure:
-            from dnnphase.compare.figures import plot_fit, plot_worst_fit
+            from dnnphase.compare.figures.comparison import plot_fit, plot_worst_fit
             from phasecore.panels import save_figure
 
             if args.trajectory:  # only a trajectory fit keeps the curves the worst fit shows

@@ -41,7 +41,9 @@ MIN_CHUNKS = 8  # ... and gives at least this many chunks: both cores busy, a ti
 # On a GPU one chunk is one stack (the whole device): hundreds of models keep it busy, and
 # a paper diagram is still a few resumable chunks (Fig. 1c: 960 models, 3 chunks).
 MODELS_PER_CHUNK_CUDA = 320
-SCHEDULER = "processes"  # command line: one single-threaded worker per core
+#: The command line's: one single-threaded worker per core, or this process where the
+#: work would not pay for the pool's start-up (dnnphase.sweeps.cost).
+SCHEDULER = "auto"
 # From Python the default is this process: a process pool started from a script needs an
 # ``if __name__ == "__main__":`` guard, and a missing one ends in a crash, not a slow run.
 PYTHON_SCHEDULER = "serial"

@@ -2,7 +2,9 @@
 
 Schedulers: ``"serial"`` (this process; the chain kernels are already
 multithreaded), ``"processes"`` (a local process pool, one thread per worker;
-right for the network trainer), or a Dask distributed address such as
+right for the network trainer), ``"auto"`` where a caller allows it (a pool, or this
+process where the work is too small to pay for the pool's start-up:
+:func:`pool_pays`, :func:`resolve_scheduler`), or a Dask distributed address such as
 ``"tcp://host:8786"`` (``pip install .[distributed]``). With Dask every worker
 writes its own chunks, so the store must be on a filesystem the workers
 share; a worker that dies loses only its unfinished chunk, which Dask
@@ -31,10 +33,13 @@ import time
 
 from phasecore.checks import ConfigError, is_int
 
-__all__ = ["busy_load", "check_reachable", "core_share", "interrupt_once", "run_tasks",
-           "validate_scheduler", "validate_workers"]
+__all__ = ["AUTO", "busy_load", "check_reachable", "core_share", "interrupt_once", "pool_pays",
+           "resolve_scheduler", "run_tasks", "validate_scheduler", "validate_workers"]
 
 SCHEDULERS = ("serial", "processes")
+#: A process pool where the work pays for its start-up, else this process
+#: (:func:`resolve_scheduler`); accepted where a caller estimates its work.
+AUTO = "auto"
 DASK_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://")
 
 
@@ -71,9 +76,11 @@ def core_share(busy: int, cores: int, load: float) -> float:
     return min(1.0, cores / max(busy + max(load, 0.0), 1.0))
 
 
-def validate_scheduler(scheduler: str) -> str:
-    """Check the scheduler name, and that Dask is installed for an address."""
-    if scheduler in SCHEDULERS:
+def validate_scheduler(scheduler: str, auto: bool = False) -> str:
+    """Check the scheduler name (``auto``: :data:`AUTO` allowed too), and that Dask is
+    installed for an address."""
+    names = (AUTO, *SCHEDULERS) if auto else SCHEDULERS
+    if scheduler in names:
         return scheduler
     if str(scheduler).startswith(DASK_PREFIXES):
         try:
@@ -84,7 +91,7 @@ def validate_scheduler(scheduler: str) -> str:
                 "[distributed]' (or choose serial or processes)") from None
         return scheduler
     raise ConfigError(
-        f"scheduler must be one of {', '.join(SCHEDULERS)} or a Dask address like "
+        f"scheduler must be one of {', '.join(names)} or a Dask address like "
         f"tcp://host:8786 (got {scheduler!r})"
     )
 
@@ -106,7 +113,7 @@ def check_reachable(scheduler: str, timeout: float = 10.0) -> None:
 def validate_workers(workers: int | None, scheduler: str = "processes") -> int | None:
     if workers is not None and not (is_int(workers) and workers >= 1):
         raise ConfigError(f"workers must be an integer >= 1, or unset (got {workers!r})")
-    if workers is not None and scheduler != "processes":
+    if workers is not None and scheduler not in ("processes", AUTO):
         raise ConfigError(f"workers must be left unset with the {scheduler!r} scheduler (it "
                           f"sizes the process pool only; got {workers})")
     return workers
@@ -139,6 +146,93 @@ def interrupt_once():
         for sig, old in previous.items():
             if signal.getsignal(sig) is handler:  # not replaced meanwhile (see commandline.run)
                 signal.signal(sig, old)
+
+
+def pool_pays(work: float, start: float, pool: int, cores: int | None = None,
+              load: float | None = None) -> tuple[bool, float, float]:
+    """Whether a process pool of ``pool`` workers finishes ``work`` sooner than this
+    process alone, and the two estimates.
+
+    Each worker first pays ``start`` core-seconds of its own (spawning, imports, its
+    first task's one-off costs), all at once, then the pool shares ``work`` (core-seconds
+    of tasks in this process); so the pool takes ``(start + work / pool) / s_pool`` and
+    this process ``work / s_1``, where ``s_k`` is the share of a core each of k busy
+    threads gets beside the machine's other work (:func:`core_share`). On an idle machine
+    with ``pool`` <= ``cores`` the pool pays once ``work > start · pool / (pool - 1)``
+    (twice the start-up for two workers); other work running only raises that bar, so
+    the machine's load (:func:`busy_load`, 0.2 s of spinning) is measured only where the
+    pool would win on an idle machine, or holds more workers than cores.
+
+    Parameters
+    ----------
+    work : float
+        The tasks' cost in this process (core-seconds).
+    start : float
+        A worker's start-up (core-seconds).
+    pool : int
+        Workers (at most the number of tasks).
+    cores : int, optional
+        This machine's cores (default ``os.cpu_count()``).
+    load : float, optional
+        Threads of other work (default measured when needed, :func:`busy_load`).
+
+    Returns
+    -------
+    tuple of (bool, float, float)
+        Whether the pool is faster, and the wall seconds estimated for this process and
+        for the pool.
+    """
+    cores = cores or os.cpu_count() or 1
+    if pool <= 1:
+        return False, work, start + work
+    idle = (start + work / pool) / core_share(pool, cores, 0.0) < work
+    if load is None and not idle and pool <= cores:
+        load = 0.0  # serial at no load is serial at every load: no need to measure
+    load = busy_load() if load is None else load
+    alone = work / core_share(1, cores, load)
+    shared = (start + work / pool) / core_share(pool, cores, load)
+    return shared < alone, alone, shared
+
+
+def resolve_scheduler(scheduler: str, workers: int | None, n_tasks: int,
+                      work: float | None, start: float) -> tuple[str, int | None, str]:
+    """The scheduler that runs ``n_tasks`` tasks: :data:`AUTO` becomes ``"processes"`` or,
+    where the pool would not pay for its start-up (:func:`pool_pays`), ``"serial"``; one
+    task always runs here. Results do not depend on it: a task depends on its payload.
+
+    Parameters
+    ----------
+    scheduler : str
+        A name of :data:`SCHEDULERS`, :data:`AUTO` or a Dask address (left as it is).
+    workers : int, optional
+        The pool's size (None: one per core).
+    n_tasks : int
+        Tasks to run.
+    work : float, optional
+        The tasks' estimated cost in this process (core-seconds); None: unknown (a pool).
+    start : float
+        A pool worker's start-up (core-seconds).
+
+    Returns
+    -------
+    tuple of (str, int or None, str)
+        The scheduler, the workers (None for serial) and, where the pool's start-up
+        outweighs the work, why ("" otherwise).
+    """
+    if scheduler not in (AUTO, "processes"):
+        return scheduler, workers, ""
+    if n_tasks <= 1:
+        return "serial", None, ""  # a pool would only add its start-up
+    if work is None:
+        return "processes", workers, ""
+    pool = min(workers or os.cpu_count() or 1, n_tasks)
+    faster, alone, shared = pool_pays(work, start, pool)
+    if faster:
+        return "processes", workers, ""
+    why = (f"a pool of {pool} would take about {shared:.2g} s against {alone:.2g} s here "
+           f"(each worker starts in about {start:g} core-seconds; the work is about "
+           f"{work:.2g})")
+    return ("processes", workers, why) if scheduler == "processes" else ("serial", None, why)
 
 
 def _run_serial(tasks: dict, scheduler, workers, progress) -> dict:

@@ -24,6 +24,7 @@ import xarray as xr
 from phasecore.executors import (
     check_reachable,
     interrupt_once,
+    resolve_scheduler,
     run_tasks,
     validate_scheduler,
     validate_workers,
@@ -113,17 +114,18 @@ def run_chunked(
 ) -> tuple[list[xr.Dataset], ChunkStore | None]:
     """The sweep skeleton both packages share: chunks in memory, or resumable on disk.
 
-    The chunks run on ``scheduler`` (one chunk always runs here). With
+    The chunks run on ``scheduler`` (one chunk always runs here; ``"auto"``: a pool). With
     ``output`` the store beside it is opened (resumed or refused, see
     :class:`ChunkStore`) and only the missing chunks run; without it nothing
     is stored. Returns the chunk Datasets and the store, which :func:`finish`
     clears after saving.
     """
-    validate_scheduler(scheduler)
+    validate_scheduler(scheduler, auto=True)
     validate_workers(workers, scheduler)
     check_reachable(scheduler)
-    if len(payloads) == 1:
-        scheduler = "serial"  # a pool would only add its start-up
+    # one chunk runs here (a pool would only add its start-up); "auto" without an estimate
+    # of the work is a pool (the caller resolves it with one: resolve_scheduler)
+    scheduler, workers, _ = resolve_scheduler(scheduler, workers, len(payloads), None, 0.0)
     store = None
     try:
         if output is not None:

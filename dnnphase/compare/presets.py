@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.dictionary import effective_force_table
-from dnnphase.compare.fitting import fit_chain
-from dnnphase.compare.report import compare
-from dnnphase.compare.words import dictionary_summary, summary
+from dnnphase.compare.comparator.dictionary import effective_force_table
+from dnnphase.compare.comparator.fitting import fit_chain
+from dnnphase.compare.comparator.report import compare
+from dnnphase.compare.comparator.words import dictionary_summary, summary
 from dnnphase.knobs import larger_is_noisier
 from phasecore import results
 from phasecore.checks import (
@@ -291,7 +291,7 @@ def reproduce(preset: str = "quick", output="results", *, knobs=None, overwrite:
     configs = [SweepConfig(**net) for net in spec["networks"]]  # validate before any work
     net_scheduler = scheduler or ("serial" if preset == "test" and workers is None
                                   else default_scheduler(configs[0].device, workers))
-    validate_scheduler(net_scheduler)
+    validate_scheduler(net_scheduler, auto=True)
     validate_workers(workers, net_scheduler)
     check_reachable(net_scheduler)
     for cfg in configs:  # the data, the device and the memory, before the chain starts
@@ -366,7 +366,7 @@ def _chain(s: dict, path: Path, overwrite: bool, quiet: bool) -> tuple[xr.Datase
 def _analyse(spring: xr.Dataset, network: xr.Dataset, spec: dict, out: Path,
              quiet: bool) -> xr.Dataset:
     """Per knob: the fit, the dictionary table, the comparison report and the figures."""
-    from dnnphase.compare import figures  # matplotlib only when figures are drawn
+    from dnnphase.compare.figures import comparison as figures  # matplotlib: only to draw
     from phasecore.panels import save_figure
 
     knob = network.attrs["knob"]
@@ -413,7 +413,7 @@ def _dynamics_figure(network: xr.Dataset, fit: xr.Dataset, knob: str, steps: int
     The knob's own cells, drawn as the paper draws Fig. 4; the paper's three settings of
     Fig. 4 (lr, batch size and dropout together) are ``scripts/fig4_dynamics.py``'s.
     """
-    from dnnphase.compare.figures import plot_dynamics
+    from dnnphase.compare.figures.comparison import plot_dynamics
     from springblock import simulate
 
     alpha = float(network["alpha"].min())

@@ -85,7 +85,7 @@ def chunk_bytes(arch: Architecture, *, models: int, n_train: int, batch: int,
 def concurrent_chunks(scheduler: str, workers: int | None, n_chunks: int) -> int:
     """Chunks in memory at once on this machine: one per pool worker, else one (serial
     here; a Dask worker's memory is its own machine's)."""
-    if scheduler != "processes":
+    if scheduler not in ("processes", "auto"):  # auto: a pool, at most
         return 1
     return max(1, min(workers or os.cpu_count() or 1, n_chunks))
 
@@ -128,7 +128,8 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
              "models_per_chunk": models / defaults.MODELS_PER_CHUNK,
              "n_train": data.n_train / PAPER_N_TRAIN}
     name = max(scale, key=scale.get)
-    per_chunk = part["peak"] + (WORKER_BYTES if scheduler == "processes" else 0)
+    pool = scheduler in ("processes", "auto")
+    per_chunk = part["peak"] + (WORKER_BYTES if pool else 0)
     if at_once > 1 and available is not None and per_chunk <= available < per_chunk * at_once:
         name = "workers"  # the automatic pool (one per core) too: --workers fixes it
     chunks = f"{at_once} chunks at once ({at_once} workers) of" if at_once > 1 else "a chunk of"
@@ -140,7 +141,7 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
     hint = (f"parameters and optimizer state {part['state'] / 2**30:.3g} GiB, activations "
             f"and features {max(part['training'], part['measuring']) / 2**30:.3g} GiB per "
             f"chunk" + (f", a pool's worker {WORKER_BYTES / 2**30:.2g} GiB of its own"
-                        if scheduler == "processes" else "")
+                        if pool else "")
             + (f"; use at most {int(available // per_chunk)} workers" if name == "workers"
                else f"; use a smaller {', '.join(list(scale)[:-1])} or {list(scale)[-1]}"
                + (", or fewer workers" if at_once > 1 else ""))

@@ -32,6 +32,7 @@ from dnnphase.networks.architecture import Architecture
 from dnnphase.networks.protocol import check_protocol
 from dnnphase.sweeps import depth_axis
 from dnnphase.sweeps.assemble import assemble as _assemble
+from dnnphase.sweeps.cost import choose_scheduler
 from dnnphase.sweeps.memory import check_sweep_memory
 from dnnphase.training.schedule import own_value_used
 from dnnphase.training.settings import check_last_batch
@@ -41,7 +42,6 @@ from phasecore.checks import (
     check_bools,
     check_distinct,
     check_grid,
-    check_pool_can_start,
     check_result_size,
     is_int,
     require,
@@ -256,7 +256,7 @@ class SweepConfig(TrainingSettings):
         """Every check that needs more than the fields, before any work: the device, the
         scheduler and workers, the data set (loaded, and returned) and the memory the
         chunks need on this machine (:mod:`dnnphase.sweeps.memory`)."""
-        validate_scheduler(scheduler)
+        validate_scheduler(scheduler, auto=True)
         validate_workers(workers, scheduler)
         self.check_device()
         data = load_data(self)
@@ -320,11 +320,12 @@ _LATER_FIELDS = ("arch", "channels", "kernel_size", "schedule", "momentum", "wei
 
 
 def default_scheduler(device: str, workers: int | None = None) -> str:
-    """The command line's scheduler when none is given: a pool of single-threaded worker
-    processes on the CPU; on CUDA this process, one GPU being one worker (a pool's workers
-    would each hold a CUDA context and a chunk of up to 320 models on the one device),
-    unless ``workers`` asks for a pool."""
-    return "serial" if runs_on_cuda(device) and workers is None else defaults.SCHEDULER
+    """The command line's scheduler when none is given: on the CPU "auto" (a pool of
+    single-threaded workers, or this process where its start-up outweighs the work); on CUDA
+    this process, one GPU being one worker (a pool's workers would each hold a CUDA context
+    and a chunk of up to 320 models on the one device), unless ``workers`` asks for a pool."""
+    cuda = "serial" if workers is None else "processes"
+    return cuda if runs_on_cuda(device) else defaults.SCHEDULER
 
 
 def fused_cpu_layers(cfg: SweepConfig) -> bool:
@@ -390,7 +391,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
         an existing output is refused unless ``overwrite``.
     scheduler, workers
         "serial" (default: here, one thread), "processes" (``workers``, default one per
-        core; from a script, under ``if __name__ == "__main__":``) or a Dask address.
+        core; from a script, under ``if __name__ == "__main__":``), "auto" (a pool, or here
+        where its start-up outweighs the work: :mod:`dnnphase.sweeps.cost`) or Dask's address.
     quiet : bool, default True
         False prints the expected run time and the progress on stderr.
     **params
@@ -423,9 +425,8 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     if output is not None:
         check_output(output, overwrite)
     data = cfg.preflight(scheduler, workers)
-    # The checked configuration itself travels (pickled), so no worker checks it again
-    # (with a depth axis: each depth's own). The fused layer's switch travels too: a
-    # pool's workers import the default.
+    # The checked configuration travels (pickled; with depths each depth's own), so no worker
+    # checks it again; so does the fused layer's switch (a pool's workers import the default).
     from dnnphase.networks import stack
 
     members = cfg.per_depth()
@@ -433,8 +434,7 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
     payloads = [{"config": member, "models": models,
                  "fused_cpu_layers": stack.FUSED_CPU_LAYERS}
                 for member, plan in zip(members, plans, strict=True) for models in plan]
-    if len(payloads) > 1:  # one chunk runs here, without a pool
-        check_pool_can_start(scheduler)
+    scheduler, workers = choose_scheduler(cfg, data, scheduler, workers, len(payloads), quiet)
     stored, _ = stored_config(cfg)
     chunks, store = run_chunked(train_chunk, payloads, config=stored, output=output,
                                 overwrite=overwrite, scheduler=scheduler, workers=workers,

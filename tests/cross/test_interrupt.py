@@ -293,7 +293,9 @@ def test_network_sweep_interrupted_and_resumed_elsewhere_is_identical(jobs, tmp_
     out, hold = tmp_path / "dnn.nc", tmp_path / "hold"
     parts = Path(f"{out}.parts")
     hold.mkdir()
-    job = jobs("dnnphase", hold, 1, *NET_ARGS, "-o", out, "--workers", "2")
+    # --scheduler processes: a sweep this small would run in this process by default
+    job = jobs("dnnphase", hold, 1, *NET_ARGS, "-o", out, "--scheduler", "processes",
+               "--workers", "2")
     _wait_mid_sweep(job, parts, hold, done=NET_DONE, held=2)
     processes = job.watch() | _worker_pids(hold)
     job.signal(signal.SIGINT)

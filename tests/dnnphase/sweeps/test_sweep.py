@@ -149,7 +149,7 @@ def test_cli_sweep_and_plot(tmp_path, capsys):
     (["--lr", "-1"], "lr must be > 0"),
     (["--knob", "dropout", "--dropout", "0.2"], "dropout must be left at its default 0.0"),
     (["--knob", "lr", "--lr", "0.01"], "lr must be left at its default"),
-    (["--scheduler", "threads"], "scheduler must be one of serial, processes"),
+    (["--scheduler", "threads"], "scheduler must be one of auto, serial, processes"),
     (["--workers", "0"], "workers must be an integer >= 1"),
     (["--models-per-chunk", "0"], "models_per_chunk must be an integer >= 1"),
     (["--measures", "trace_ratio,trace_ratio"], "measures must be distinct"),
@@ -352,20 +352,21 @@ def test_chunks_never_mix_batch_sizes_and_keep_the_plain_cut_otherwise():
 
 
 def test_the_command_line_trains_on_one_gpu_in_this_process(monkeypatch):
-    """Without --scheduler: a process pool on the CPU, this process on CUDA (one GPU is one
-    worker), for sweep, tune and reproduce alike."""
+    """Without --scheduler: "auto" on the CPU (a process pool, or this process where the
+    work would not pay for its start-up), this process on CUDA (one GPU is one worker), for
+    sweep, tune and reproduce alike."""
     import torch
 
     from dnnphase import cli
     from dnnphase.sweeps.sweep import default_scheduler
 
-    assert default_scheduler("cpu") == "processes"
+    assert default_scheduler("cpu") == "auto" and default_scheduler("cpu", workers=2) == "auto"
     assert default_scheduler("cuda:1") == "serial"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert default_scheduler("auto") == "serial" and default_scheduler("cpu") == "processes"
+    assert default_scheduler("auto") == "serial" and default_scheduler("cpu") == "auto"
     assert default_scheduler("auto", workers=2) == "processes"  # --workers asks for a pool
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert default_scheduler("auto") == "processes"
+    assert default_scheduler("auto") == "auto"
     for command in ("sweep", "tune", "reproduce"):
         args = cli.build_parser().parse_args([command, "-o", "x"])
         assert args.scheduler is None  # resolved from the device when the command runs
