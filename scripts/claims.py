@@ -95,6 +95,14 @@ def _check_target(parser: Parser, out: Path, check: bool) -> None:
             parser.error(f"--out: {str(path)!r} is not writable")
 
 
+def rerun(root: Path, out: Path | None) -> str:
+    """The command that writes the ledger ``--check`` read (its --root and --out as given:
+    without them it writes the committed docs/claims.md, not the file checked)."""
+    options = ([] if root.resolve() == ROOT else ["--root", str(root)]) + (
+        [] if out is None else ["--out", str(out)])
+    return " ".join(["python scripts/claims.py", *options])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=str(ROOT),
@@ -112,10 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out must name a file (got an empty name)")
     out = Path(args.out) if args.out is not None else root / "docs" / "claims.md"
     _check_target(parser, out, args.check)
+    command = rerun(root, None if args.out is None else out)
     missing = [path for path in (out, json_path(out)) if args.check and not path.is_file()]
-    for path in missing:
-        print(f"{path} is missing: run python scripts/claims.py to write it", file=sys.stderr)
-    if missing:
+    if missing:  # one line, naming the command that writes these very files
+        print(f"{' and '.join(map(str, missing))} {'is' if len(missing) == 1 else 'are'} "
+              f"missing: run {command} to write {'it' if len(missing) == 1 else 'them'}",
+              file=sys.stderr)
         return 1
     try:
         sections = collect(root)
@@ -131,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             if old != text:
                 sys.stdout.writelines(difflib.unified_diff(
                     old.splitlines(True), text.splitlines(True), str(path), "from the files"))
-                print(f"{path} is out of date: run python scripts/claims.py", file=sys.stderr)
+                print(f"{path} is out of date: run {command}", file=sys.stderr)
                 stale += 1
         if stale:
             return 1

@@ -133,11 +133,22 @@ def test_a_named_pipe_is_refused_not_waited_on(tmp_path, check):
 
 
 def test_check_says_a_missing_file_is_missing(tmp_path):
-    out = subprocess.run([sys.executable, str(SCRIPT), "--check", "--out",
-                          str(tmp_path / "claims.md")], capture_output=True, text=True,
-                         cwd=ROOT, check=False, timeout=120)
-    assert out.returncode == 1 and "claims.md is missing" in out.stderr
-    assert "out of date" not in out.stderr and not list(tmp_path.iterdir())
+    """In one line, with the command that writes that file: plain ``claims.py`` would write
+    the committed docs/claims.md instead."""
+    target = tmp_path / "claims.md"
+    out = subprocess.run([sys.executable, str(SCRIPT), "--check", "--out", str(target)],
+                         capture_output=True, text=True, cwd=ROOT, check=False, timeout=120)
+    assert out.returncode == 1 and out.stderr.strip() == (
+        f"{target} and {tmp_path / 'claims.json'} are missing: run python scripts/claims.py "
+        f"--out {target} to write them")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_command_to_rerun_names_the_files_checked(script):
+    assert script.rerun(ROOT, None) == "python scripts/claims.py"
+    assert script.rerun(ROOT / ".", Path("/x/c.md")) == "python scripts/claims.py --out /x/c.md"
+    assert script.rerun(Path("/elsewhere"), None) == \
+        "python scripts/claims.py --root /elsewhere"
 
 
 def test_without_git_history_the_record_is_kept(script, tmp_path, capsys):
