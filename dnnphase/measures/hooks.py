@@ -58,7 +58,8 @@ def input_check(module: nn.Module, name: str) -> Callable[[torch.Tensor], str | 
     if isinstance(module, _CONVS):
         channels, k = module.in_channels, len(module.kernel_size)
         shape = ", ".join(["N", str(channels), *"DHW"[3 - k:]])
-        return lambda x: None if x.ndim == k + 2 and x.shape[1] == channels else (
+        # torch also takes one unbatched sample (C, H, W), e.g. from a loop over the batch
+        return lambda x: None if x.ndim in (k + 1, k + 2) and x.shape[-k - 1] == channels else (
             f"inputs of shape ({shape}), {channels} channels: the in_channels of {kind}")
     for cls, ndims in _BATCHNORMS.items():
         if type(module) is cls:

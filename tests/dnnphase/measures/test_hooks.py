@@ -100,7 +100,21 @@ class _OwnWeight(nn.Module):
         return self.body(x @ self.project)
 
 
+class _PerSample(nn.Module):
+    """A model that runs its convolution on one unbatched sample at a time (torch takes
+    (C, H, W) as well as (N, C, H, W))."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3)
+        self.head = nn.Linear(3 * 4 * 4, 4)
+
+    def forward(self, x):
+        return self.head(torch.stack([self.conv(sample) for sample in x]).flatten(1))
+
+
 @pytest.mark.parametrize(("model", "shape", "layers"), [
+    (_PerSample(), (2, 6, 6), ["input", "head"]),
     (MLP, (7,), None),
     (nn.Sequential(nn.Flatten(), nn.Linear(49, 8), nn.ReLU(), nn.Linear(8, 4)), (1, 7, 7), None),
     (nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(4)), (1, 6, 6),
