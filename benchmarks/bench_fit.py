@@ -28,7 +28,7 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from dnnphase.compare.fitting import fit_sweep_final, fit_sweep_trajectory
+from dnnphase.compare.comparator.fitting import fit_sweep_final, fit_sweep_trajectory
 from springblock import theory
 from springblock.fit import integrator, shapes, starts, trajectory, variants
 

@@ -63,7 +63,7 @@ class PhasePanel:
     ``marked``: (R, C) booleans; the region of marked cells is outlined (dashed, in
     :data:`MARK_COLOUR`) and each marked cell gets a small "x" in its corner, named in
     the figure's legend by ``marked_label`` (where the chain disagrees with the networks,
-    :func:`dnnphase.compare.report.disagreement`).
+    :func:`dnnphase.compare.comparator.report.disagreement`).
     """
 
     curves: np.ndarray

@@ -6,12 +6,12 @@ Each variant of :mod:`springblock.fit.variants` (a time map from epochs to chain
 noise that decays over training, a friction profile along the chain) adds one number shared
 by a whole diagram to the paper's chain. For every ``dnn_<knob>.nc`` of the folder:
 
-* trajectories (:func:`dnnphase.compare.family.trajectory_family`): every cell's training
+* trajectories (:func:`dnnphase.compare.comparator.family.trajectory_family`): every cell's training
   trajectory fitted with each variant at each of its fixed candidate values; the value with the
   lowest total chi2 kept; cells explained within seed noise (chi2/dof <= 2), chi2/dof quartiles,
   parameters and AIC / BIC against the paper's chain; written as ``family_<knob>.nc``;
-* held-out cells (:func:`dnnphase.compare.family.held_out_family`): the variant's chain map on
-  the checkerboard and every-other-column splits, its number chosen on each fold's training
+* held-out cells (:func:`dnnphase.compare.comparator.family.held_out_family`): the variant's chain
+  map on the checkerboard and every-other-column splits, its number chosen on each fold's training
   cells, against the local mean of the nearest training cells; ``family_held_out_<knob>.nc``.
 
 Prints both tables (docs/fit.md, "A family of chains"). Existing family files are replaced
@@ -42,7 +42,7 @@ TITLES = {"dropout": "dropout", "lr": "learning rate", "batch_size": "batch size
 
 def run_piece(payload: tuple[str, str, str]):
     """One fit of one knob (``(folder, knob, "trajectory" | "held_out")``), as a Dataset."""
-    from dnnphase.compare.family import held_out_family, trajectory_family
+    from dnnphase.compare.comparator.family import held_out_family, trajectory_family
     from phasecore import results
 
     folder, knob, which = payload
@@ -150,7 +150,7 @@ def compare_folders(folder: Path, other: Path, knobs) -> None:
 
 def held_out_rows(knob: str, fam, prediction) -> list[str]:
     """One line per split: the paper chain, each variant (its chosen values), the local mean."""
-    from dnnphase.compare.prediction import SPLITS
+    from dnnphase.compare.comparator.prediction import SPLITS
 
     lines = []
     for split in SPLITS:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dnnphase.compare.fitting import fit_sweep_final, fit_sweep_trajectory
-from dnnphase.compare.prediction import held_out_prediction
+from dnnphase.compare.comparator.fitting import fit_sweep_final, fit_sweep_trajectory
+from dnnphase.compare.comparator.prediction import held_out_prediction
 from phasecore import results
 from phasecore.commandline import folder_command
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dnnphase.compare.peaks import row_shape
-from dnnphase.compare.words import boundary_summary, tied_set
+from dnnphase.compare.comparator.peaks import row_shape
+from dnnphase.compare.comparator.words import boundary_summary, tied_set
 from phasecore import results
 from phasecore.commandline import folder_command
 

@@ -6,7 +6,7 @@ cells of the committed network diagrams that neither was fitted to.
 For every ``dnn_<knob>.nc`` in the folder: the chain map (one friction mu-> per alpha, one noise s
 per knob value, monotone) and two monotone baselines without mechanics (additive, a_alpha +
 b_knob, and saturating, d tanh(a_alpha + b_knob)) are fitted to part of the diagram and
-predict the rest (:func:`dnnphase.compare.prediction.held_out_prediction`:
+predict the rest (:func:`dnnphase.compare.comparator.prediction.held_out_prediction`:
 checkerboard and every-other-column splits); writes ``prediction_<knob>.nc`` beside it and prints
 the out-of-sample table (RMSE of the seed-mean scale-free curvature, with the seed-noise floor),
 the in-sample fits and the cross-knob transfer (alpha rows fitted on one knob, columns refitted
@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dnnphase.compare.prediction import (
+from dnnphase.compare.comparator.prediction import (
     MODELS,
     PREDICTORS,
     SPLITS,

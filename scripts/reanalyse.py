@@ -21,7 +21,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dnnphase.compare import compare, figures, fit_chain
+from dnnphase.compare import compare, fit_chain
+from dnnphase.compare.figures import comparison as figures
 from dnnphase.compare.presets import PRESETS, _dynamics_figure
 from dnnphase.knobs import larger_is_noisier
 from phasecore import results

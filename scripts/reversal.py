@@ -5,7 +5,7 @@
 On the committed chain diagram (``figures/spring_phase.nc``: mu<- = 2 mu->, T = 1000,
 Gaussian noise) more friction makes the chain *more convex* at noise s >= 0.016, the
 opposite of the networks, where more nonlinearity always makes the curve more concave
-(:func:`dnnphase.compare.report.disagreement`). With Gaussian noise the chain relaxes
+(:func:`dnnphase.compare.comparator.report.disagreement`). With Gaussian noise the chain relaxes
 towards the equal-force state F* = (mu-> - mu<-)/2 (:func:`springblock.theory.
 stationary_force`); with mu<- = r mu-> that is -(r - 1) mu->/2, more convex as friction
 grows whenever r > 1 — the reversal. Candidates, each on the default grid (6 friction
@@ -41,7 +41,7 @@ import numpy as np
 
 import springblock as sb
 from dnnphase.compare import compare
-from dnnphase.compare.report import line_signs
+from dnnphase.compare.comparator.report import line_signs
 from phasecore.commandline import Parser, overwrite_option
 from phasecore.commandline import run as run_command
 from phasecore.loadcurve import PHASE_TOLERANCE, curvature_scaled, phase_label
@@ -292,7 +292,7 @@ def plot_overview(maps: list[tuple[Candidate, np.ndarray]]):
 def run(folder: Path, overwrite: bool = False) -> str:
     """Compute (or read back) every candidate, compare, draw; returns the table. Figures
     there already are replaced only with ``overwrite`` (checked before any work)."""
-    from dnnphase.compare.figures import plot_side_by_side
+    from dnnphase.compare.figures.comparison import plot_side_by_side
     from phasecore.panels import save_figure
     from phasecore.results import check_new_outputs
 

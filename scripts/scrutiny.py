@@ -5,8 +5,8 @@ docs/prediction.md, "Our own claims, checked").
                                [--overwrite]
 
 For every ``dnn_<knob>.nc`` of the folder with its ``family_<knob>.nc`` and
-``family_held_out_<knob>.nc`` (:func:`dnnphase.compare.scrutiny.scrutiny`): the family's ΔAIC
-with one Gaussian scale per cell beside the file's one per diagram; cells within seed noise
+``family_held_out_<knob>.nc`` (:func:`dnnphase.compare.scrutiny.own_claims.scrutiny`): the family's
+ΔAIC with one Gaussian scale per cell beside the file's one per diagram; cells within seed noise
 with each cell's own seed variance beside the pooled one; on held-out cells, the interpolation
 along the knob alone beside the other predictors, an extrapolation split (the first and last
 knob columns held out), and paired 95 % intervals over seed resamples for the differences of
@@ -45,7 +45,7 @@ DEFAULT_DRAWS = 30
 
 def run_knob(payload: tuple[str, str, int]):
     """The scrutiny of one knob (``(folder, knob, draws)``), as a Dataset."""
-    from dnnphase.compare.scrutiny import scrutiny
+    from dnnphase.compare.scrutiny.own_claims import scrutiny
     from phasecore import results
 
     folder, knob, draws = payload
@@ -119,7 +119,7 @@ def held_out_rows(knob: str, ds) -> list[str]:
 
 
 def interval(ds, first: str, second: str, split: str) -> str:
-    from dnnphase.compare.scrutiny import paired_interval
+    from dnnphase.compare.scrutiny.own_claims import paired_interval
 
     diff, low, high = paired_interval(ds, first, second, split)
     return f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]"

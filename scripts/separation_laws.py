@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def work(args, configs, scheduler) -> None:
-    from dnnphase.compare.law_figures import plot_experiment
+    from dnnphase.compare.figures.separation_laws import plot_experiment
     from dnnphase.sweeps.named_sweeps import run_named
     from phasecore.panels import save_figure
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dnnphase.compare.fitting import fit_sweep_trajectory
+from dnnphase.compare.comparator.fitting import fit_sweep_trajectory
 from phasecore import results
 from phasecore.commandline import folder_command
 

@@ -38,14 +38,14 @@ import xarray as xr
 
 from dnnphase.compare.claims.equiseparation import compare_readings, equiseparation_score
 from dnnphase.compare.claims.rules import sweep_cells
-from dnnphase.compare.measure_agreement import (
+from dnnphase.compare.comparator.peaks import row_accuracy_peaks
+from dnnphase.compare.scrutiny.measure_agreement import (
     FLAT_DROP,
     measure_agreement,
     relative_drop,
     seed_mean,
     setting_divergence,
 )
-from dnnphase.compare.peaks import row_accuracy_peaks
 from dnnphase.knobs import KNOBS, larger_is_noisier
 from phasecore import results
 from phasecore.checks import ConfigError
@@ -233,7 +233,7 @@ def groups(ds: xr.Dataset) -> dict[str, list[str]]:
 
 
 def write_figures(ds: xr.Dataset, linear: xr.Dataset, folder: Path) -> None:
-    from dnnphase.compare import measure_figures as mf
+    from dnnphase.compare.figures import two_measures as mf
     from phasecore.panels import save_figure
 
     for group, names in groups(ds).items():

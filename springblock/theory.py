@@ -18,7 +18,7 @@ with ``truncation``), or a decaying-noise effect — never an infinite-time
 property of Gaussian noise. :func:`predict_positions` gives the finite-time
 mean-field state by integrating dx/dt = h(F(x)), batched over parameter sets
 (explicit RK4): the reference integrator of the project, which draws the chain's theory
-curves and the networks' curvature surface (:mod:`dnnphase.compare.surface`); the fits
+curves and the networks' curvature surface (:mod:`dnnphase.compare.comparator.surface`); the fits
 integrate the same equations with an implicit scheme of far fewer steps,
 :mod:`springblock.fit.integrator`, checked against it.
 """

@@ -20,27 +20,37 @@ and is the only place that knows both:
   cell by cell against their seed noise;
 * :func:`reproduce` — every result and figure of a :data:`PRESETS` entry, end to end.
 
-Modules, one idea each: ``alignment`` (checks, oriented axes, rank alignment),
-``agreement``, ``peaks``, ``report``, ``words`` (the summary in words),
-``fitting``, ``dictionary``, ``baselines``, ``surface`` (the chain's curvature table),
-``prediction``, ``family`` (the family of chains, :mod:`springblock.fit.variants`, on
-trajectories and held-out cells), ``scrutiny`` (the project's own claims on both, recomputed
-the other way), ``presets`` and ``figures``
-(matplotlib, so imported on its own: ``from dnnphase.compare import figures``).
+Its rooms, one idea each (each folder's ``__init__`` lists its modules):
+
+* ``comparator/`` — the chain against the networks: ``alignment`` (checks, oriented axes,
+  rank alignment), ``agreement``, ``peaks``, ``report``, ``words`` (the summary in words),
+  ``fitting``, ``dictionary``, ``surface`` (the chain's curvature table), ``baselines``,
+  ``prediction`` and ``family`` (the family of chains, :mod:`springblock.fit.variants`, on
+  trajectories and held-out cells);
+* ``scrutiny/`` — this project's own results recomputed the other way: ``own_claims`` (the
+  fit's and the prediction's claims) and ``measure_agreement`` (two separation measures of
+  the same networks);
+* ``figures/`` — matplotlib, so imported on its own: ``comparison`` (``from
+  dnnphase.compare.figures import comparison``), ``separation_laws``, ``two_measures``;
+* ``claims/`` — the ledger of the papers' claims and ours (``python scripts/claims.py``);
+* ``presets`` — :func:`reproduce`, which runs the chain, the networks, the comparator and
+  the figures of a preset.
 
 May import: every other folder of dnnphase and springblock (the only place that
-imports the chain); within the package only the command line imports it.
+imports the chain); within the package only the command line imports it. Inside it the
+rooms import one way, each only rooms before it in the order comparator, scrutiny, claims,
+figures, presets (a figure's title takes the ledger's words).
 """
 
-from dnnphase.compare.agreement import cohen_kappa, rank_correlations, sweeps_agree
-from dnnphase.compare.alignment import chain_axes
-from dnnphase.compare.dictionary import dictionary_table, effective_force_table
-from dnnphase.compare.fitting import fit_chain, fit_sweep_final, fit_sweep_trajectory
-from dnnphase.compare.peaks import accuracy_peak, row_accuracy_peaks
-from dnnphase.compare.prediction import held_out_prediction, transfer_table
+from dnnphase.compare.comparator.agreement import cohen_kappa, rank_correlations, sweeps_agree
+from dnnphase.compare.comparator.alignment import chain_axes
+from dnnphase.compare.comparator.dictionary import dictionary_table, effective_force_table
+from dnnphase.compare.comparator.fitting import fit_chain, fit_sweep_final, fit_sweep_trajectory
+from dnnphase.compare.comparator.peaks import accuracy_peak, row_accuracy_peaks
+from dnnphase.compare.comparator.prediction import held_out_prediction, transfer_table
+from dnnphase.compare.comparator.report import compare
+from dnnphase.compare.comparator.words import summary
 from dnnphase.compare.presets import PRESETS, reproduce
-from dnnphase.compare.report import compare
-from dnnphase.compare.words import summary
 
 fit = fit_chain
 

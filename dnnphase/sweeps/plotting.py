@@ -1,7 +1,7 @@
 """Figures of network sweeps (paper Fig. 1 style), drawn with the shared phase panels.
 
 Figures that set networks beside the spring-block chain live with the comparison
-(:mod:`dnnphase.compare.figures`); this module never imports the chain.
+(:mod:`dnnphase.compare.figures.comparison`); this module never imports the chain.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def sweep_panels(ds, measure: str = MEASURE, tolerance: float = PHASE_TOLERANCE)
 
     Rows: alpha, ReLU (alpha = 0, most nonlinear) on top. Columns: the knob,
     noisier to the right — the same way round as the chain beside it
-    (:func:`dnnphase.compare.figures.plot_side_by_side`: most friction on top,
+    (:func:`dnnphase.compare.figures.comparison.plot_side_by_side`: most friction on top,
     most noise to the right). A sweep with test-set load curves (``load_curve_test``)
     also draws their seed mean dashed, scaled by the training curve's normalisation,
     so the gap shows how much less the test set separates. Cells whose mean training

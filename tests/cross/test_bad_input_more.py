@@ -50,7 +50,7 @@ def test_compare_draws_a_chain_made_without_mu_left_ratio(diagrams, tmp_path, ca
     spring, network = diagrams
     assert dnnphase_main(["compare", str(spring), str(network), "-o", str(tmp_path / "c")]) == 0
     assert {"report.nc", "phase.png"} <= set(listing(tmp_path / "c"))
-    from dnnphase.compare.figures import chain_setting
+    from dnnphase.compare.figures.comparison import chain_setting
 
     assert chain_setting(sb.load(spring)).startswith(", mu<- = mu->")
 

@@ -115,6 +115,51 @@ def test_a_climb_through_a_front_doors_alias_is_caught():
                               "from dnnphase.sweeps import memory\nimport numpy\n")
 
 
+#: dnnphase.compare's rooms in order (docs/architecture.md): a room imports its own modules and
+#: earlier rooms, never a later one nor the package's front door (which imports the presets).
+COMPARE_ROOMS = ("comparator", "scrutiny", "claims", "figures", "presets")
+
+
+def _room(module: str) -> str | None:
+    """The room of a module of dnnphase.compare (``dnnphase.compare.<room>...``), else None."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["dnnphase", "compare"] and len(parts) > 2 else None
+
+
+def _room_crossings(module: str, source: str, known=_MODULES) -> list[str]:
+    """The imports of a module of dnnphase.compare that reach a later room or the front door."""
+    here = _room(module)
+    out = []
+    for name in _loaded(source, module, module in known and
+                        known[module].name == "__init__.py", known):
+        there = _room(name)
+        if name == "dnnphase.compare" or (
+                there is not None and COMPARE_ROOMS.index(there) > COMPARE_ROOMS.index(here)):
+            out.append(f"{module} ({here}) imports {name}")
+    return out
+
+
+@pytest.mark.parametrize("module", [m for m in _MODULES if _room(m)], ids=str)
+def test_the_compare_rooms_import_one_way(module):
+    assert _room(module) in COMPARE_ROOMS, f"{module}: in no room of COMPARE_ROOMS"
+    crossings = _room_crossings(module, _MODULES[module].read_text())
+    assert not crossings, "\n".join(crossings)
+
+
+def test_the_room_test_sees_a_crossing():
+    report = "dnnphase.compare.comparator.report"
+    assert _room_crossings(report, "def f():\n    from dnnphase.compare.scrutiny import "
+                                   "own_claims\n") == [
+        f"{report} (comparator) imports dnnphase.compare.scrutiny.own_claims"]
+    assert _room_crossings(report, "from dnnphase.compare import fit_chain\n")
+    assert _room_crossings("dnnphase.compare.figures.comparison",
+                           "from dnnphase.compare.presets import PRESETS\n")
+    assert not _room_crossings("dnnphase.compare.claims.ours",
+                               "from dnnphase.compare.scrutiny.own_claims import x\n"
+                               "from dnnphase.compare.comparator.peaks import y\n"
+                               "from dnnphase.compare.claims.ledger import Claim\n")
+
+
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The import circles of ``graph`` (module -> the modules it imports): its strongly
     connected components of more than one module, each sorted (Tarjan, iteratively)."""

@@ -91,7 +91,7 @@ def test_cnn_dropout_on_a_full_disk_leaves_nothing(tmp_path, monkeypatch, capsys
                                        ("universality", "universality.plot_diagram")])
 def test_a_figure_script_on_a_full_disk_is_one_line(name, plot, tmp_path, monkeypatch, capsys):
     """separation_laws.py and universality.py ended in a traceback on a full disk."""
-    from dnnphase.compare import law_figures
+    from dnnphase.compare.figures import separation_laws as law_figures
     from dnnphase.sweeps import named_sweeps, universality
 
     module = {"law_figures": law_figures, "universality": universality}[plot.split(".")[0]]
@@ -130,7 +130,7 @@ def test_scrutiny_interrupted_keeps_its_finished_knobs_and_resumes(tmp_path, mon
                                                                    capsys):
     """Ctrl-C was a traceback (exit 1) and lost every finished knob; now 130, the finished
     knobs kept, and the same command computes only the rest."""
-    from dnnphase.compare import scrutiny as module
+    from dnnphase.compare.scrutiny import own_claims as module
 
     _two_knobs(tmp_path)
     calls = []
@@ -165,7 +165,7 @@ def test_scrutiny_interrupted_keeps_its_finished_knobs_and_resumes(tmp_path, mon
 
 
 def test_scrutiny_names_a_corrupt_family_file_before_any_work(tmp_path, monkeypatch, capsys):
-    from dnnphase.compare import scrutiny as module
+    from dnnphase.compare.scrutiny import own_claims as module
 
     _two_knobs(tmp_path)
     (tmp_path / "family_lr.nc").write_bytes(
@@ -226,7 +226,7 @@ def test_scrutiny_kept_knobs_of_other_settings_are_refused_then_discarded(tmp_pa
                                                                           capsys):
     """Finished knobs kept from a run with other --draws are not mixed in: refused naming
     --overwrite, which discards them."""
-    from dnnphase.compare import scrutiny as module
+    from dnnphase.compare.scrutiny import own_claims as module
 
     _two_knobs(tmp_path)
     calls = []

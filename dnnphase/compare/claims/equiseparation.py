@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from dnnphase.compare.claims.rules import linear_best
-from dnnphase.compare.measure_agreement import seed_draws, seed_mean
+from dnnphase.compare.scrutiny.measure_agreement import seed_draws, seed_mean
 from phasecore.checks import check_int, require
 from phasecore.loadcurve import linearity
 

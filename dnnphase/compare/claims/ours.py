@@ -47,7 +47,7 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.scrutiny import paired_interval
+from dnnphase.compare.scrutiny.own_claims import paired_interval
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 

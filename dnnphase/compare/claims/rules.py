@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 
 from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.peaks import row_accuracy_peaks
+from dnnphase.compare.comparator.peaks import row_accuracy_peaks
 from dnnphase.knobs import KNOBS, larger_is_noisier
 from phasecore.loadcurve import PHASE_TOLERANCE
 

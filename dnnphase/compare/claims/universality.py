@@ -28,7 +28,7 @@ import xarray as xr
 
 from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.claims.rules import linear_best_of_sweep, pooled_claim, sweep_cells
-from dnnphase.compare.peaks import row_shape, sweep_row_peaks
+from dnnphase.compare.comparator.peaks import row_shape, sweep_row_peaks
 from dnnphase.sweeps.universality import FIGURES, SCALE_FOLDERS, SCALE_NOTES, SCALES, figure_of
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims"]

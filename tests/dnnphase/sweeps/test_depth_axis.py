@@ -98,7 +98,7 @@ def test_the_command_line_counts_the_networks_of_every_depth(tmp_path, capsys):
 
 
 def test_plot_and_compare_name_the_depth_axis_and_one_depth_is_a_usual_sweep():
-    from dnnphase.compare.alignment import check_network
+    from dnnphase.compare.comparator.alignment import check_network
 
     ds = sweep(depths=(2, 3), **SMALL)
     with pytest.raises(ConfigError, match=r"network must be a sweep of one depth.*depths 2, 3"):

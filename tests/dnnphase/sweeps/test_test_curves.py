@@ -246,9 +246,9 @@ def test_phase_diagram_draws_the_test_curve_dashed_when_it_is_there(grid):
 
 
 def test_networks_beside_the_chain_draw_the_test_curve_dashed(grid):
-    from dnnphase.compare import figures
+    from dnnphase.compare.figures import comparison as figures
     from phasecore.panels import plt
-    from tests.dnnphase.compare.test_compare import SPRING_CURV, fake_spring
+    from tests.dnnphase.compare.comparator.test_compare import SPRING_CURV, fake_spring
 
     spring = fake_spring(SPRING_CURV, friction=[0.0, 0.01, 0.02], noise=[0, 0.01, 0.02, 0.03])
     ds = grid.sel(lr=[1e-3, 3e-2])
@@ -261,7 +261,7 @@ def test_networks_beside_the_chain_draw_the_test_curve_dashed(grid):
 
 
 def test_dynamics_figure_draws_the_recorded_test_curves_dashed(grid):
-    from dnnphase.compare import figures
+    from dnnphase.compare.figures import comparison as figures
     from phasecore.panels import plt
 
     cell = grid.sel(alpha=0.0, lr=1e-3).mean("seed")

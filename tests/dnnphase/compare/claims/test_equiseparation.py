@@ -11,7 +11,7 @@ from dnnphase.compare.claims.equiseparation import (
     equiseparation_score,
 )
 from dnnphase.compare.claims.rules import linear_best
-from dnnphase.compare.measure_agreement import seed_draws
+from dnnphase.compare.scrutiny.measure_agreement import seed_draws
 from phasecore.checks import ConfigError
 
 

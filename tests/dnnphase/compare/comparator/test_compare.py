@@ -10,15 +10,15 @@ import xarray as xr
 
 from dnnphase import compare as cmp
 from dnnphase.cli import main
-from dnnphase.compare import figures
-from dnnphase.compare.alignment import aligned_labels
+from dnnphase.compare.comparator.alignment import aligned_labels
+from dnnphase.compare.figures import comparison as figures
 from phasecore import results
 from springblock import theory
 from tests.images import assert_picture
 
 #: The top level of figures/ is the committed output of ``reproduce --preset quick``
 #: (README); the test preset runs the same stages at a smaller scale.
-QUICK_REFERENCE = Path(__file__).resolve().parents[3] / "figures"
+QUICK_REFERENCE = Path(__file__).resolve().parents[4] / "figures"
 
 
 def _names(ds: xr.Dataset) -> set[str]:
@@ -561,7 +561,7 @@ def test_sweeps_agree_refuses_runs_of_different_sweeps():
         cmp.sweeps_agree(a, None)
 
 
-PAPER_BATCH = Path(__file__).resolve().parents[3] / "figures/paper/dnn_batch_size.nc"
+PAPER_BATCH = Path(__file__).resolve().parents[4] / "figures/paper/dnn_batch_size.nc"
 
 
 @pytest.mark.skipif(not PAPER_BATCH.exists(), reason="needs the committed paper sweep")

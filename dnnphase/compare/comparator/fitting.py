@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.alignment import check_network
+from dnnphase.compare.comparator.alignment import check_network
 from dnnphase.defaults import MEASURE
 from phasecore.checks import ConfigError, check_bools, require
 from phasecore.results import as_result, provenance

@@ -1,11 +1,11 @@
-"""dnnphase.compare.measure_agreement against hand computations on hand-made arrays."""
+"""dnnphase.compare.scrutiny.measure_agreement against hand computations on hand-made arrays."""
 
 import math
 
 import numpy as np
 import pytest
 
-from dnnphase.compare.measure_agreement import (
+from dnnphase.compare.scrutiny.measure_agreement import (
     agreement_statistics,
     measure_agreement,
     relative_drop,

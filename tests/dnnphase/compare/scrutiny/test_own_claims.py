@@ -1,19 +1,19 @@
-"""The scrutiny of this project's own claims (dnnphase.compare.scrutiny, the row baseline and
-the extrapolation helpers of dnnphase.compare.baselines)."""
+"""The scrutiny of this project's own claims (dnnphase.compare.scrutiny.own_claims, the row
+baseline and the extrapolation helpers of dnnphase.compare.comparator.baselines)."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from dnnphase.compare import scrutiny as sc
-from dnnphase.compare.baselines import (
+from dnnphase.compare.comparator.baselines import (
     extend_linear,
     fill_untrained,
     fit_saturating_map,
     local_mean,
     row_interpolation,
 )
-from dnnphase.compare.prediction import split_folds
+from dnnphase.compare.comparator.prediction import split_folds
+from dnnphase.compare.scrutiny import own_claims as sc
 from phasecore import results
 from phasecore.checks import ConfigError
 
@@ -146,7 +146,7 @@ def test_a_chain_refit_from_its_own_optimum_stays_there_and_extrapolates_its_noi
     """start=: one local least squares from an earlier fit (the seed draws' refit). And an
     edge column held out of chain data: the chain continues its noise's line, so it predicts
     the column it never saw about as well as the noise added."""
-    from dnnphase.compare import prediction as pr
+    from dnnphase.compare.comparator import prediction as pr
 
     points = 25
     u = pr.friction_coordinate(np.linspace(0.3, 0.1, 4))

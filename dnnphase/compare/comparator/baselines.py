@@ -1,5 +1,5 @@
 """The held-out prediction's baselines that know no mechanics, and the monotone least squares
-every fitted model of :mod:`dnnphase.compare.prediction` shares.
+every fitted model of :mod:`dnnphase.compare.comparator.prediction` shares.
 
 A diagram is a matrix (R, C) of seed-mean curvatures: rows alpha increasing, columns noisier to
 the right; ``train`` (R, C) bool marks the cells a model may see.
@@ -153,7 +153,7 @@ def fit_additive_map(curv, train) -> dict[str, np.ndarray | float]:
     linear least-squares problem, solved by an active-set method, with the tie-break of
     :func:`best_least_squares`).
 
-    Shapes as :func:`dnnphase.compare.prediction.fit_chain_map`. Returns ``row`` (R,) a
+    Shapes as :func:`dnnphase.compare.comparator.prediction.fit_chain_map`. Returns ``row`` (R,) a
     (non-decreasing in alpha), ``column`` (C,) b (non-decreasing in noisiness, b_0 = 0),
     ``fitted`` (R, C) and ``cost``; R + C - 1 parameters. Untrained rows / columns:
     :func:`fill_untrained`.
@@ -188,7 +188,8 @@ def fit_saturating_map(curv, train, *, centre: float | None = 0.0,
     one through a fixed S-shaped link, so that it can level off as the chain's curvature does,
     knowing nothing of mechanics.
 
-    Shapes as :func:`dnnphase.compare.prediction.fit_chain_map`. a non-decreasing in alpha, b
+    Shapes as :func:`dnnphase.compare.comparator.prediction.fit_chain_map`. a non-decreasing
+    in alpha, b
     non-decreasing in noisiness with b_0 = 0, d > 0; the centre c is ``centre`` (default 0, the
     linear load curve: R + C parameters, as many as the chain) or, if None, fitted too
     (R + C + 1). Returns ``row`` (R,), ``column`` (C,), ``centre`` c, ``scale`` d, ``fitted``

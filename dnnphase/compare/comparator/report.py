@@ -1,7 +1,7 @@
 """The comparison report: a chain phase diagram against a network sweep (README, "The
 comparison and the fit").
 
-Both diagrams are oriented and rank-aligned (:mod:`dnnphase.compare.alignment`),
+Both diagrams are oriented and rank-aligned (:mod:`dnnphase.compare.comparator.alignment`),
 every cell is labelled concave / linear / convex from its seed-mean scale-free
 curvature with a tolerance band (:func:`phasecore.loadcurve.phase_label`), and
 the report Dataset holds:
@@ -9,17 +9,17 @@ the report Dataset holds:
 * label agreement: the fraction of network cells whose label matches the chain
   cell at the same rank position, and Cohen's kappa;
 * Spearman rank correlations of mean curvature along every row and column of
-  each diagram (:mod:`dnnphase.compare.agreement`);
+  each diagram (:mod:`dnnphase.compare.comparator.agreement`);
 * accuracy vs curvature: where test accuracy peaks (a quadratic's vertex and the
   best equal-count bin, each with a bootstrap interval over cells; also against the
   test set's curvature where the sweep has it), and per alpha row: the best cell,
   the set of cells tied with it, the boundary and their distance in grid steps
-  (:mod:`dnnphase.compare.peaks`);
+  (:mod:`dnnphase.compare.comparator.peaks`);
 * where the two disagree (:func:`disagreement`): the sign of curvature's change
   along every row and column of both diagrams, and the rows / columns / cells where
   the chain's sign is the opposite of the networks' at the same rank position.
 
-:func:`dnnphase.compare.words.summary` turns it into lines a person reads.
+:func:`dnnphase.compare.comparator.words.summary` turns it into lines a person reads.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.agreement import cohen_kappa, rank_correlations
-from dnnphase.compare.alignment import (
+from dnnphase.compare.comparator.agreement import cohen_kappa, rank_correlations
+from dnnphase.compare.comparator.alignment import (
     aligned_labels,
     chain_axes,
     check_network,
@@ -39,7 +39,7 @@ from dnnphase.compare.alignment import (
     oriented_spring,
     seed_se,
 )
-from dnnphase.compare.peaks import accuracy_peak, sweep_row_peaks
+from dnnphase.compare.comparator.peaks import accuracy_peak, sweep_row_peaks
 from dnnphase.defaults import MEASURE
 from dnnphase.knobs import larger_is_noisier
 from phasecore.checks import is_finite, require

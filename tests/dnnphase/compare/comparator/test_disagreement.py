@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 
 from dnnphase import compare as cmp
-from dnnphase.compare.report import disagreement, line_signs
+from dnnphase.compare.comparator.report import disagreement, line_signs
 from springblock import theory
-from tests.dnnphase.compare.test_compare import SPRING_CURV, fake_network, fake_spring
+from tests.dnnphase.compare.comparator.test_compare import SPRING_CURV, fake_network, fake_spring
 
 FRICTION = [0.0, 0.01, 0.02]
 NOISE = [0.0, 0.01, 0.02, 0.03]
 #: The chain of SPRING_CURV with its noisiest column reversed: more friction, more convex.
 REVERSED = SPRING_CURV.copy()
 REVERSED[:, 3] = [0.0, 0.2, 0.4]
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _report(chain_curv, net_curv=SPRING_CURV[::-1], values=None):
@@ -42,7 +42,7 @@ def test_line_signs_read_rising_falling_flat_and_non_monotone_lines():
 
 
 def test_sign_words_name_every_line_when_none_can_be_read():
-    from dnnphase.compare.words import sign_words
+    from dnnphase.compare.comparator.words import sign_words
 
     assert sign_words([np.nan] * 3, [0.0, 0.1, 0.2], "dropout", "column") == \
         "n/a in every column"  # not "n/a at dropout >= 0"
@@ -104,7 +104,7 @@ def test_the_summary_says_where_the_chain_reverses():
 
 
 def test_the_phase_figure_outlines_the_reversed_cells(tmp_path):
-    from dnnphase.compare import figures
+    from dnnphase.compare.figures import comparison as figures
     from phasecore.panels import MARK_COLOUR, plt, save_figure
     from tests.images import assert_picture
 

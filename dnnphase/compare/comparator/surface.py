@@ -1,12 +1,13 @@
 """The chain's curvature surface: kappa(mu->, s) of the mean-field chain, read by a spline.
 
-The held-out prediction (:mod:`dnnphase.compare.prediction`) compares every network cell with the
-scale-free curvature of a chain of BLOCKS blocks (k = y = 1) at HORIZON with mu<- = RATIO mu->, as
-a function of the chain's friction and noise. That function is tabulated once per process on a
-grid even in u = log(1 + mu->/FRICTION_SCALE) and v = log(1 + s/NOISE_SCALE) and read through a
-bicubic spline. The paper's chain is integrated by :func:`springblock.theory.predict_positions`;
-a chain of the family of :mod:`springblock.fit.variants` by its own (implicit) integrator, 16
-steps per doubling of time (final shapes within 2e-4 of the reference, docs/fit.md).
+The held-out prediction (:mod:`dnnphase.compare.comparator.prediction`) compares every network cell
+with the scale-free curvature of a chain of BLOCKS blocks (k = y = 1) at HORIZON with mu<- = RATIO
+mu->, as a function of the chain's friction and noise. That function is tabulated once per process
+on a grid even in u = log(1 + mu->/FRICTION_SCALE) and v = log(1 + s/NOISE_SCALE) and read
+through a bicubic spline. The paper's chain is integrated by
+:func:`springblock.theory.predict_positions`; a chain of the family of
+:mod:`springblock.fit.variants` by its own (implicit) integrator, 16 steps per doubling of time
+(final shapes within 2e-4 of the reference, docs/fit.md).
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ cell (one nonlinearity and one knob value) the seed-mean scale-free curvature of
 gives a phase label (-1 concave, 0 linear, +1 convex;
 :func:`phasecore.loadcurve.phase_label`), and:
 
-* :func:`agreement_statistics` — on seed-mean curvatures (K,): the fraction of cells whose
-  labels agree, Cohen's kappa of the labels (:func:`dnnphase.compare.agreement.cohen_kappa`)
-  and the Spearman rank correlation of the curvatures over cells;
+* :func:`agreement_statistics` — on seed-mean curvatures (K,): the fraction of cells whose labels
+  agree, Cohen's kappa of the labels (:func:`dnnphase.compare.comparator.agreement.cohen_kappa`) and
+  the Spearman rank correlation of the curvatures over cells;
 * :func:`seed_draws` — resamples of the seed indices, drawn with replacement, the same draw
   for every cell (the generator sequence of :func:`dnnphase.compare.claims.rules.linear_best`);
 * :func:`measure_agreement` — the three statistics on per-seed curvatures (..., S) with a 95 %
@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from dnnphase.compare.agreement import cohen_kappa
+from dnnphase.compare.comparator.agreement import cohen_kappa
 from phasecore.checks import check_int, is_finite, require
 from phasecore.loadcurve import PHASE_TOLERANCE, check_tolerance, curvature_scaled, phase_label
 

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from dnnphase.compare.alignment import check_network, seed_se
+from dnnphase.compare.comparator.alignment import check_network, seed_se
 from dnnphase.defaults import MEASURE
 from phasecore.checks import ConfigError
 from phasecore.results import as_result, provenance

@@ -23,8 +23,8 @@ All are fitted by unweighted least squares to the seed-mean curvature of the tra
 predict the held-out ones; beside them, a baseline with no parameters at all, each held-out cell
 the mean of its nearest training cells in grid index (:func:`local_mean`). Every fit is made well
 posed by a small tie-break on the second differences of its monotone sequences, which fixes the
-parameters the training cells leave free (:mod:`dnnphase.compare.baselines`): the held-out
-prediction does not move with the last bits of the arithmetic.
+parameters the training cells leave free (:mod:`dnnphase.compare.comparator.baselines`): the
+held-out prediction does not move with the last bits of the arithmetic.
 
 Splits: ``checkerboard`` (train on (i + j) even, predict odd, and the other way round) and
 ``columns`` (hold out every other interior knob column, then the others; a
@@ -52,8 +52,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.alignment import check_network, seed_se
-from dnnphase.compare.baselines import (
+from dnnphase.compare.comparator.alignment import check_network, seed_se
+from dnnphase.compare.comparator.baselines import (
     TIE_BREAK,
     TOLERANCE,
     best_least_squares,
@@ -66,7 +66,7 @@ from dnnphase.compare.baselines import (
     penalised_cost,
     smoothness,
 )
-from dnnphase.compare.surface import (
+from dnnphase.compare.comparator.surface import (
     BLOCKS,
     HORIZON,
     RATIO,
@@ -264,7 +264,7 @@ def fit_chain_map(curv, train, *, starts: int = STARTS, points: int = TABLE_POIN
     :mod:`springblock.fit.variants` in place of the paper's (:func:`chain_table`). ``start``:
     an earlier result of this function on the same diagram's shape (its ``u`` and ``v``) to
     refit slightly changed data from — one local least squares from there, no descent and
-    no scan (a seed resample of the same diagram, :mod:`dnnphase.compare.scrutiny`).
+    no scan (a seed resample of the same diagram, :mod:`dnnphase.compare.scrutiny.own_claims`).
     """
     curv, train = check_matrix(curv, train)
     require(is_int(starts) and starts >= 1, "starts", "an integer >= 1", starts)

@@ -14,8 +14,8 @@ recomputed here the other way, from the same committed sweeps and family files:
 * **Held-out prediction** (:func:`held_out_scrutiny`): beside the chain, the two fitted
   baselines, the two held-out variants of the family and the local mean, a second
   parameter-free baseline, interpolation along the knob alone
-  (:func:`dnnphase.compare.baselines.row_interpolation`); a third split, ``edges``, that holds
-  out the first and the last knob column (extrapolation: every model continues its column
+  (:func:`dnnphase.compare.comparator.baselines.row_interpolation`); a third split, ``edges``,
+  that holds out the first and the last knob column (extrapolation: every model continues its column
   parameters, and the row baseline its row, along the line through the two nearest trained
   columns; the local mean copies the nearest column); and paired intervals over seeds for
   every difference of two RMSEs (:func:`paired_interval`).
@@ -38,21 +38,21 @@ import numpy as np
 import xarray as xr
 from scipy.stats import norm
 
-from dnnphase.compare.baselines import (
+from dnnphase.compare.comparator.baselines import (
     extend_linear,
     fit_additive_map,
     fit_saturating_map,
     local_mean,
     row_interpolation,
 )
-from dnnphase.compare.prediction import (
+from dnnphase.compare.comparator.prediction import (
     SPLITS,
     diagram_cells,
     fit_chain_map,
     rmse,
     split_folds,
 )
-from dnnphase.compare.surface import TABLE_POINTS, chain_curvature, coordinate_bounds
+from dnnphase.compare.comparator.surface import TABLE_POINTS, chain_curvature, coordinate_bounds
 from dnnphase.defaults import MEASURE
 from dnnphase.knobs import larger_is_noisier
 from phasecore.checks import is_int, require
@@ -173,7 +173,8 @@ def _folds(usable, split: str):
 
 def seed_means(network: xr.Dataset, measure: str = MEASURE) -> np.ndarray:
     """The per-seed scale-free curvature (alpha, knob, seed) on the axes of
-    :func:`dnnphase.compare.prediction.diagram_cells` (alpha increasing, knob noisier)."""
+    :func:`dnnphase.compare.comparator.prediction.diagram_cells` (alpha increasing, knob
+    noisier)."""
     knob = network.attrs["knob"]
     sub = network.sel(measure=measure).sortby("alpha").sortby(
         knob, ascending=larger_is_noisier(network))

@@ -5,7 +5,7 @@
   other way from the networks' (:func:`disagreement_summary`), then one line per
   alpha row (:func:`row_summary`);
 * :func:`dictionary_summary` — the paper's dictionary read off the effective
-  force (an :func:`dnnphase.compare.dictionary.effective_force_table`).
+  force (an :func:`dnnphase.compare.comparator.dictionary.effective_force_table`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.peaks import row_shape
+from dnnphase.compare.comparator.peaks import row_shape
 
 __all__ = ["boundary_summary", "dictionary_summary", "sign_words", "summary", "tied_set", "where"]
 

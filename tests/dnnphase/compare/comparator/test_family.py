@@ -1,11 +1,12 @@
-"""The family of chains against a network diagram (dnnphase.compare.family, docs/fit.md)."""
+"""The family of chains against a network diagram (dnnphase.compare.comparator.family,
+docs/fit.md)."""
 
 import numpy as np
 import pytest
 
-from dnnphase.compare import family as fa
-from dnnphase.compare import prediction as pr
-from dnnphase.compare.fitting import fit_sweep_trajectory
+from dnnphase.compare.comparator import family as fa
+from dnnphase.compare.comparator import prediction as pr
+from dnnphase.compare.comparator.fitting import fit_sweep_trajectory
 from phasecore import results
 from phasecore.checks import ConfigError
 from springblock.fit.variants import FAMILY, variant_of

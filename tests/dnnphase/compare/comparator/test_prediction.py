@@ -1,11 +1,11 @@
-"""Prediction, not description (dnnphase.compare.prediction): each model wins on data it
+"""Prediction, not description (dnnphase.compare.comparator.prediction): each model wins on data it
 generated, the fitted maps are monotone, the splits hold out what they say, bad input names the
 parameter, and the entry point runs on a slice of a committed diagram."""
 
 import numpy as np
 import pytest
 
-from dnnphase.compare import prediction as pr
+from dnnphase.compare.comparator import prediction as pr
 from phasecore import results
 from phasecore.checks import ConfigError
 from springblock import theory

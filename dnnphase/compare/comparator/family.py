@@ -10,9 +10,10 @@ on the same footing as the paper's chain:
 * :func:`trajectory_family` — every cell's training trajectory (:func:`fit_sweep_trajectory`,
   each cell its own mu->, mu<-, s and time scale): cells explained within seed noise, chi2/dof,
   and an information criterion over the whole diagram;
-* :func:`held_out_family` — the held-out cells of :mod:`dnnphase.compare.prediction` (the chain
-  map with one friction per alpha row and one noise per knob column, the variant's number
-  chosen on the training cells of each fold), against the local mean of the nearest cells.
+* :func:`held_out_family` — the held-out cells of
+  :mod:`dnnphase.compare.comparator.prediction` (the chain map with one friction per alpha row
+  and one noise per knob column, the variant's number chosen on the training cells of each
+  fold), against the local mean of the nearest cells.
   A time map leaves a final load curve as it is (only the earlier frames move), so it has no
   held-out row.
 """
@@ -22,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.baselines import local_mean
-from dnnphase.compare.fitting import fit_sweep_trajectory
-from dnnphase.compare.prediction import (
+from dnnphase.compare.comparator.baselines import local_mean
+from dnnphase.compare.comparator.fitting import fit_sweep_trajectory
+from dnnphase.compare.comparator.prediction import (
     SPLITS,
     STARTS,
     diagram_cells,
@@ -32,7 +33,7 @@ from dnnphase.compare.prediction import (
     rmse,
     split_folds,
 )
-from dnnphase.compare.surface import TABLE_POINTS
+from dnnphase.compare.comparator.surface import TABLE_POINTS
 from dnnphase.defaults import MEASURE
 from phasecore.checks import is_int, require
 from phasecore.results import as_result, provenance
@@ -183,8 +184,8 @@ def held_out_family(ds, measure: str = MEASURE, *, names=HELD_OUT_VARIANTS,
                     starts: int = STARTS, points: int = TABLE_POINTS) -> xr.Dataset:
     """The chain map of each variant of ``names`` on the held-out cells of one sweep.
 
-    Splits and cells as :func:`dnnphase.compare.prediction.held_out_prediction`; in each fold
-    the variant's number is chosen on the training cells (:func:`_choose_and_fit`). Returns a
+    Splits and cells as :func:`dnnphase.compare.comparator.prediction.held_out_prediction`; in each
+    fold the variant's number is chosen on the training cells (:func:`_choose_and_fit`). Returns a
     Dataset with dims ``variant``, ``split``, ``fold``, ``candidate``: ``chosen`` (the value
     per fold) and ``search_cost`` (each candidate's training cost, FAMILY's order),
     ``rmse`` (variant, split) over the held-out cells, ``local_rmse`` (split) of the local

@@ -22,9 +22,9 @@ import numpy as np
 import xarray as xr
 
 from dnnphase import knobs
-from dnnphase.compare.alignment import chain_axes
-from dnnphase.compare.report import disagreement
-from dnnphase.compare.words import where
+from dnnphase.compare.comparator.alignment import chain_axes
+from dnnphase.compare.comparator.report import disagreement
+from dnnphase.compare.comparator.words import where
 from dnnphase.defaults import MEASURE
 from dnnphase.sweeps.plotting import normalised, sweep_panels
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
@@ -52,7 +52,7 @@ def plot_side_by_side(spring, network, measure: str = MEASURE,
     symmetric scale, with their concave / linear / convex boundaries drawn. Where the
     chain's curvature changes the other way from the networks' (along friction /
     nonlinearity in a column, along noise in a row, at the same rank position:
-    :func:`dnnphase.compare.report.disagreement`) the cells are outlined in both panels.
+    :func:`dnnphase.compare.comparator.report.disagreement`) the cells are outlined in both panels.
     """
     net = sweep_panels(network, measure, tolerance)[1]
     net_marked, chain_marked, label = disagreement_marks(spring, network, measure)
@@ -109,7 +109,7 @@ def disagreement_marks(spring, network, measure: str = MEASURE):
 
     A cell is marked where its column's sign of curvature's change along nonlinearity,
     or its row's along noise, is opposite to the other system's at the same rank
-    position (:func:`dnnphase.compare.report.disagreement`).
+    position (:func:`dnnphase.compare.comparator.report.disagreement`).
     """
     maps = disagreement(spring, network, measure)
     knob = network.attrs["knob"]
