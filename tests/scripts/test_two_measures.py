@@ -2,8 +2,6 @@
 sweeps and linear-network run, and its options are checked before any work."""
 
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,9 +9,13 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from tests.scripts.refusals import refused
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "two_measures.py"
 FOLDER = ROOT / "figures" / "supplement" / "two_measures"
+#: The script loaded once; its bad options are checked by calling its main here (exit 2, one
+#: line), as test_entry_points runs the file itself as a program.
 tm = SimpleNamespace(**runpy.run_path(str(SCRIPT), run_name="two_measures"))
 
 
@@ -67,12 +69,10 @@ def test_the_figures_are_committed():
 
 
 @pytest.mark.parametrize("args", [["--reuse-linear", "{tmp}"], ["--root", "{tmp}"]])
-def test_bad_options_are_one_line_before_any_work(tmp_path, args):
+def test_bad_options_are_one_line_before_any_work(tmp_path, monkeypatch, capsys, args):
     args = [a.format(tmp=tmp_path) for a in args]
-    out = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                         cwd=ROOT, check=False)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert args[0] in out.stderr
+    monkeypatch.chdir(ROOT)
+    assert args[0] in refused(tm.main, args, capsys)
     assert not list(tmp_path.iterdir())  # nothing written
 
 
@@ -83,17 +83,15 @@ def test_the_diagrams_found_and_the_ones_left_out_cover_every_sweep():
     assert np.all([p.startswith("figures/") for p in both])
 
 
-def test_a_file_where_the_folder_goes_is_one_line(tmp_path):
+def test_a_file_where_the_folder_goes_is_one_line(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "out"
     folder.write_text("")
-    out = subprocess.run([sys.executable, str(SCRIPT), str(folder)], capture_output=True,
-                         text=True, cwd=ROOT, check=False)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "is a file, not a folder" in out.stderr
+    monkeypatch.chdir(ROOT)
+    assert "is a file, not a folder" in refused(tm.main, [str(folder)], capsys)
 
 
 @pytest.mark.parametrize("content", ["not_netcdf", "other_kind"])
-def test_reuse_linear_of_a_wrong_file_is_one_line(tmp_path, content):
+def test_reuse_linear_of_a_wrong_file_is_one_line(tmp_path, monkeypatch, capsys, content):
     folder = tmp_path / "out"
     folder.mkdir()
     target = folder / "linear_network.nc"
@@ -101,8 +99,6 @@ def test_reuse_linear_of_a_wrong_file_is_one_line(tmp_path, content):
         target.write_text("hello")
     else:
         target.write_bytes((ROOT / "figures" / "supplement" / "cnn_dropout.nc").read_bytes())
-    out = subprocess.run([sys.executable, str(SCRIPT), str(folder), "--reuse-linear"],
-                         capture_output=True, text=True, cwd=ROOT, check=False)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "--reuse-linear" in out.stderr
+    monkeypatch.chdir(ROOT)
+    assert "--reuse-linear" in refused(tm.main, [str(folder), "--reuse-linear"], capsys)
     assert sorted(p.name for p in folder.iterdir()) == ["linear_network.nc"]
