@@ -9,19 +9,47 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts.refusals import refused
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "chain_family.py"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
+    """The script run as a program (its entry point)."""
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
                           cwd=ROOT, check=False)
 
 
-def test_docs_hold_the_tables_the_committed_files_give():
+@pytest.fixture(scope="module")
+def tables():
+    """``chain_family.py figures/paper --tables-only``, run once as a program for the tests
+    that read its tables."""
+    return run("figures/paper", "--tables-only")
+
+
+@pytest.fixture
+def call(monkeypatch, capsys):
+    """The script's main called in this process from the checkout: (exit code, stdout,
+    stderr), without a python + torch start-up per call."""
+    main = runpy.run_path(str(SCRIPT), run_name="chain_family")["main"]
+    monkeypatch.chdir(ROOT)
+
+    def call(*args: str):
+        try:
+            code = main(list(args))
+        except SystemExit as stop:
+            code = stop.code
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    call.main = main
+    return call
+
+
+def test_docs_hold_the_tables_the_committed_files_give(tables):
     """docs/fit.md holds both tables, docs/prediction.md the held-out one, as
     ``--tables-only`` prints them from figures/paper/family_*.nc."""
-    out = run("figures/paper", "--tables-only")
+    out = tables
     assert out.returncode == 0, out.stderr
     tables = [t.strip() for t in out.stdout.split("\n\n") if t.startswith("| knob |")]
     assert len(tables) == 2
@@ -32,14 +60,14 @@ def test_docs_hold_the_tables_the_committed_files_give():
     assert "| all 4 | paper chain | – | 12 of 264 |" in tables[0]
 
 
-def test_a_folder_compared_with_itself_and_with_a_changed_copy(tmp_path):
+def test_a_folder_compared_with_itself_and_with_a_changed_copy(tmp_path, call):
     for name in ("dropout", "held_out_dropout"):
         shutil.copy(ROOT / "figures" / "paper" / f"family_{name}.nc", tmp_path)
     shutil.copy(ROOT / "figures" / "paper" / "dnn_dropout.nc", tmp_path)
-    out = run(str(tmp_path), "--against", "figures/paper")
-    assert out.returncode == 0, out.stderr
-    assert "same kept values and explained cells: True" in out.stdout
-    assert "moved by <= 0.0e+00" in out.stdout
+    code, out, err = call(str(tmp_path), "--against", "figures/paper")
+    assert code == 0, err
+    assert "same kept values and explained cells: True" in out
+    assert "moved by <= 0.0e+00" in out
 
     import xarray as xr
 
@@ -47,15 +75,14 @@ def test_a_folder_compared_with_itself_and_with_a_changed_copy(tmp_path):
     ds = xr.load_dataset(path)
     ds["explained"] = ds["explained"] + 1
     ds.to_netcdf(path)
-    assert "explained cells: False" in run(str(tmp_path), "--against",
-                                           "figures/paper").stdout
+    assert "explained cells: False" in call(str(tmp_path), "--against", "figures/paper")[1]
 
 
-def test_bad_input_is_one_line():
-    out = run("figures/paper", "--workers", "0")
-    assert out.returncode == 2 and "--workers must be an integer >= 1" in out.stderr
-    out = run("no/such/folder")
-    assert out.returncode == 2 and "no dnn_<knob>.nc in no/such/folder" in out.stderr
+def test_bad_input_is_one_line(call, capsys):
+    assert "--workers must be an integer >= 1" in refused(
+        call.main, ["figures/paper", "--workers", "0"], capsys)
+    assert "no dnn_<knob>.nc in no/such/folder" in refused(call.main, ["no/such/folder"],
+                                                           capsys)
 
 
 def test_the_script_imports_without_running():
@@ -63,10 +90,9 @@ def test_the_script_imports_without_running():
     assert callable(names["main"]) and callable(names["shared_rows"])
 
 
-@pytest.mark.parametrize("folder", ["figures/paper"])
-def test_the_totals_add_up(folder):
-    """The "all 4" rows are the sums of the per-knob rows."""
-    out = run(folder, "--tables-only").stdout
+def test_the_totals_add_up(tables):
+    """The "all 4" rows (of figures/paper) are the sums of the per-knob rows."""
+    out = tables.stdout
     rows = [r.split("|") for r in out.splitlines() if r.startswith("| ")]
     per_knob = [r for r in rows if r[1].strip() not in ("knob", "all 4", "all 4, one value")
                 and r[2].strip() == "friction profile" and "of" in r[4]]
@@ -97,12 +123,12 @@ def test_committed_files_agree_with_the_prediction_files(knob):
         assert float(row["chi2"]) <= float(paper["chi2"])  # the neutral value is a candidate
 
 
-def test_the_committed_run_under_other_kernels_made_the_same_choices():
+def test_the_committed_run_under_other_kernels_made_the_same_choices(call):
     """figures/paper/other_cpu/: the family rerun under other CPU kernels (docs/fit.md,
     "Another CPU"): the same kept values, explained cells and held-out choices."""
-    out = run("figures/paper", "--against", "figures/paper/other_cpu")
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    code, out, err = call("figures/paper", "--against", "figures/paper/other_cpu")
+    assert code == 0, err
+    lines = out.splitlines()
     assert len(lines) == 4
     assert all("explained cells: True" in line and "same chosen values: True" in line
                for line in lines)
