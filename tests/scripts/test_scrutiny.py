@@ -9,12 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.scripts.refusals import refused
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "scrutiny.py"
 KNOBS = ("dropout", "lr", "batch_size", "label_noise")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
+    """The script run as a program (its entry point)."""
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
                           cwd=ROOT, check=False)
 
@@ -60,21 +63,29 @@ def test_the_committed_files_recompute_the_prediction_and_family_files(knob):
         predictor="chain")).all()
 
 
-def test_bad_input_is_one_line():
-    out = run("figures/paper", "--workers", "0")
-    assert out.returncode == 2 and "--workers must be an integer >= 1" in out.stderr
-    out = run("figures/paper", "--draws", "-1")
-    assert out.returncode == 2 and "--draws must be an integer >= 0" in out.stderr
-    out = run("no/such/folder")
-    assert out.returncode == 2 and "no dnn_<knob>.nc in no/such/folder" in out.stderr
+@pytest.fixture
+def main(monkeypatch):
+    """The script's main, called in this process from the checkout (no python + torch
+    start-up per call; the test above runs the file as a program)."""
+    monkeypatch.chdir(ROOT)
+    return runpy.run_path(str(SCRIPT), run_name="scrutiny")["main"]
+
+
+def test_bad_input_is_one_line(main, capsys):
+    assert "--workers must be an integer >= 1" in refused(
+        main, ["figures/paper", "--workers", "0"], capsys)
+    assert "--draws must be an integer >= 0" in refused(
+        main, ["figures/paper", "--draws", "-1"], capsys)
+    assert "no dnn_<knob>.nc in no/such/folder" in refused(main, ["no/such/folder"], capsys)
     for option in (["--draws", "5"], ["--workers", "1"]):  # they would do nothing
-        out = run("figures/paper", "--tables-only", *option)
-        assert out.returncode == 2 and "--tables-only computes nothing" in out.stderr
+        assert "--tables-only computes nothing" in refused(
+            main, ["figures/paper", "--tables-only", *option], capsys)
 
 
-def test_help_names_the_whole_first_sentence():
-    out = run("--help")
-    assert out.returncode == 0 and "docs/prediction.md" in out.stdout
+def test_help_names_the_whole_first_sentence(main, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    assert stop.value.code in (0, None) and "docs/prediction.md" in capsys.readouterr().out
 
 
 def test_the_script_imports_without_running():
