@@ -232,6 +232,7 @@ def test_a_yes_no_option_is_a_bool(tmp_path, monkeypatch, call, name):
 
 def test_a_fifo_given_as_an_input_is_refused_not_waited_on(tmp_path):
     """A named pipe as the input of plot, fit and compare hung (deaf to SIGTERM)."""
+    import json
     import os
     import subprocess
     import sys
@@ -246,19 +247,29 @@ def test_a_fifo_given_as_an_input_is_refused_not_waited_on(tmp_path):
                 ("dnnphase.cli", ["fit", str(pipe), "-o", str(tmp_path / "c.nc")]),
                 ("dnnphase.cli", ["compare", str(spring), str(pipe), "-o",
                                   str(tmp_path / "d")])]
+    # One process calls each command's main in turn (its imports paid once), each one's exit
+    # code and stderr a JSON line; a command that waits on the pipe stops it at the timeout.
+    driver = """
+import contextlib, importlib, io, json, sys
+for module, args in json.loads(sys.argv[1]):
+    err, code = io.StringIO(), None
+    with contextlib.redirect_stderr(err):
+        try:
+            code = importlib.import_module(module).main(args)
+        except SystemExit as stop:
+            code = stop.code
+    print(json.dumps([code, err.getvalue()]), flush=True)
+"""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    runs = [subprocess.Popen([sys.executable, "-c", f"import sys; from {module} import main; "
-                              "sys.exit(main(sys.argv[1:]))", *args], env=env, cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for module, args in commands]
-    try:
-        for proc in runs:
-            _, err = proc.communicate(timeout=120)
-            assert proc.returncode == 2 and "\n" not in err.strip(), err
-            assert "must be a regular file" in err and "named pipe (FIFO)" in err, err
-    finally:
-        for proc in runs:
-            proc.kill()
+    done = subprocess.run([sys.executable, "-c", driver, json.dumps(commands)], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          check=False)
+    assert done.returncode == 0, done.stderr  # a traceback: no command may raise
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
+    assert len(answers) == len(commands), done.stdout + done.stderr
+    for code, err in answers:
+        assert code == 2 and "\n" not in err.strip(), err
+        assert "must be a regular file" in err and "named pipe (FIFO)" in err, err
     assert listing(tmp_path) == ["pipe.nc"]
 
 
