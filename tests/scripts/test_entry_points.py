@@ -60,47 +60,85 @@ def _refused(result, script: str, fragment: str) -> None:
     assert fragment in err, (script, err)
 
 
-def test_every_script_refuses_an_unknown_option_before_any_work(tmp_path):
+TUNE = ("tune_cases.py", "tune_evaluation.py")
+
+
+def _tune_cases(folder: Path, script: str) -> list:
+    """(args, fragment) of a tune script's bad values; ``folder`` holds a plain file."""
+    (folder / "file").write_text("")
+    cases = [(["--workers", "0"], "--workers must be an integer >= 1"),
+             (["--epochs=-1"], "--epochs must be an integer >= 1"),
+             (["--out", str(folder / "file")], "--out: output must be a folder")]
+    if script == "tune_evaluation.py":
+        cases.append((["--alphas", "2"], "--alphas must be distinct slopes in [0, 1]"))
+    return [([*args, "--out" if "--out" not in args else "--epochs",
+              str(folder / "o") if "--out" not in args else "1"], fragment)
+            for args, fragment in cases]
+
+
+def _missing_cases(folder: Path) -> list:
+    """(script, args, fragment) of a missing input folder; ``folder`` holds a file and an
+    empty folder."""
+    (folder / "file").write_text("")
+    (folder / "figs").mkdir()
+    return [("reanalyse.py", [str(folder / "missing")], "no dnn_<knob>.nc in"),
+            ("reanalyse.py", ["--fits", str(folder)], "no dnn_<knob>.nc in"),
+            ("reversal.py", [str(folder / "figs")], "dnn_dropout.nc"),
+            ("train_test.py", [str(folder / "file"), "--quick"], "output must be a folder")]
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    """The cases of the tests below, each group in a folder of its own, all run in one fresh
+    process (a python + torch start-up once, not once per test): group -> (folder,
+    [(script, args, fragment, result)])."""
+    groups = {}
+    banana = tmp_path_factory.mktemp("banana")
+    for script in SCRIPTS:
+        (banana / script).mkdir()
+    groups["banana"] = (banana, [
+        (script, ["--banana"], "unrecognized arguments: --banana" if script not in REQUIRED
+         # (a script with required arguments names those first, as argparse does)
+         else "the following arguments are required", banana / script) for script in SCRIPTS])
+    for script in TUNE:
+        folder = tmp_path_factory.mktemp(script.removesuffix(".py"))
+        groups[script] = (folder, [(script, args, fragment, folder)
+                                   for args, fragment in _tune_cases(folder, script)])
+    folder = tmp_path_factory.mktemp("missing")
+    groups["missing"] = (folder, [(script, args, fragment, folder)
+                                  for script, args, fragment in _missing_cases(folder)])
+    flat = [case for _, cases in groups.values() for case in cases]
+    done = iter(_run([(script, args, cwd) for script, args, _, cwd in flat]))
+    return {name: (folder, [(script, args, fragment, next(done))
+                            for script, args, fragment, _ in cases])
+            for name, (folder, cases) in groups.items()}
+
+
+def test_every_script_refuses_an_unknown_option_before_any_work(answers):
     """train_test.py --banana wrote into a new --banana/ folder; cnn_dropout.py --banana
     started a long run."""
-    for script in SCRIPTS:
-        (tmp_path / script).mkdir()
-    results = _run([(script, ["--banana"], tmp_path / script) for script in SCRIPTS])
-    for script, result in zip(SCRIPTS, results, strict=True):
-        # (a script with required arguments names those first, as argparse does)
-        _refused(result, script, "unrecognized arguments: --banana"
-                 if script not in REQUIRED else "the following arguments are required")
-        assert list((tmp_path / script).iterdir()) == [], script
+    folder, cases = answers["banana"]
+    assert [script for script, *_ in cases] == SCRIPTS
+    for script, _, fragment, result in cases:
+        _refused(result, script, fragment)
+        assert list((folder / script).iterdir()) == [], script
     assert not list(ROOT.glob("**/--banana"))
 
 
-@pytest.mark.parametrize("script", ["tune_cases.py", "tune_evaluation.py"])
-def test_tune_scripts_refuse_bad_values(tmp_path, script):
+@pytest.mark.parametrize("script", TUNE)
+def test_tune_scripts_refuse_bad_values(answers, script):
     """--workers 0, --epochs=-1 and --out on a file ended in tracebacks."""
-    (tmp_path / "file").write_text("")
-    cases = [(["--workers", "0"], "--workers must be an integer >= 1"),
-             (["--epochs=-1"], "--epochs must be an integer >= 1"),
-             (["--out", str(tmp_path / "file")], "--out: output must be a folder")]
-    if script == "tune_evaluation.py":
-        cases.append((["--alphas", "2"], "--alphas must be distinct slopes in [0, 1]"))
-    results = _run([(script, [*args, "--out" if "--out" not in args else "--epochs",
-                               str(tmp_path / "o") if "--out" not in args else "1"], tmp_path)
-                    for args, _ in cases])
-    for result, (_, fragment) in zip(results, cases, strict=True):
+    folder, cases = answers[script]
+    assert len(cases) == (4 if script == "tune_evaluation.py" else 3)
+    for _, _, fragment, result in cases:
         _refused(result, script, fragment)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    assert sorted(p.name for p in folder.iterdir()) == ["file"]
 
 
-def test_reanalyse_and_reversal_refuse_a_missing_folder_and_make_none(tmp_path):
+def test_reanalyse_and_reversal_refuse_a_missing_folder_and_make_none(answers):
     """reanalyse.py on a missing folder did nothing and exited 0; reversal.py made
     <folder>/reversal/ before it found its input missing."""
-    (tmp_path / "file").write_text("")
-    (tmp_path / "figs").mkdir()
-    cases = [("reanalyse.py", [str(tmp_path / "missing")], "no dnn_<knob>.nc in"),
-             ("reanalyse.py", ["--fits", str(tmp_path)], "no dnn_<knob>.nc in"),
-             ("reversal.py", [str(tmp_path / "figs")], "dnn_dropout.nc"),
-             ("train_test.py", [str(tmp_path / "file"), "--quick"], "output must be a folder")]
-    results = _run([(script, args, tmp_path) for script, args, _ in cases])
-    for result, (script, _, fragment) in zip(results, cases, strict=True):
+    folder, cases = answers["missing"]
+    for script, _, fragment, result in cases:
         _refused(result, script, fragment)
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["figs", "file"]
+    assert sorted(p.name for p in folder.rglob("*")) == ["figs", "file"]
