@@ -60,19 +60,58 @@ def test_too_short_curve_is_an_error():
         loadcurve.curvature([1.0, 0.0])
 
 
-@pytest.mark.parametrize("module", ["phasecore", "phasecore.loadcurve", "phasecore.sweeps",
-                                    "phasecore.commandline", "phasecore.panels", "dnnphase",
-                                    "dnnphase.sweeps.sweep", "dnnphase.measures.separation_numpy",
-                                    "dnnphase.cli",
-                                    "dnnphase.sweeps.plotting"])
-def test_the_shared_layer_and_the_network_side_never_import_the_chain(module):
+SHARED_AND_NETWORK = ["phasecore", "phasecore.loadcurve", "phasecore.sweeps",
+                      "phasecore.commandline", "phasecore.panels", "dnnphase",
+                      "dnnphase.sweeps.sweep", "dnnphase.measures.separation_numpy",
+                      "dnnphase.cli", "dnnphase.sweeps.plotting"]
+
+#: Imports each module of argv[1] (JSON) in a fresh fork of a process that has imported only
+#: torch and xarray (the slow imports, paid once; this process checks that they bring neither
+#: numba nor the chain), and prints {module: the chain's modules then in sys.modules}.
+IMPORTS = """
+import importlib, json, os, sys
+import torch, xarray
+CHAIN = ("numba", "springblock")
+found = {"torch, xarray": sorted(m for m in CHAIN if m in sys.modules)}
+for module in json.loads(sys.argv[1]):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        code = 1
+        try:
+            importlib.import_module(module)
+            os.write(write, json.dumps(sorted(m for m in CHAIN if m in sys.modules)).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        answer = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0, f"importing {module} failed"
+    found[module] = json.loads(answer)
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def chain_modules():
+    """Module -> the chain's modules (numba, springblock) that importing it brings: one
+    process for all of them, each import in a fork that has not imported it yet."""
+    import json
     import subprocess
 
-    code = (f"import {module}, sys; "
-            "print(sorted(m for m in ('numba', 'springblock') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == "[]"
+    out = subprocess.run([sys.executable, "-c", IMPORTS, json.dumps(SHARED_AND_NETWORK)],
+                         capture_output=True, text=True, check=True)
+    found = json.loads(out.stdout.splitlines()[-1])
+    assert found.pop("torch, xarray") == []  # the preloaded modules bring none of them
+    return found
+
+
+@pytest.mark.parametrize("module", SHARED_AND_NETWORK)
+def test_the_shared_layer_and_the_network_side_never_import_the_chain(chain_modules, module):
+    assert chain_modules[module] == []
 
 
 def test_a_curve_separates_when_it_drops_a_tenth_of_the_median_drop():
