@@ -129,16 +129,46 @@ def test_a_read_only_folder_refuses_the_command(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+#: Runs the script's main on each argv of argv[2] (JSON) in turn, in one process (a command
+#: that waited on a pipe would hang it: the caller's timeout stops it), and prints the exit
+#: code and stderr of each as a JSON line.
+PIPES = """
+import contextlib, io, json, runpy, sys
+main = runpy.run_path(sys.argv[1], run_name="script")["main"]
+for argv in json.loads(sys.argv[2]):
+    err, code = io.StringIO(), None
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as stop:
+            code = stop.code
+    print(json.dumps([code, err.getvalue()]), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def piped(tmp_path_factory):
+    """check -> (exit code, stderr) of ``claims.py --out PIPE [--check]`` on a named pipe
+    each, both run in one real process with a timeout."""
+    argvs = []
+    for check in (False, True):
+        pipe = tmp_path_factory.mktemp("pipe") / "claims.md"
+        os.mkfifo(pipe)
+        argvs.append(["--out", str(pipe)] + ["--check"] * check)
+    out = subprocess.run([sys.executable, "-c", PIPES, str(SCRIPT), json.dumps(argvs)],
+                         capture_output=True, text=True, cwd=ROOT, check=False, timeout=240)
+    assert out.returncode == 0, out.stderr  # a traceback: the script raised
+    answers = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("[")]
+    assert len(answers) == 2, out.stdout + out.stderr
+    return dict(zip((False, True), answers, strict=True))
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 @pytest.mark.parametrize("check", [False, True])
-def test_a_named_pipe_is_refused_not_waited_on(tmp_path, check):
-    pipe = tmp_path / "claims.md"
-    os.mkfifo(pipe)
-    out = subprocess.run([sys.executable, str(SCRIPT), "--out", str(pipe)]
-                         + ["--check"] * check, capture_output=True, text=True, cwd=ROOT,
-                         check=False, timeout=120)
-    assert out.returncode == 2 and "regular file" in out.stderr and "Traceback" not in out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1
+def test_a_named_pipe_is_refused_not_waited_on(piped, check):
+    code, err = piped[check]
+    assert code == 2 and "regular file" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_check_says_a_missing_file_is_missing(main, tmp_path, monkeypatch, capsys):
