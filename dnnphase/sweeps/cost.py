@@ -141,6 +141,6 @@ def choose_scheduler(cfg, data, scheduler: str, workers: int | None, n_chunks: i
     if why and not quiet:
         say(f"{cfg.knob} sweep: " + (
             f"a process pool as asked, though {why}" if chosen == "processes" else
-            f"serial{f', not the {workers} workers asked for' if asked else ''}: {why}; "
+            f"serial{f', not the {asked} workers asked for' if asked else ''}: {why}; "
             "--scheduler processes keeps a pool"), stream=sys.stderr)
     return chosen, workers

@@ -54,6 +54,15 @@ def test_auto_runs_a_tiny_sweep_here_and_a_paper_sweep_on_the_pool(monkeypatch):
         ("processes", None)
 
 
+def test_auto_running_here_names_the_workers_that_were_asked_for(monkeypatch, capsys):
+    monkeypatch.setattr(executors, "busy_load", lambda: 0.0)
+    monkeypatch.setattr(executors.os, "cpu_count", lambda: 2)
+    data = SimpleNamespace(n_train=40, n_features=2, n_classes=2, image_shape=None)
+    assert cost.choose_scheduler(SweepConfig(**TINY), data, "auto", 3, 2, quiet=False) == \
+        ("serial", None)
+    assert "serial, not the 3 workers asked for: " in capsys.readouterr().err
+
+
 def test_a_tiny_sweep_by_default_runs_here_says_so_and_equals_the_pools(monkeypatch, tmp_path,
                                                                          capsys):
     def no_pool(*args):
