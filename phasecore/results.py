@@ -2,7 +2,8 @@
 
 Every Dataset the project writes carries, in ``attrs``: ``kind`` (what made
 it: "springblock.simulate", "springblock.phase_diagram", ...), the full
-configuration as JSON, and the package versions. Writes are atomic (a
+configuration as JSON, the package versions, and the CPU kernels that ran
+(``kernels``: the levers a second machine differs in). Writes are atomic (a
 temporary file in the same directory, then a rename), so an interrupted
 write never leaves a half-written result under the final name.
 """
@@ -16,6 +17,7 @@ import os
 import platform
 import shutil
 import stat
+import sys
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +29,7 @@ from phasecore.checks import ConfigError, require
 
 __all__ = ["ENGINE", "OutputExistsError", "OutputWriteError", "all_or_nothing", "as_result",
            "check_new_outputs", "check_output", "check_output_folder", "check_variables",
-           "config_of", "load",
+           "config_of", "kernel_settings", "load",
            "provenance", "replace_atomically", "save", "write_atomic", "write_error",
            "write_failed", "write_text_atomic"]
 
@@ -86,12 +88,33 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+#: The environment variables that choose which CPU kernels run (PyTorch's vector width,
+#: MKL's branch, OpenBLAS's core type, numba's target) or how reductions are split (thread
+#: counts): a rerun with other values is a rerun "on another machine" (tests/portability.py).
+KERNEL_LEVERS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "OPENBLAS_CORETYPE", "NUMBA_CPU_NAME",
+                 "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                 "NUMBA_NUM_THREADS")
+
+
+def kernel_settings() -> dict[str, str]:
+    """The CPU kernels this process runs: PyTorch's vector width (where PyTorch is
+    loaded; ``"DEFAULT"`` is its 128-bit baseline) and every :data:`KERNEL_LEVERS` that is
+    set."""
+    settings = {name: os.environ[name] for name in KERNEL_LEVERS if name in os.environ}
+    torch = sys.modules.get("torch")  # never imported here: the chain's results need none
+    if torch is not None:
+        settings["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    return settings
+
+
 def provenance(kind: str, config: dict) -> dict:
-    """The standard attrs: kind, configuration (JSON) and package versions (JSON)."""
+    """The standard attrs: kind, configuration (JSON), package versions (JSON) and the CPU
+    kernels that ran (JSON, :func:`kernel_settings`)."""
     return {
         "kind": kind,
         "config": json.dumps(config, sort_keys=True, default=str),
         "versions": json.dumps(package_versions(), sort_keys=True),
+        "kernels": json.dumps(kernel_settings(), sort_keys=True),
     }
 
 

@@ -2,7 +2,8 @@
 depth minimisation*), from the sweeps ``python scripts/separation_laws.py`` writes
 (:mod:`dnnphase.sweeps.separation_laws`): their own protocol's files
 (``figures/separation_laws_authors``) where they are committed, the reference, with ours
-(``figures/separation_laws``) as the variant "our protocol" (:mod:`~.protocols`: which
+(``figures/separation_laws``) as the variant "our protocol" and the rerun of theirs under
+another machine's CPU kernels as the variant "other CPU kernels" (:mod:`~.protocols`: which
 files a row reads, and the settings that still differ from theirs, listed in every row).
 Their CIFAR-10 is not available offline: Fashion-MNIST stands in, and every row says so.
 

@@ -2,9 +2,10 @@
 deep learning*), from the sweeps ``python scripts/separation_laws.py`` writes
 (:mod:`dnnphase.sweeps.separation_laws`: settings, scale): their own protocol's files
 (``figures/separation_laws_authors``) where an experiment's are all committed, the
-reference, with ours (``figures/separation_laws``) as the variant "our protocol"
+reference, with ours (``figures/separation_laws``) as the variant "our protocol" and the
+rerun of theirs under another machine's CPU kernels as the variant "other CPU kernels"
 (:mod:`~.protocols`: which files a row reads, and the settings that still differ from
-theirs, listed in every row; a row is robust only where both protocols agree).
+theirs, listed in every row; a row is robust only where every variant agrees).
 
 The rules, fixed before any of our protocol's files was computed (their reading of the two
 protocols before any of the authors'):
@@ -180,7 +181,7 @@ def _fig1_rows(root: Path, protocol: str) -> list[Claim]:
             f"|ρ − 0.818| = {gap:.3f} (> {RHO_HOLDS}); ρ falls along training (Fig. 9: "
             f"{_epochs(adam)} of their 600 epochs here) and moves with the measurement ("
             + ("He & Su's here: each batch's BatchNorm statistics, the raw D_0"
-               if protocol == "authors" else "ours here: eval-mode BatchNorm, D_0 after an "
+               if protocol != "ours" else "ours here: eval-mode BatchNorm, D_0 after an "
                "input BatchNorm; theirs: each batch's statistics, the raw input") + ")",
             (f"{folder(protocol)}/hesu_fig1_adam.nc",)))
     rows.append(_deeper_row(files, protocol))

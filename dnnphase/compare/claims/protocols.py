@@ -15,6 +15,19 @@ The rule, fixed before any file of the authors' protocol was computed:
   where both protocols reach its verdict;
 * every row that reads files lists the settings that still differ from the authors'
   (:func:`differing_settings`), read from the stored configuration of the files it reads.
+
+The rule of the rerun under other CPU kernels, fixed before any of its files was computed:
+
+* the authors' protocol rerun under the kernels of another machine (:data:`KERNELS`, the
+  "baseline" setting of ``python -m tests.portability``: PyTorch's loops at the 128-bit
+  vector width, MKL's compatible branch, OpenBLAS's SSE3 kernels, numba for a generic
+  x86-64) writes :data:`FOLDERS` ``["kernels"]``; an experiment's rerun counts when every
+  sweep of it is there under its paper's measurement and each file's stored ``kernels``
+  shows those settings;
+* where the reference is the authors' files and the rerun counts, the same rule run on the
+  rerun is the variant :data:`KERNEL_VARIANT` (its numbers follow the others in the row): a
+  row whose verdict differs there is fragile; where it does not count, the row says that
+  the rerun is not computed and how to compute it.
 """
 
 from __future__ import annotations
@@ -29,16 +42,26 @@ import xarray as xr
 
 from dnnphase.compare.claims.ledger import Claim
 
-__all__ = ["COMMANDS", "FOLDERS", "OUR_VARIANT", "PROTOCOLS", "command", "differing_settings",
-           "folder", "judged", "open_sweep", "reference", "stored_protocol"]
+__all__ = ["COMMANDS", "FOLDERS", "KERNELS", "KERNEL_VARIANT", "OUR_VARIANT", "PROTOCOLS",
+           "command", "differing_settings", "folder", "judged", "kernels_rerun", "open_sweep",
+           "reference", "stored_protocol"]
 
-#: The reference first.
-PROTOCOLS = ("authors", "ours")
-FOLDERS = {"authors": "figures/separation_laws_authors", "ours": "figures/separation_laws"}
+#: The reference first; "kernels" is the reference's protocol rerun under :data:`KERNELS`.
+PROTOCOLS = ("authors", "ours", "kernels")
+#: Another machine's CPU kernels (tests/portability.py's "baseline" setting; a test keeps
+#: the two equal).
+KERNELS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE",
+           "OPENBLAS_CORETYPE": "Prescott", "NUMBA_CPU_NAME": "generic"}
+FOLDERS = {"authors": "figures/separation_laws_authors", "ours": "figures/separation_laws",
+           "kernels": "figures/separation_laws_kernels"}
 COMMANDS = {"authors": "python scripts/separation_laws.py --only {}",
-            "ours": "python scripts/separation_laws.py --protocol ours --only {}"}
-#: The variant's name in a row's ``variants``.
+            "ours": "python scripts/separation_laws.py --protocol ours --only {}",
+            "kernels": ("env " + " ".join(f"{k}={v}" for k, v in KERNELS.items())
+                        + " python scripts/separation_laws.py figures/separation_laws_kernels"
+                        " --only {}")}
+#: The variants' names in a row's ``variants``.
 OUR_VARIANT = "our protocol"
+KERNEL_VARIANT = "other CPU kernels"
 #: Each paper's own measurement (:mod:`dnnphase.networks.protocol`), by its sweeps' prefix.
 _MEASUREMENT = {"hesu": "he_su", "galanti": "galanti"}
 #: The papers' epochs (He & Su's appendix A; Galanti et al.'s code and §5).
@@ -65,32 +88,55 @@ def stored_protocol(ds: xr.Dataset) -> str:
     return json.loads(ds.attrs.get("config", "{}")).get("protocol", "ours")
 
 
+def _counts(ds: xr.Dataset, stem: str, protocol: str) -> bool:
+    """Whether a file of ``protocol``'s folder is what the folder stands for: the authors'
+    and the rerun's under its paper's measurement, the rerun's under :data:`KERNELS`."""
+    if protocol == "ours":
+        return True
+    if stored_protocol(ds) != _MEASUREMENT[_paper(stem)]:
+        return False
+    if protocol == "kernels":
+        stored = json.loads(ds.attrs.get("kernels", "{}"))
+        return all(stored.get(k) == v for k, v in KERNELS.items())
+    return True
+
+
 def open_sweep(root: Path, stem: str, protocol: str = "ours") -> xr.Dataset | None:
     """``<root>/<protocol's folder>/<stem>.nc``, loaded; None where it is not there, or
-    (the authors' folder) where it was computed with another measurement than its paper's."""
+    where it is not what its folder stands for (computed with another measurement than its
+    paper's; the rerun's, under other kernels than :data:`KERNELS`)."""
     path = Path(root) / FOLDERS[protocol] / f"{stem}.nc"
     if not path.exists():
         return None
     with xr.open_dataset(path) as ds:
         ds = ds.load()
-    if protocol == "authors" and stored_protocol(ds) != _MEASUREMENT[_paper(stem)]:
-        return None
-    return ds
+    return ds if _counts(ds, stem, protocol) else None
+
+
+def _complete(root: Path, experiment: str, protocol: str) -> bool:
+    """Whether every sweep of ``experiment`` is in ``protocol``'s folder and counts."""
+    from dnnphase.sweeps.separation_laws import sweeps_of
+
+    for stem in sweeps_of(experiment, "authors"):
+        path = Path(root) / FOLDERS[protocol] / f"{stem}.nc"
+        if not path.exists():
+            return False
+        with xr.open_dataset(path) as ds:
+            if not _counts(ds, stem, protocol):
+                return False
+    return True
 
 
 def reference(root: Path, experiment: str) -> str:
     """"authors" where every sweep of ``experiment`` is in the authors' folder under its
     paper's measurement, else "ours"."""
-    from dnnphase.sweeps.separation_laws import sweeps_of
+    return "authors" if _complete(root, experiment, "authors") else "ours"
 
-    for stem in sweeps_of(experiment, "authors"):
-        path = Path(root) / FOLDERS["authors"] / f"{stem}.nc"
-        if not path.exists():
-            return "ours"
-        with xr.open_dataset(path) as ds:
-            if stored_protocol(ds) != _MEASUREMENT[_paper(stem)]:
-                return "ours"
-    return "authors"
+
+def kernels_rerun(root: Path, experiment: str) -> bool:
+    """Whether the rerun of ``experiment`` under :data:`KERNELS` counts (every sweep there,
+    each under its paper's measurement and those kernels)."""
+    return _complete(root, experiment, "kernels")
 
 
 def differing_settings(root: Path, experiment: str, protocol: str) -> str:
@@ -140,18 +186,19 @@ def differing_settings(root: Path, experiment: str, protocol: str) -> str:
     return "still differs from the authors': " + "; ".join(items)
 
 
-def _with_variant(rows: list[Claim], ours: list[Claim]) -> list[Claim]:
-    """The reference's rows with our protocol's verdict as a variant and its numbers after
-    theirs (a row whose files ours lacks keeps no variant)."""
-    by_id = {row.id: row for row in ours}
+def _with_variant(rows: list[Claim], others: list[Claim], name: str) -> list[Claim]:
+    """The reference's rows with the verdict of ``others`` (the same rule on other files) as
+    the variant ``name`` and its numbers after theirs (a row whose files the others lack
+    keeps no such variant)."""
+    by_id = {row.id: row for row in others}
     out = []
     for row in rows:
         other = by_id.get(row.id)
         if other is None or not other.files or not row.files:
             out.append(row)
             continue
-        out.append(replace(row, ours=f"{row.ours}; {OUR_VARIANT}: {other.ours}",
-                           variants={**row.variants, OUR_VARIANT: other.verdict}))
+        out.append(replace(row, ours=f"{row.ours}; {name}: {other.ours}",
+                           variants={**row.variants, name: other.verdict}))
     return out
 
 
@@ -162,8 +209,13 @@ def judged(root: Path, experiment: str,
     root = Path(root)
     protocol = reference(root, experiment)
     rows = build(root, protocol)
+    notes = [differing_settings(root, experiment, protocol)]
     if protocol == "authors":
-        rows = _with_variant(rows, build(root, "ours"))
-    settings = differing_settings(root, experiment, protocol)
-    return [replace(row, why="; ".join(filter(None, (row.why, settings))))
-            if row.files and settings else row for row in rows]
+        rows = _with_variant(rows, build(root, "ours"), OUR_VARIANT)
+        if kernels_rerun(root, experiment):
+            rows = _with_variant(rows, build(root, "kernels"), KERNEL_VARIANT)
+        else:
+            notes.append(f"{KERNEL_VARIANT}: not computed ({command('kernels', experiment)})")
+    notes = "; ".join(filter(None, notes))
+    return [replace(row, why="; ".join(filter(None, (row.why, notes))))
+            if row.files and notes else row for row in rows]

@@ -11,15 +11,18 @@ from dnnphase.compare.claims import galanti, he_su, protocols
 CONFIG = json.dumps({"epochs": 200, "width": 100})
 
 
-def _write(root, stem, ds, protocol="ours", measurement=None):
+def _write(root, stem, ds, protocol="ours", measurement=None, kernels=None):
     """``ds`` as ``stem``'s file in ``protocol``'s folder, its configuration stored with
-    ``measurement`` (None: none stored, as the files from before the option)."""
+    ``measurement`` (None: none stored, as the files from before the option) and its
+    ``kernels`` (None: none stored)."""
     folder = root / protocols.FOLDERS[protocol]
     folder.mkdir(parents=True, exist_ok=True)
     config = json.loads(CONFIG)
     if measurement is not None:
         config["protocol"] = measurement
     ds.attrs.update(config=json.dumps(config), data=json.dumps({"source": "hand-made"}))
+    if kernels is not None:
+        ds.attrs["kernels"] = json.dumps(kernels)
     ds.to_netcdf(folder / f"{stem}.nc")
 
 
@@ -254,7 +257,7 @@ def test_the_authors_files_are_the_reference_and_ours_a_variant(tmp_path):
     assert not law.robust and "--protocol" not in law.command
     assert law.files[0].startswith(protocols.FOLDERS["authors"])
     assert "our protocol: n 1000: r -0.9800" in law.ours
-    assert "200 of their 600 epochs" in law.why and "not computed" not in law.why
+    assert "200 of their 600 epochs" in law.why and "authors' protocol not computed" not in law.why
     # the half-life falls under theirs, rises under ours
     assert (half.verdict, half.variants) == ("differs", {"our protocol": "holds"})
     # a file of the authors' folder measured otherwise is not theirs: ours again
@@ -265,6 +268,36 @@ def test_the_authors_files_are_the_reference_and_ours_a_variant(tmp_path):
     assert protocols.reference(tmp_path, "hesu_fig7") == "authors"
     (tmp_path / protocols.FOLDERS["authors"] / "hesu_fig7_n5000.nc").unlink()
     assert protocols.reference(tmp_path, "hesu_fig7") == "ours"
+
+
+def test_the_rerun_under_other_kernels_is_a_variant_and_a_flip_makes_a_row_fragile(tmp_path):
+    for k, n in enumerate((1000, 2000, 5000)):
+        _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.98, 1.0 + k))
+        _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.995, 1.0 + k), "authors", "he_su")
+    law = _fig7_rows(tmp_path)["He–Su Fig. 7"]
+    assert set(law.variants) == {"our protocol"}
+    assert "other CPU kernels: not computed (env ATEN_CPU_CAPABILITY=default" in law.why
+    other = {**protocols.KERNELS, "torch_cpu_capability": "DEFAULT"}
+    for k, n in enumerate((1000, 2000, 5000)):  # the rerun: the law only partly
+        _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.97, 1.0 + k), "kernels", "he_su",
+               other)
+    law = _fig7_rows(tmp_path)["He–Su Fig. 7"]
+    assert law.verdict == "holds" and law.variants["other CPU kernels"] == "partly"
+    assert not law.robust and "other CPU kernels: n 1000: r -0.9700" in law.ours
+    assert "not computed" not in law.why
+    # a rerun file computed on this machine's own kernels does not count
+    _write(tmp_path, "hesu_fig7_n2000", _fig7_file(-0.97, 2.0), "kernels", "he_su",
+           {"torch_cpu_capability": "AVX512"})
+    assert not protocols.kernels_rerun(tmp_path, "hesu_fig7")
+    assert "other CPU kernels" not in _fig7_rows(tmp_path)["He–Su Fig. 7"].variants
+
+
+def test_the_rerun_kernels_are_the_portability_baseline():
+    from tests.portability import SETTINGS
+
+    assert protocols.KERNELS == SETTINGS["baseline"]
+    for name, value in protocols.KERNELS.items():
+        assert f"{name}={value}" in protocols.command("kernels", "hesu_fig7")
 
 
 def test_galanti_fig1_is_judged_only_in_the_terminal_phase(tmp_path):
