@@ -14,7 +14,8 @@ for "highest accuracy where the load curve is linear" lives in
 :mod:`dnnphase.compare.claims.rules`; :mod:`dnnphase.compare.claims.equiseparation` puts other
 readings of a row's chosen cell (He & Su's Pearson r) through the same rule.
 
-May import: everything :mod:`dnnphase.compare` may; nothing in the package imports it.
+May import: everything :mod:`dnnphase.compare` may. Imported by no room but the figures
+(:mod:`dnnphase.compare.figures.separation_laws` draws He & Su's rules' choices).
 """
 
 from dnnphase.compare.claims.ledger import VERDICTS, Claim, collect, count_line, record, render

@@ -69,7 +69,7 @@ TITLE = "Spring–block paper: the chain's other claims, and noise across layers
 ORDER = 15
 SOURCE = "spring-block"
 
-COMMAND = "python scripts/chain_claims.py figures/chain_claims"
+COMMAND = "python scripts/chain_claims.py figures/chain_claims --overwrite"
 FIG2 = "figures/chain_claims/fig2.nc"
 EQ8 = "figures/chain_claims/eq8.nc"
 HORIZONS = ("T1e3", "T1e5", "T1e7", "Tinf")

@@ -15,7 +15,8 @@ Both are *scores* whose seed mean nearest 0 picks a row's cell: the curvature it
 (:func:`dnnphase.compare.claims.rules.linear_best`: a row is a hit when its chosen cell ties
 with its best accuracy), and :func:`compare_readings` sets readings side by side: their hits,
 the rows where they choose the same cell, and the difference of hits with a paired interval
-(the same seed draws for every reading, :func:`dnnphase.compare.measure_agreement.seed_draws`).
+(the same seed draws for every reading,
+:func:`dnnphase.compare.scrutiny.measure_agreement.seed_draws`).
 """
 
 from __future__ import annotations

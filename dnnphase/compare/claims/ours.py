@@ -5,7 +5,7 @@ per-cell AIC, the own-variance counts and the row baseline on dropout had been s
 first look; the seed intervals and the extrapolation split had not.)
 
 The rules (one per row; "interval": the paired 95 % interval over seed resamples of a
-difference of two RMSEs, :func:`dnnphase.compare.scrutiny.paired_interval`):
+difference of two RMSEs, :func:`dnnphase.compare.scrutiny.own_claims.paired_interval`):
 
 * **AIC** — holds when every variant lowers every diagram's AIC with one Gaussian scale per
   diagram and with one per cell; partly when every one does with the diagram's scale but not

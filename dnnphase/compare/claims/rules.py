@@ -4,9 +4,9 @@ test accuracy occurs where the load curve is linear".
 Per nonlinearity row of a diagram: the row's *most linear cell* is the column whose
 seed-mean curvature is nearest 0; the row's *best cells* are the columns whose seed-mean
 test accuracy ties with the row's best (within two standard errors of the difference,
-:func:`dnnphase.compare.peaks.row_accuracy_peaks`). The row is a *hit* when its most linear
-cell is among its best cells. Only a row with a linear cell can test the claim: one whose
-seed-mean curvature changes sign along it or comes within the linear band
+:func:`dnnphase.compare.comparator.peaks.row_accuracy_peaks`). The row is a *hit* when its
+most linear cell is among its best cells. Only a row with a linear cell can test the claim:
+one whose seed-mean curvature changes sign along it or comes within the linear band
 (:data:`LINEAR_BAND`); a row convex (or concave) throughout has its "most linear" cell at
 its edge, a hit or a miss that says nothing about linearity, and is reported as "no linear
 cell" and left out. A hit can happen by chance: a row whose best cells are b of C columns

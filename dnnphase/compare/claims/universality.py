@@ -5,8 +5,8 @@ diagrams ``python scripts/universality.py`` commits in ``figures/supplement/univ
 
 One row per diagram, its verdict by the ledger's rule
 (:func:`dnnphase.compare.claims.rules.linear_best_of_sweep`); beside it the row
-statistics of every alpha row (:func:`dnnphase.compare.peaks.sweep_row_peaks`): the dropout
-rate of best accuracy, the rates tied with it, where the curvature changes sign and how
+statistics of every alpha row (:func:`dnnphase.compare.comparator.peaks.sweep_row_peaks`):
+the dropout rate of best accuracy, the rates tied with it, where the curvature changes sign and how
 many grid steps lie between. A diagram whose file is not committed is a "cannot" row that
 says so.
 
