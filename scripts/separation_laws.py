@@ -10,7 +10,8 @@ experiments, one network sweep or more and one figure each
 training, read from its authors' code; ``ours``: the committed sweeps' (their command
 reruns them). Writes ``<sweep>.nc`` (resumable: rerun the same command after an
 interruption) and ``<experiment>.png`` in FOLDER (default figures/separation_laws_authors,
-with ``--protocol ours`` figures/separation_laws), and prints each
+with ``--protocol ours`` figures/separation_laws; ``--quick`` and ``--full`` a subfolder
+``quick`` or ``full`` of it), and prints each
 experiment's wall time. A sweep whose file holds the same configuration is reused, one with
 another configuration is an error; Fig. 12's networks are Fig. 7's 1 000-sample ones (copied
 when that file exists). The committed ("reduced") scale: 200 epochs, 3 seeds; ``--full`` the
@@ -73,7 +74,10 @@ def parse(argv: list[str] | None = None):
     """The options, and every sweep's configuration, all checked: a bad one exits 2 with
     one line, before anything is written."""
     parser = scaled_figures_parser(
-        __doc__.split("\n\n")[0], folder=FOLDER, names=separation_laws.EXPERIMENTS,
+        __doc__.split("\n\n")[0],
+        folder={"--protocol authors": AUTHORS_FOLDER, "--protocol ours": FOLDER,
+                "--quick, --full": "a subfolder quick or full of it"},
+        names=separation_laws.EXPERIMENTS,
         what="experiments",
         full="the papers' scale: 600 / 500 epochs, Galanti's width 500 and all of "
              "Fashion-MNIST, 5 seeds",
@@ -83,14 +87,15 @@ def parse(argv: list[str] | None = None):
                         help="authors (default): each paper's own measurement and training "
                              f"(default folder {AUTHORS_FOLDER}); ours: the committed sweeps' "
                              f"({FOLDER})")
-    parser.set_defaults(folder=None)  # the protocol's folder unless one is given
     parser.add_argument("--scheduler", default=None,
                         help="processes (default; --quick: serial, always: its sweeps are "
                              "shorter than a pool's start), serial, or a Dask address "
                              "tcp://host:port (the full scale on a cluster)")
     args = parser.parse_args(argv)
-    if args.folder is None:
+    if args.folder is None:  # the committed files are the reduced scale's: never mixed
         args.folder = FOLDER if args.protocol == "ours" else AUTHORS_FOLDER
+        if args.scale != "reduced":
+            args.folder = f"{args.folder}/{args.scale}"
     from dnnphase.sweeps.named_sweeps import check_folder
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_scheduler, validate_workers

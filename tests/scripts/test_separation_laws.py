@@ -198,3 +198,15 @@ def test_help_and_the_line_before_each_experiment_give_its_measured_time(capsys)
         pass
     out = " ".join(capsys.readouterr().out.split())
     assert f"hesu_fig1 {script['MEASURED_S']['ours']['hesu_fig1']} s" in out
+
+
+def test_each_scale_and_protocol_has_its_own_default_folder():
+    """The committed folders hold the reduced scale: --quick and --full default to a
+    subfolder, so neither is refused for the committed files' configuration nor mixed in."""
+    parse = _main().__globals__["parse"]
+    folders = {tuple(argv): parse(argv)[0].folder for argv in
+               ([], ["--quick"], ["--protocol", "ours"], ["--protocol", "ours", "--quick"])}
+    assert folders == {(): "figures/separation_laws_authors",
+                       ("--quick",): "figures/separation_laws_authors/quick",
+                       ("--protocol", "ours"): "figures/separation_laws",
+                       ("--protocol", "ours", "--quick"): "figures/separation_laws/quick"}
