@@ -39,7 +39,7 @@ AUTHORS_FOLDER = "figures/separation_laws_authors"
 MEASURED_S = {
     "ours": {"hesu_fig1": 437, "hesu_fig3": 178, "hesu_fig4": 471, "hesu_fig7": 89,
              "hesu_fig9": 37, "hesu_fig12": None, "galanti_fig1": 211, "galanti_fig3": 160},
-    "authors": {"hesu_fig1": 2215, "hesu_fig3": 1244, "hesu_fig4": None, "hesu_fig7": 416,
+    "authors": {"hesu_fig1": 2215, "hesu_fig3": 1244, "hesu_fig4": 1900, "hesu_fig7": 416,
                 "hesu_fig9": 265, "hesu_fig12": 16, "galanti_fig1": 1288,
                 "galanti_fig3": None},
 }

@@ -36,12 +36,19 @@ def _seed_lines(ax, curves: np.ndarray, color, label: str, ls: str = "-") -> Non
     ax.plot(layers, mean, color=color, lw=1.8, marker="o", ms=2.5, label=label, ls=ls)
 
 
-def _title(ds: xr.Dataset, scale: str) -> str:
+#: The measurement protocols a title names (ours, the files from before the option, none).
+PROTOCOL_WORDS = {"he_su": "He & Su's protocol", "galanti": "Galanti et al.'s protocol"}
+
+
+def _title(ds: xr.Dataset, scale: str, samples: bool = True) -> str:
+    """The data, the training-set size (unless ``samples`` is False: a figure of several
+    sizes), the scale and the measurement protocol."""
     config = json.loads(ds.attrs["config"])
     data = json.loads(ds.attrs.get("data", "{}")).get("source", config["dataset"])
     protocol = config.get("protocol")  # absent: ours (stored before the field existed)
-    return (f"data: {data}, {config.get('n_train')} training samples\n{SCALE_NOTES[scale]}"
-            + (f"; {protocol}'s protocol" if protocol and protocol != "ours" else ""))
+    size = f", {config.get('n_train')} training samples" if samples else ""
+    return (f"data: {data}{size}\n{SCALE_NOTES[scale]}"
+            + (f"; {PROTOCOL_WORDS[protocol]}" if protocol in PROTOCOL_WORDS else ""))
 
 
 def _stats_text(r: np.ndarray, rho: np.ndarray) -> str:
@@ -153,8 +160,7 @@ def _hesu_sizes(datasets: dict, scale: str):
     ax.set_ylabel("log D_l (fuzziness)")
     ax.legend(fontsize=7)
     fig.suptitle("He & Su Fig. 7: the sample size (8 layers)\n"
-                 + _title(next(iter(datasets.values())), scale).split(", ")[0]
-                 + f"\n{SCALE_NOTES[scale]}", fontsize=8)
+                 + _title(next(iter(datasets.values())), scale, samples=False), fontsize=8)
     return fig
 
 
