@@ -41,7 +41,7 @@ MEASURED_S = {
              "hesu_fig9": 37, "hesu_fig12": None, "galanti_fig1": 211, "galanti_fig3": 160},
     "authors": {"hesu_fig1": 2215, "hesu_fig3": 1244, "hesu_fig4": 1900, "hesu_fig7": 416,
                 "hesu_fig9": 265, "hesu_fig12": 16, "galanti_fig1": 1288,
-                "galanti_fig3": None},
+                "galanti_fig3": 406},
 }
 MEASURED_HOW = {"ours": "two workers, other light work running",
                 "authors": "one worker under nice, another job sharing the cores"}
