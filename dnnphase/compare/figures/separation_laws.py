@@ -42,13 +42,17 @@ PROTOCOL_WORDS = {"he_su": "He & Su's protocol", "galanti": "Galanti et al.'s pr
 
 def _title(ds: xr.Dataset, scale: str, samples: bool = True) -> str:
     """The data, the training-set size (unless ``samples`` is False: a figure of several
-    sizes), the scale and the measurement protocol."""
+    sizes), the scale, the measurement protocol and the CPU kernels chosen by hand."""
     config = json.loads(ds.attrs["config"])
     data = json.loads(ds.attrs.get("data", "{}")).get("source", config["dataset"])
     protocol = config.get("protocol")  # absent: ours (stored before the field existed)
     size = f", {config.get('n_train')} training samples" if samples else ""
+    levers = {k: v for k, v in json.loads(ds.attrs.get("kernels", "{}")).items()
+              if k.isupper() and not k.endswith("_NUM_THREADS")}  # set to run other kernels
     return (f"data: {data}{size}\n{SCALE_NOTES[scale]}"
-            + (f"; {PROTOCOL_WORDS[protocol]}" if protocol in PROTOCOL_WORDS else ""))
+            + (f"; {PROTOCOL_WORDS[protocol]}" if protocol in PROTOCOL_WORDS else "")
+            + ("; CPU kernels " + ", ".join(f"{k}={v}" for k, v in sorted(levers.items()))
+               if levers else ""))
 
 
 def _stats_text(r: np.ndarray, rho: np.ndarray) -> str:
