@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def work(args, configs, scheduler) -> None:
+    from dnnphase.compare.claims.he_su import paper_rule
     from dnnphase.compare.figures.separation_laws import plot_experiment
     from dnnphase.sweeps.named_sweeps import run_named
     from phasecore.panels import save_figure
@@ -145,7 +146,8 @@ def work(args, configs, scheduler) -> None:
         datasets = {name: run_named(name, configs[name], folder, names, scheduler=scheduler,
                                     workers=args.workers, quiet=args.scale == "quick")
                     for name in separation_laws.sweeps_of(experiment, args.protocol)}
-        save_figure(plot_experiment(experiment, datasets, args.scale),
+        # Fig. 1 draws the learning rates He & Su's rule picks: the ledger's rule, passed in
+        save_figure(plot_experiment(experiment, datasets, args.scale, lr_rule=paper_rule),
                     folder / f"{experiment}.png")
         print(f"{experiment}: {time.monotonic() - begun:.0f} s", flush=True)
     print(f"done in {time.monotonic() - started:.0f} s; results and figures in {folder}/")

@@ -3,6 +3,8 @@ quick scale, its refusals, and the ledger reading what it writes."""
 
 from pathlib import Path
 
+import pytest
+
 from dnnphase.compare.claims import galanti, he_su
 from dnnphase.compare.claims.ledger import VERDICTS
 from dnnphase.sweeps import separation_laws
@@ -42,6 +44,18 @@ def test_quick_experiments_end_to_end_then_reused_and_read_by_the_ledger(tmp_pat
     # The quick scale lacks the papers' depths: those rows say so rather than guess.
     assert {r.verdict for r in rows if "20 layers" in r.id} == {"cannot"}
     assert any(r.verdict != "cannot" for r in rows if r.id.startswith("He–Su Fig. 7"))
+
+
+def test_fig1_without_the_ledgers_lr_rule_is_refused_before_any_drawing():
+    """The figure draws the choices of the ledger's rule, which the caller passes in (the
+    networks' package never imports the ledger)."""
+    from dnnphase.compare.figures.separation_laws import plot_experiment
+    from phasecore.checks import ConfigError
+
+    with pytest.raises(ConfigError, match="^lr_rule must be He & Su's choice"):
+        plot_experiment("hesu_fig1", {}, "quick")
+    with pytest.raises(ConfigError, match="^lr_rule must be"):
+        plot_experiment("hesu_fig1", {}, "quick", lr_rule="paper_rule")
 
 
 def test_bad_options_are_refused_in_one_line_before_any_file(tmp_path, capsys):

@@ -7,9 +7,10 @@
 * ``two_measures`` — the two separation measures side by side (the spring–block paper's
   SM S4; ``python scripts/two_measures.py``).
 
-May import: the rooms before it (:mod:`dnnphase.compare.comparator`, the scrutiny and the
-ledger, :mod:`dnnphase.compare.claims`, whose words a figure's title takes), what they may,
-and its own modules.
+May import: the rooms before it (:mod:`dnnphase.compare.comparator`, the scrutiny), what
+they may, and its own modules; never the ledger of the papers' claims, which sits above the
+networks' package (He & Su's rule for Fig. 1's learning rates comes in as an argument of
+``separation_laws.plot_experiment``).
 """
 
 __all__ = []

@@ -59,12 +59,14 @@ def _stats_text(r: np.ndarray, rho: np.ndarray) -> str:
     return f"r {np.nanmean(r):.3f}, ρ {np.nanmean(rho):.3f}"
 
 
-def _hesu_fig1(datasets: dict, scale: str):
+#: Fig. 1's optimizers in the order of its rows, with the words a panel's title gives them.
+OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD with momentum", "adam": "Adam"}
+
+
+def _hesu_fig1(datasets: dict, scale: str, lr_rule):
     import matplotlib.pyplot as plt
 
-    from dnnphase.compare.claims.he_su import OPTIMIZER_WORDS, paper_rule
-
-    opts = [o for o in OPTIMIZER_WORDS if f"hesu_fig1_{o}" in datasets]
+    opts = [o for o in OPTIMIZER_LABELS if f"hesu_fig1_{o}" in datasets]
     depths = datasets[f"hesu_fig1_{opts[0]}"]["depth"].values
     fig, axes = plt.subplots(len(opts), len(depths), figsize=(3.2 * len(depths),
                                                               2.6 * len(opts)), squeeze=False)
@@ -72,7 +74,7 @@ def _hesu_fig1(datasets: dict, scale: str):
         ds = datasets[f"hesu_fig1_{opt}"]
         for j, depth in enumerate(depths):
             ax = axes[i, j]
-            chosen = paper_rule(ds, int(depth))
+            chosen = lr_rule(ds, int(depth))
             curves = _fuzziness(ds, depth=depth).transpose("lr", "seed", "layer").values
             pick = np.array([list(ds["lr"].values).index(v) for v in chosen["lr_paper"]])
             ours = curves[pick, np.arange(curves.shape[1])][:, :depth + 1]  # (S, L+1)
@@ -81,7 +83,7 @@ def _hesu_fig1(datasets: dict, scale: str):
             _seed_lines(ax, curves[best][:, :depth + 1], "C1",
                         f"lowest-loss lr {chosen['lr_loss']:g}: r "
                         f"{np.nanmean(chosen['r_loss']):.3f}", ls="--")
-            ax.set_title(f"{OPTIMIZER_WORDS[opt]}, {depth + 1} layers", fontsize=9)
+            ax.set_title(f"{OPTIMIZER_LABELS[opt]}, {depth + 1} layers", fontsize=9)
             ax.legend(fontsize=6.5)
             ax.set_xlabel("layer l")
             if j == 0:
@@ -284,16 +286,39 @@ _PLOTS = {"hesu_fig1": _hesu_fig1, "hesu_fig3": _hesu_fig3, "hesu_fig4": _hesu_f
           "galanti_fig3": _galanti_fig3}
 
 
-def plot_experiment(experiment: str, datasets: dict, scale: str):
-    """The figure of ``experiment`` (a key of
-    :data:`dnnphase.sweeps.separation_laws.EXPERIMENTS`) from its sweeps ``datasets``
-    (sweep name -> Dataset) at ``scale``: a matplotlib Figure."""
+def plot_experiment(experiment: str, datasets: dict, scale: str, lr_rule=None):
+    """The figure of one experiment from its sweeps.
+
+    Parameters
+    ----------
+    experiment : str
+        A key of :data:`dnnphase.sweeps.separation_laws.EXPERIMENTS` (``"hesu_fig1"``, ...).
+    datasets : dict of str to xarray.Dataset
+        The experiment's sweeps, by sweep name (``"hesu_fig1_sgd"``, ...).
+    scale : str
+        The scale they were run at, a key of :data:`~dnnphase.sweeps.separation_laws.SCALE_NOTES`.
+    lr_rule : callable, optional
+        He & Su's choice of learning rate, required for ``"hesu_fig1"`` only (the ledger's
+        :func:`phaseclaims.he_su.paper_rule`): ``lr_rule(ds, depth)`` of a lr sweep and one
+        of its depths gives per seed ``lr_paper`` (S,) and ``r_paper`` (S,), the chosen lrs
+        and their Pearson r, and ``lr_loss`` (the lr of lowest seed-mean final training
+        loss) with ``r_loss`` (S,) there. The figure draws the rule's choices; the ledger
+        keeps the rule.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     from phasecore.checks import require
 
     require(experiment in _PLOTS, "experiment", f"one of {', '.join(_PLOTS)}", experiment)
+    require(experiment != "hesu_fig1" or callable(lr_rule), "lr_rule",
+            "He & Su's choice of learning rate (phaseclaims.he_su.paper_rule) to draw "
+            "hesu_fig1", lr_rule)
     from matplotlib.ticker import MaxNLocator
 
-    fig = _PLOTS[experiment](datasets, scale)
+    fig = (_hesu_fig1(datasets, scale, lr_rule) if experiment == "hesu_fig1"
+           else _PLOTS[experiment](datasets, scale))
     for ax in fig.axes:  # every x axis counts layers, depths or epochs: whole numbers
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     # The suptitle's lines wrapped to the figure's width (about 14 characters an inch at
