@@ -1,5 +1,5 @@
 """The chain's claims beyond its diagram: Fig. 2 (synchronous against independent noise) and
-Eq. 8 with μ← ≤ μ→ — the files the ledger's rows read (``dnnphase.compare.claims.chain_claims``,
+Eq. 8 with μ← ≤ μ→ — the files the ledger's rows read (``phaseclaims.chain_claims``,
 whose rules were fixed before these files were computed).
 
     python scripts/chain_claims.py [FOLDER] [--quick] [--overwrite]

@@ -5,9 +5,9 @@
     python scripts/claims.py --root DIR --out FILE   # FILE and FILE's .json beside it
 
 Every row is computed from files under ``--root`` (default: this checkout) by the topic
-modules of :mod:`dnnphase.compare.claims`; nothing is trained or simulated here. Each
+modules of :mod:`phaseclaims`; nothing is trained or simulated here. Each
 row's rule is dated against its files from the checkout's git history
-(:mod:`dnnphase.compare.claims.history`); without one (no git, a shallow clone) the dates
+(:mod:`phaseclaims.history`); without one (no git, a shallow clone) the dates
 are taken from the committed ``docs/claims.json`` and a note says so.
 """
 
@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dnnphase.compare.claims import collect, record, render
-from dnnphase.compare.claims.history import UNKNOWN, History
-from dnnphase.compare.claims.rules import RULE_TEXT
+from phaseclaims import collect, record, render
+from phaseclaims.history import UNKNOWN, History
+from phaseclaims.rules import RULE_TEXT
 from phasecore.commandline import Parser
 
 # The ledger's closing section: the linear-is-best rule in its own words.

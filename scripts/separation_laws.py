@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def work(args, configs, scheduler) -> None:
-    from dnnphase.compare.claims.he_su import paper_rule
     from dnnphase.compare.figures.separation_laws import plot_experiment
     from dnnphase.sweeps.named_sweeps import run_named
+    from phaseclaims.he_su import paper_rule
     from phasecore.panels import save_figure
 
     folder = Path(args.folder)

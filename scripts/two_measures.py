@@ -36,8 +36,6 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.equiseparation import compare_readings, equiseparation_score
-from dnnphase.compare.claims.rules import sweep_cells
 from dnnphase.compare.comparator.peaks import row_accuracy_peaks
 from dnnphase.compare.scrutiny.measure_agreement import (
     FLAT_DROP,
@@ -47,6 +45,8 @@ from dnnphase.compare.scrutiny.measure_agreement import (
     setting_divergence,
 )
 from dnnphase.knobs import KNOBS, larger_is_noisier
+from phaseclaims.equiseparation import compare_readings, equiseparation_score
+from phaseclaims.rules import sweep_cells
 from phasecore import results
 from phasecore.checks import ConfigError
 from phasecore.commandline import Parser, guarded, overwrite_option

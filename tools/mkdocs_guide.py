@@ -33,7 +33,7 @@ MODULES = {"dnnphase.measures.separation_numpy": "dnnphase.metrics"}
 
 #: A code span naming a dotted path, or a bare name, maybe called: `pkg.mod.name(...)`.
 NAMED = re.compile(r"(?<!`)`(?P<name>[A-Za-z_]\w*(?:\.\w+)*)(?P<call>\([^`]*\))?`(?!`)")
-PACKAGE = re.compile(r"(?:springblock|dnnphase|phasecore)\.")
+PACKAGE = re.compile(r"(?:springblock|dnnphase|phasecore|phaseclaims)\.")
 
 #: name as written -> identifier: implementation paths and unique bare names (on_config).
 TARGETS: dict[str, str] = {}

@@ -32,14 +32,17 @@ Its rooms, one idea each (each folder's ``__init__`` lists its modules):
   the same networks);
 * ``figures/`` — matplotlib, so imported on its own: ``comparison`` (``from
   dnnphase.compare.figures import comparison``), ``separation_laws``, ``two_measures``;
-* ``claims/`` — the ledger of the papers' claims and ours (``python scripts/claims.py``);
 * ``presets`` — :func:`reproduce`, which runs the chain, the networks, the comparator and
   the figures of a preset.
 
+The ledger of the papers' claims and ours is not a room here: it judges the chain's paper and
+the networks' alike, so it lives above both packages, in :mod:`phaseclaims`, which imports
+this package and is imported by none of it.
+
 May import: every other folder of dnnphase and springblock (the only place that
 imports the chain); within the package only the command line imports it. Inside it the
-rooms import one way, each only rooms before it in the order comparator, scrutiny, claims,
-figures, presets (a figure's title takes the ledger's words).
+rooms import one way, each only rooms before it in the order comparator, scrutiny,
+figures, presets.
 """
 
 from dnnphase.compare.comparator.agreement import cohen_kappa, rank_correlations, sweeps_agree

@@ -2,8 +2,10 @@
 
 dnnphase's folders in the order the data passes them; a module may import its own
 folder and the folders before it, never one after it, nor a later layer's name through a
-package's front door. springblock never imports dnnphase, phasecore neither of them. No
-module of the three imports itself back along a circle (imports inside functions count).
+package's front door. springblock never imports dnnphase, phasecore neither of them. The
+ledger of the papers' claims, phaseclaims, sits above all three: it may import them, and
+none of them imports it. No module of the four imports itself back along a circle (imports
+inside functions count).
 """
 
 import ast
@@ -51,9 +53,11 @@ def _sources(package: str):
     return sorted((ROOT / package).rglob("*.py"))
 
 
-#: Every module of the three packages, by its dotted name.
-_MODULES = {_module(p): p for package in ("dnnphase", "springblock", "phasecore")
-            for p in _sources(package)}
+#: The packages, the ledger above the other three (docs/architecture.md).
+PACKAGES = ("dnnphase", "springblock", "phasecore", "phaseclaims")
+
+#: Every module of the four packages, by its dotted name.
+_MODULES = {_module(p): p for package in PACKAGES for p in _sources(package)}
 
 
 def _loaded(source: str, module: str, is_package: bool, known=_MODULES):
@@ -117,7 +121,7 @@ def test_a_climb_through_a_front_doors_alias_is_caught():
 
 #: dnnphase.compare's rooms in order (docs/architecture.md): a room imports its own modules and
 #: earlier rooms, never a later one nor the package's front door (which imports the presets).
-COMPARE_ROOMS = ("comparator", "scrutiny", "claims", "figures", "presets")
+COMPARE_ROOMS = ("comparator", "scrutiny", "figures", "presets")
 
 
 def _room(module: str) -> str | None:
@@ -154,10 +158,10 @@ def test_the_room_test_sees_a_crossing():
     assert _room_crossings(report, "from dnnphase.compare import fit_chain\n")
     assert _room_crossings("dnnphase.compare.figures.comparison",
                            "from dnnphase.compare.presets import PRESETS\n")
-    assert not _room_crossings("dnnphase.compare.claims.ours",
+    assert not _room_crossings("dnnphase.compare.figures.two_measures",
                                "from dnnphase.compare.scrutiny.own_claims import x\n"
                                "from dnnphase.compare.comparator.peaks import y\n"
-                               "from dnnphase.compare.claims.ledger import Claim\n")
+                               "from dnnphase.compare.figures.comparison import z\n")
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -211,7 +215,7 @@ def _import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
             for module, (text, is_package) in sources.items()}
 
 
-def test_no_import_circle_in_the_three_packages():
+def test_no_import_circle_in_the_four_packages():
     """No module imports, even from inside a function, a module that imports it back along
     some path: what a module needs sits below it (docs/architecture.md)."""
     graph = _import_graph({module: (path.read_text(), path.name == "__init__.py")
@@ -292,6 +296,21 @@ def test_the_chain_and_the_shared_layer_never_import_the_network_side(package, n
             assert name.split(".")[0] not in never, f"{_module(path)} imports {name}"
 
 
+def test_the_ledger_sits_above_the_three_packages():
+    """phaseclaims judges the chain's paper and the networks' alike: it may import phasecore,
+    springblock and dnnphase, and none of them imports it, not even inside a function."""
+    below = [f"{_module(path)} imports {name}" for package in PACKAGES[:3]
+             for path in _sources(package) for name in _imports(path)
+             if name.split(".")[0] == "phaseclaims"]
+    assert not below, "the ledger imported from below it:\n" + "\n".join(below)
+    reached = {name.split(".")[0] for path in _sources("phaseclaims") for name in _imports(path)}
+    assert set(PACKAGES[:3]) <= reached  # the walk sees the ledger's imports of all three
+    # and an import of the ledger inside a function of a figure would be seen
+    assert "phaseclaims.he_su" in _loaded("def draw():\n    from phaseclaims.he_su import "
+                                          "paper_rule\n",
+                                          "dnnphase.compare.figures.separation_laws", False)
+
+
 def test_the_layer_test_sees_imports():
     """The collector finds relative and function-level imports (else the tests test nothing)."""
     names = set(_imports(ROOT / "dnnphase" / "cli.py"))
@@ -304,7 +323,7 @@ def test_the_layer_test_sees_imports():
 def test_dnnphase_keeps_few_modules_at_the_top_and_none_long():
     top = sorted(p.name for p in (ROOT / "dnnphase").glob("*.py"))
     assert len(top) <= 8, top
-    for package in ("dnnphase", "springblock", "phasecore"):
+    for package in PACKAGES:
         for path in _sources(package):
             lines = path.read_text().count("\n")
             assert lines <= 600, f"{path.relative_to(ROOT)}: {lines} lines"
@@ -352,7 +371,7 @@ def _code_lines(path: Path):
 
 def test_no_function_is_over_80_lines_of_code():
     assert max(n for _, n in _code_lines(ROOT / "dnnphase" / "cli.py")) > 20  # it counts
-    for package in ("dnnphase", "springblock", "phasecore", "scripts"):
+    for package in (*PACKAGES, "scripts"):
         for path in _sources(package):
             for node, lines in _code_lines(path):
                 assert lines <= 80, f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines}"
@@ -376,7 +395,7 @@ def test_every_module_says_what_is_public(path):
 
 
 def test_the_packages_import_only_public_names_of_each_other():
-    """A module takes from another module of the three packages only what that module's
+    """A module takes from another module of the four packages only what that module's
     ``__all__`` lists (a test may reach an internal name; the code does not)."""
     crossings, private = 0, []
     for path in _MODULES.values():

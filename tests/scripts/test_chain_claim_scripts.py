@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
-from dnnphase.compare.claims import chain_claims, main_text
+from phaseclaims import chain_claims, main_text
 from tests.scripts.refusals import refused, script_main
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"

@@ -1,4 +1,4 @@
-"""scripts/claims.py and dnnphase.compare.claims: the ledger is what the committed files say,
+"""scripts/claims.py and phaseclaims: the ledger is what the committed files say,
 and its rule reaches the verdict it states."""
 
 import errno
@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dnnphase.compare.claims import VERDICTS, Claim
-from dnnphase.compare.claims.ledger import SOURCES
-from dnnphase.compare.claims.rules import linear_best, verdict_of
+from phaseclaims import VERDICTS, Claim
+from phaseclaims.ledger import SOURCES
+from phaseclaims.rules import linear_best, verdict_of
 from phasecore.checks import ConfigError
 from tests.scripts.refusals import refused
 
@@ -237,7 +237,7 @@ def test_the_rule_on_hand_made_rows():
 
 
 def test_paired_interval_is_the_mean_difference_and_brackets_it():
-    from dnnphase.compare.claims.supplement import paired_interval
+    from phaseclaims.supplement import paired_interval
 
     a, b = np.array([0.9, 0.8, 0.7, 0.95]), np.array([0.85, 0.8, 0.6, 0.9])
     mean, low, high = paired_interval(a, b)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from dnnphase.compare.claims import galanti, he_su
-from dnnphase.compare.claims.ledger import VERDICTS
 from dnnphase.sweeps import separation_laws
+from phaseclaims import galanti, he_su
+from phaseclaims.ledger import VERDICTS
 from tests.scripts.refusals import refused, script_main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from dnnphase import data
-from dnnphase.compare.claims import universality as ledger
-from dnnphase.compare.claims.ledger import VERDICTS
 from dnnphase.sweeps import universality
+from phaseclaims import universality as ledger
+from phaseclaims.ledger import VERDICTS
 from tests.scripts.refusals import refused, script_main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ gives a phase label (-1 concave, 0 linear, +1 convex;
   agree, Cohen's kappa of the labels (:func:`dnnphase.compare.comparator.agreement.cohen_kappa`) and
   the Spearman rank correlation of the curvatures over cells;
 * :func:`seed_draws` — resamples of the seed indices, drawn with replacement, the same draw
-  for every cell (the generator sequence of :func:`dnnphase.compare.claims.rules.linear_best`);
+  for every cell (the generator sequence of :func:`phaseclaims.rules.linear_best`);
 * :func:`measure_agreement` — the three statistics on per-seed curvatures (..., S) with a 95 %
   interval over those draws; the same draw serves both measures, since a seed is one network;
 * :func:`setting_divergence` — a few single settings (no diagram: e.g. the linear network's
@@ -53,7 +53,7 @@ def seed_draws(n_seeds: int, n_boot: int, seed: int = 0) -> np.ndarray:
     """Resampled seed indices, shape (n_boot, n_seeds): each row ``n_seeds`` indices in
     [0, n_seeds) drawn with replacement, row b from ``default_rng(seed)``'s b-th call of
     ``integers(0, n_seeds, n_seeds)`` (the draws of
-    :func:`dnnphase.compare.claims.rules.linear_best` with the same ``seed``). No rows when
+    :func:`phaseclaims.rules.linear_best` with the same ``seed``). No rows when
     ``n_seeds`` < 2 (one seed has no spread to resample)."""
     check_int("n_seeds", n_seeds, minimum=1)
     check_int("n_boot", n_boot, minimum=0)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from dnnphase.compare.claims.ledger import Claim
+from phaseclaims.ledger import Claim
 
 __all__ = ["COMMANDS", "FOLDERS", "KERNELS", "KERNEL_VARIANT", "OUR_VARIANT", "PROTOCOLS",
            "command", "differing_settings", "folder", "judged", "kernels_rerun", "open_sweep",

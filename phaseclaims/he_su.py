@@ -44,7 +44,7 @@ protocols before any of the authors'):
   at most −0.8 (holds), or the final ρ below ρ at emergence (partly);
 * Fig. 12: "a fuzzy version" on test data: the test curve's r at most :data:`PARTLY_R`.
 
-Intervals resample the seeds (:func:`dnnphase.compare.claims.rules.mean_interval`).
+Intervals resample the seeds (:func:`phaseclaims.rules.mean_interval`).
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.protocols import command, folder, judged, open_sweep
-from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
+from phaseclaims.ledger import Claim
+from phaseclaims.protocols import command, folder, judged, open_sweep
+from phaseclaims.rules import mean_interval, with_interval
 
 __all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "SOURCE", "PARTLY_R", "TITLE",
            "claims", "difference_interval", "law_verdict", "missing_row", "open_sweep",

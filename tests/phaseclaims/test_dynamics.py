@@ -1,11 +1,11 @@
-"""dnnphase.compare.claims.dynamics: its rules reach the verdicts they state, on hand-made
+"""phaseclaims.dynamics: its rules reach the verdicts they state, on hand-made
 files shaped as the scripts write them."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from dnnphase.compare.claims import dynamics
+from phaseclaims import dynamics
 
 
 def _diagram(path, row, rows, noise, curvature, theory=None):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from dnnphase.compare.claims import chain_claims, main_text, supplement
+from phaseclaims import chain_claims, main_text, supplement
 
 
 def _dropout_sweep(path, curvature, accuracy=None, norm="batchnorm", seeds=3, spread=0.01):

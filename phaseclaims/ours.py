@@ -46,8 +46,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.scrutiny.own_claims import paired_interval
+from phaseclaims.ledger import Claim
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 

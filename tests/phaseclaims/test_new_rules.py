@@ -4,7 +4,7 @@ verdict it states, on synthetic input."""
 import numpy as np
 import pytest
 
-from dnnphase.compare.claims import chain_claims, monotone, supplement
+from phaseclaims import chain_claims, monotone, supplement
 
 
 def _grid(noise_slope: float, nonlinearity_slope: float, seeds: int = 4, jitter: float = 0.0):

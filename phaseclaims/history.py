@@ -9,7 +9,9 @@ strings and without the names of this package's definitions it refers to (a modu
 constant it reads is replaced by its value): a reworded sentence or a renamed helper is not
 a new rule; a changed threshold, branch or formula is.
 
-Read from git: every version of every module of the package; a logic's date is the first
+Read from git: every version of every module of the package, in each of its homes
+(:data:`HOMES`: an import from a past home is an import of this package, so a module moved
+here keeps its logic); a logic's date is the first
 commit where some definition of the package had it (under any name, in any module), never
 for logic not yet committed. Per file a row reads: the commit where it first appeared
 (renames followed, and a file whose content was committed before under another name
@@ -41,6 +43,10 @@ NO_DATA = "no data read"
 UNKNOWN = "history unavailable"
 
 PACKAGE = Path(__file__).resolve().parent
+#: The package's folders in a checkout, past ones first and the present one last: git is read
+#: under each, and an import from any of them (its dotted name) is an import of this package.
+HOMES = ("dnnphase/compare/claims", "phaseclaims")
+_DOTTED = tuple(home.replace("/", ".") for home in HOMES)
 #: Modules whose definitions are the ledger's machinery, not a row's rule.
 NOT_RULES = ("ledger", "history", "__init__")
 NEVER = float("inf")  # the time of something not yet committed
@@ -83,6 +89,13 @@ class _Normalise(ast.NodeTransformer):
 
     def visit_JoinedStr(self, node):
         return ast.Constant("")
+
+    def visit_ImportFrom(self, node):
+        # an import from the package's past home reads as one from its present home
+        inner = _inside(node.module) if node.module and not node.level else None
+        if inner is not None:
+            node.module = ".".join(filter(None, (_DOTTED[-1], inner)))
+        return node
 
     def visit_Name(self, node):
         if node.id in self.constants:
@@ -128,19 +141,30 @@ def _logic_of(source: str) -> dict[str, str]:
     return {name: logic(node, names, constants) for name, node in tops.items()}
 
 
+def _inside(module: str) -> str | None:
+    """``module``'s name inside this package when it is in one of its homes (:data:`HOMES`;
+    "" for the package itself), else None."""
+    for dotted in _DOTTED:
+        if module == dotted:
+            return ""
+        if module.startswith(dotted + "."):
+            return module[len(dotted) + 1:]
+    return None
+
+
 def _links(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
-    """A module's names imported from this package: local name -> (module, definition), or
-    (module, None) where the name is a module of it."""
-    prefix = __package__ + "."
+    """A module's names imported from this package, from any of its homes: local name ->
+    (module, definition), or (module, None) where the name is a module of it."""
     names = {}
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.ImportFrom) and node.module):
+        if not (isinstance(node, ast.ImportFrom) and node.module and not node.level):
             continue
+        inner = _inside(node.module)
         for alias in node.names:
             local = alias.asname or alias.name
-            if node.module.startswith(prefix):
-                names[local] = (node.module[len(prefix):], alias.name)
-            elif node.module == __package__:
+            if inner:
+                names[local] = (inner, alias.name)
+            elif inner == "":
                 names[local] = (alias.name, None)
     return names
 
@@ -227,11 +251,6 @@ class History:
         return not self.reason
 
     @cached_property
-    def _package(self) -> Path:
-        return PACKAGE.relative_to(self.root) if PACKAGE.is_relative_to(self.root) \
-            else Path("dnnphase/compare/claims")
-
-    @cached_property
     def _first_seen(self) -> dict[str, float]:
         """Every path's first commit time, a renamed file or a copy of another (the same
         content) keeping its source's: one pass over the whole history."""
@@ -260,10 +279,9 @@ class History:
 
     @cached_property
     def _versions(self) -> list[tuple[float, str, dict[str, str]]]:
-        """Every committed version of every module of the package: (time, module, logic by
-        definition), oldest first."""
-        log = _git(self.root, "log", "--format=@%H %ct", "--name-only", "--",
-                   str(self._package))
+        """Every committed version of every module of the package, in any of its homes:
+        (time, module, logic by definition), oldest first."""
+        log = _git(self.root, "log", "--format=@%H %ct", "--name-only", "--", *HOMES)
         wanted = []
         for block in log.split("@")[1:]:
             head, *names = [line for line in block.splitlines() if line.strip()]

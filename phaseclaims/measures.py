@@ -40,7 +40,7 @@ diagrams of the paper preset: the spring–block reading picks per nonlinearity 
 seed-mean scale-free curvature is nearest 0 (the most linear load curve), He & Su's the cell
 whose seed-mean Pearson r of the curve against the layer index is nearest −1 (equi-separation).
 A row is a hit for a reading when its cell is among the row's best-accuracy cells (the ties of
-:mod:`dnnphase.compare.claims.rules`). "Generalises" needs (a) the spring–block reading to find
+:mod:`phaseclaims.rules`). "Generalises" needs (a) the spring–block reading to find
 the best cell as the ledger's rule asks of a diagram, pooled over the R rows: hits k ≥ 2R/3 and
 k ≥ e + R/4 (e: expected by chance); and (b) no loss against He & Su's reading of the same
 curves: the paired 95 % interval of Δ = k_curvature − k_r (the same seed draws for both) reaches
@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.ledger import Claim
+from phaseclaims.ledger import Claim
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 
@@ -206,7 +206,7 @@ def _s11_row(ds: xr.Dataset, linear: xr.Dataset) -> Claim:
 
 
 def _generalises_row(ds: xr.Dataset) -> Claim:
-    from dnnphase.compare.claims.rules import verdict_of
+    from phaseclaims.rules import verdict_of
 
     paper = [str(d) for d in ds["diagram"].values if str(d).startswith("paper/")]
     one = ds.sel(diagram=paper)

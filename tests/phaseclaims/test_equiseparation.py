@@ -1,17 +1,17 @@
-"""dnnphase.compare.claims.equiseparation against hand computations on hand-made arrays."""
+"""phaseclaims.equiseparation against hand computations on hand-made arrays."""
 
 import math
 
 import numpy as np
 import pytest
 
-from dnnphase.compare.claims.equiseparation import (
+from dnnphase.compare.scrutiny.measure_agreement import seed_draws
+from phaseclaims.equiseparation import (
     chosen_columns,
     compare_readings,
     equiseparation_score,
 )
-from dnnphase.compare.claims.rules import linear_best
-from dnnphase.compare.scrutiny.measure_agreement import seed_draws
+from phaseclaims.rules import linear_best
 from phasecore.checks import ConfigError
 
 

@@ -10,7 +10,7 @@ Rules, fixed from the paper's sentences before the files were read:
 * Fig. S2, "improves accuracy": the most linear level (seed-mean curvature nearest 0)
   against the state before dropout, paired by seed: holds when the 95 % interval of the
   paired difference lies above 0 *and* the level is among the best levels (the ties of
-  :mod:`dnnphase.compare.claims.rules`); partly when only one of the two holds;
+  :mod:`phaseclaims.rules`); partly when only one of the two holds;
 * Fig. S2, "stronger noise: convex and worse": the strongest separating level is convex
   and less accurate than the most linear one (paired interval below 0);
 * the reduced-scale Fig. S2 rows repeat the paper-scale ones and do not count.
@@ -24,7 +24,7 @@ Rules written after a first version had been read (each says what it replaced):
   log lr, two significant figures: chosen on Fig. 1b, not on the file it judges;
   :func:`linear_lr`). (a) The test curve's phase equals the training curve's at each lr;
   (b) the most linear training curve's lr is among the most accurate (the ties of
-  :mod:`dnnphase.compare.claims.rules`). **holds**: (a) at all three and (b);
+  :mod:`phaseclaims.rules`). **holds**: (a) at all three and (b);
   **differs**: (a) at most at one and not (b); **partly** otherwise. The row reads
   ``figures/supplement/s4/train_test.nc`` and is absent until it is committed.
 * **SM S3, without BatchNorm, "similar convex–concave patterns"** (the committed
@@ -49,9 +49,9 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.rules import linear_best
 from dnnphase.sweeps.sweep import SweepConfig
+from phaseclaims.ledger import Claim
+from phaseclaims.rules import linear_best
 from phasecore.loadcurve import phase_label
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims", "paired_interval"]
@@ -199,8 +199,8 @@ def _s4_row(root: Path) -> list[Claim]:
 
 def _s3_rows(root: Path) -> list[Claim]:
     """SM S3 without BatchNorm, against its BatchNorm twin (same dropout rates and seeds)."""
-    from dnnphase.compare.claims.main_text import corner_verdict
-    from dnnphase.compare.claims.rules import linear_best_of_sweep, sweep_cells
+    from phaseclaims.main_text import corner_verdict
+    from phaseclaims.rules import linear_best_of_sweep, sweep_cells
 
     scale = xr.load_dataset(root / NORM_SCALE)
     twin = xr.load_dataset(root / BATCHNORM).sel(dropout=scale["dropout"].values,

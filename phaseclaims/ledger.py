@@ -180,7 +180,7 @@ def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = Non
         Sections after the tables, each a title and its text (the rules' own wording, which
         lives with the rules).
     """
-    from dnnphase.compare.claims import history as hist
+    from phaseclaims import history as hist
 
     histories = histories or {}
     rows = [c for _, claims in sections for c in claims]
@@ -206,7 +206,7 @@ def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = Non
         "",
         "Each row's rule — the function that reaches its verdict and the ledger's code it",
         "uses — is dated from git against the first commit of every file the row reads",
-        "(`dnnphase.compare.claims.history`): *rule before data* when the rule's logic as it",
+        "(`phaseclaims.history`): *rule before data* when the rule's logic as it",
         "stands was committed before any of those files; *rule after data (logic unchanged",
         "since)* when the rule came later but its logic is the one it first had; *rule revised",
         "after data* otherwise. A new rule lands in a commit before the results it judges.",
@@ -214,7 +214,7 @@ def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = Non
         "",
         "The rule for \"highest accuracy where the load curve is linear\" is in",
         "[the rule](#the-rule-for-highest-accuracy-where-linear) below; every topic's other",
-        "rules open its module, `dnnphase.compare.claims.<topic>` (He & Su's in `he_su`,",
+        "rules open its module, `phaseclaims.<topic>` (He & Su's in `he_su`,",
         "Galanti et al.'s in `galanti`). Rows marked *not counted* read the same files as",
         "another row, are a reduced-scale twin of a paper-scale row, or check the simulator",
         "against its own theory.",
@@ -240,7 +240,7 @@ def render(sections: list[tuple[str, list[Claim]]], histories: dict | None = Non
 def record(sections: list[tuple[str, list[Claim]]], histories: dict | None = None) -> str:
     """``docs/claims.json``: the rows as a JSON list, one object a row (:func:`render`'s
     ``histories``)."""
-    from dnnphase.compare.claims import history as hist
+    from phaseclaims import history as hist
 
     histories = histories or {}
     out = []

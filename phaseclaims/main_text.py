@@ -16,9 +16,9 @@ Rules (a phase is the seed-mean scale-free curvature's label, band ±0.05):
   < 1e-10 in float32 means a loss that has stopped moving, which a loss still falling, or
   one whose label noise is redrawn every step, does not). The variant is **cannot** while
   that file is not committed.
-* **Fig. 1a–d, shading**: the rule of :mod:`dnnphase.compare.claims.rules`.
+* **Fig. 1a–d, shading**: the rule of :mod:`phaseclaims.rules`.
 * **Figs. 1 and 3, trends**: the whole grid's monotone trends,
-  :mod:`dnnphase.compare.claims.monotone` (the chain's on its rows with friction, below);
+  :mod:`phaseclaims.monotone` (the chain's on its rows with friction, below);
   each judged again with the paper code's curvature g_0 − g_{L−1}, its variant (rank
   correlations, so the two definitions' scales do not matter).
 * **Fig. 3, corners**: as Fig. 1's, on the chain's rows with friction (μ→ > 0): μ→ = 0 has
@@ -54,9 +54,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims import monotone
-from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.rules import (
+from phaseclaims import monotone
+from phaseclaims.ledger import Claim
+from phaseclaims.rules import (
     linear_best_of_sweep,
     pooled,
     pooled_claim,
@@ -162,7 +162,7 @@ def _oriented(net: xr.Dataset, variable: str) -> np.ndarray:
 def _trend_row(panel: str, words: str, curvature: np.ndarray, command: str,
                files: tuple, note: str = "", what: str = "nonlinearity",
                variant: np.ndarray | None = None, others: dict | None = None) -> Claim:
-    """The monotone-trend rule (:mod:`~dnnphase.compare.claims.monotone`) on (R, C, S)
+    """The monotone-trend rule (:mod:`~phaseclaims.monotone`) on (R, C, S)
     cells, rows in increasing nonlinearity, columns in increasing noise; ``variant``: the
     same cells under the paper code's curvature; ``others``: further variants, by name ->
     their cells (None: "cannot", their file not committed)."""

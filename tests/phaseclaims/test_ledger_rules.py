@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from dnnphase.compare.claims import Claim
-from dnnphase.compare.claims.history import BEFORE, History, _logic_of, definitions_of
-from dnnphase.compare.claims.rules import (
+from phaseclaims import Claim
+from phaseclaims.history import BEFORE, HOMES, History, _logic_of, definitions_of
+from phaseclaims.rules import (
     has_linear_cell,
     interval_verdict,
     linear_best,
@@ -21,8 +21,8 @@ from dnnphase.compare.claims.rules import (
     verdict_of,
 )
 
-ROOT = Path(__file__).resolve().parents[4]
-PACKAGE = "dnnphase/compare/claims"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = HOMES[-1]
 
 
 def _cells(curvature, accuracy, seeds=3):
@@ -103,6 +103,40 @@ def test_the_logic_of_a_rule_ignores_words_and_renames_not_thresholds():
     assert _logic_of(moved)["rule"] != logic and _logic_of(branch)["rule"] != logic
 
 
+def test_a_definition_keeps_its_logic_when_the_package_moves_home():
+    """A past version imports its helpers from the package's past home (at the top or inside
+    a function): its logic is the one the same code has in the present home, so a rule is
+    not dated by the move; an import from elsewhere still counts."""
+    old, new = (f"from {home}.rules import verdict_of\n"
+                f"from {home} import rules as r\n\n"
+                "def rule(x):\n"
+                f"    from {home}.monotone import trend\n"
+                "    return verdict_of(trend(x), 6, r.BAND)\n"
+                for home in (h.replace("/", ".") for h in HOMES))
+    assert old != new and HOMES == ("dnnphase/compare/claims", "phaseclaims")
+    assert _logic_of(old)["rule"] == _logic_of(new)["rule"]
+    elsewhere = new.replace("phaseclaims.monotone", "phasecore.monotone")
+    assert _logic_of(elsewhere)["rule"] != _logic_of(new)["rule"]
+    assert HOMES[-1].replace("/", ".") == History.__module__.rpartition(".")[0]
+
+
+def test_the_move_to_the_present_home_changed_no_logic():
+    """Read from git: the commit that moved the package left every module's logic (its
+    machinery, history itself, aside) as it was in the past home."""
+    if not History(ROOT).available:
+        pytest.skip("no full git history in this checkout")
+    added = _git("log", "--diff-filter=A", "--format=%H", "--", f"{HOMES[-1]}/ledger.py").split()
+    if not added:
+        pytest.skip("the package has not moved in this checkout's history")
+    moved = added[-1]
+    before = _git("ls-tree", "--name-only", f"{moved}^:{HOMES[-2]}").split()
+    assert "ledger.py" in before and "rules.py" in before
+    for name in before:
+        if name.endswith(".py") and name != "history.py":
+            past = _logic_of(_git("show", f"{moved}^:{HOMES[-2]}/{name}"))
+            assert past and past == _logic_of(_git("show", f"{moved}:{HOMES[-1]}/{name}")), name
+
+
 def test_a_rule_is_its_builder_and_the_package_code_it_uses():
     uses = definitions_of("universality._diagram_row")
     assert uses[0] == "universality._diagram_row"
@@ -128,12 +162,17 @@ def _git(*args: str) -> str:
 
 
 def _package_logic_at(commit: str) -> set[str]:
-    """Every definition's logic in the package's modules at ``commit`` (read afresh)."""
-    names = _git("ls-tree", "--name-only", f"{commit}:{PACKAGE}").split()
+    """Every definition's logic in the package's modules at ``commit``, in whichever of its
+    homes it had then (read afresh)."""
     found = set()
-    for name in names:
-        if name.endswith(".py"):
-            found |= set(_logic_of(_git("show", f"{commit}:{PACKAGE}/{name}")).values())
+    for home in HOMES:
+        try:
+            names = _git("ls-tree", "--name-only", f"{commit}:{home}").split()
+        except subprocess.CalledProcessError:
+            continue  # not its home at that commit
+        for name in names:
+            if name.endswith(".py"):
+                found |= set(_logic_of(_git("show", f"{commit}:{home}/{name}")).values())
     return found
 
 

@@ -56,11 +56,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.he_su import missing_row
-from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.protocols import command, folder, judged, open_sweep
-from dnnphase.compare.claims.rules import mean_interval, with_interval
 from dnnphase.measures import laws
+from phaseclaims.he_su import missing_row
+from phaseclaims.ledger import Claim
+from phaseclaims.protocols import command, folder, judged, open_sweep
+from phaseclaims.rules import mean_interval, with_interval
 
 __all__ = ["ORDER", "SOURCE", "THRESHOLDS", "TITLE", "claims", "minimal_fitting_depth"]
 

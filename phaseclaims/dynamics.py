@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.rules import with_interval
+from phaseclaims.ledger import Claim
+from phaseclaims.rules import with_interval
 from phasecore.loadcurve import curvature_scaled, phase_label
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims"]

@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.ledger import Claim
 from dnnphase.compare.comparator.peaks import row_accuracy_peaks
 from dnnphase.knobs import KNOBS, larger_is_noisier
+from phaseclaims.ledger import Claim
 from phasecore.loadcurve import PHASE_TOLERANCE
 
 __all__ = ["DEFINITIONS", "LINEAR_BAND", "RULE_TEXT", "LinearBest", "interval_verdict",

@@ -1,10 +1,10 @@
-"""The ledger's rows on this project's own claims (dnnphase.compare.claims.ours): each rule
+"""The ledger's rows on this project's own claims (phaseclaims.ours): each rule
 reaches the verdict it states."""
 
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims import ours
+from phaseclaims import ours
 
 VARIANTS = ["paper chain", "time map", "decaying noise", "friction profile"]
 

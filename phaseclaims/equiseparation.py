@@ -12,7 +12,7 @@
 Both are *scores* whose seed mean nearest 0 picks a row's cell: the curvature itself, and
 :func:`equiseparation_score` = 1 + r (r >= −1, so |mean(1 + r)| nearest 0 is mean r nearest
 −1). A score array (R, C, S) therefore goes through the ledger's rule unchanged
-(:func:`dnnphase.compare.claims.rules.linear_best`: a row is a hit when its chosen cell ties
+(:func:`phaseclaims.rules.linear_best`: a row is a hit when its chosen cell ties
 with its best accuracy), and :func:`compare_readings` sets readings side by side: their hits,
 the rows where they choose the same cell, and the difference of hits with a paired interval
 (the same seed draws for every reading,
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dnnphase.compare.claims.rules import linear_best
 from dnnphase.compare.scrutiny.measure_agreement import seed_draws, seed_mean
+from phaseclaims.rules import linear_best
 from phasecore.checks import check_int, require
 from phasecore.loadcurve import linearity
 
@@ -60,7 +60,7 @@ def chosen_columns(score: np.ndarray) -> np.ndarray:
     -------
     ndarray of int, shape (R,)
         The chosen column of each row (the first on a tie); -1 where a row has no finite
-        seed mean. The same choice as the rule of :mod:`dnnphase.compare.claims.rules`.
+        seed mean. The same choice as the rule of :mod:`phaseclaims.rules`.
     """
     s = np.asarray(score, dtype=float)
     require(s.ndim == 3, "score", "an array (R, C, S) of rows, columns and seeds", s.shape)

@@ -1,4 +1,4 @@
-"""dnnphase.compare.claims.measures: the verdict rules reach the verdicts their docstring states,
+"""phaseclaims.measures: the verdict rules reach the verdicts their docstring states,
 and the rows read the committed statistics."""
 
 from pathlib import Path
@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dnnphase.compare.claims import measures
+from phaseclaims import measures
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("agreement", "kappa", "verdict"), [

@@ -4,7 +4,7 @@ with Adam (S7a) and with SGD with momentum (S7b), and on CIFAR-10 (S8, S9), from
 diagrams ``python scripts/universality.py`` commits in ``figures/supplement/universality``.
 
 One row per diagram, its verdict by the ledger's rule
-(:func:`dnnphase.compare.claims.rules.linear_best_of_sweep`); beside it the row
+(:func:`phaseclaims.rules.linear_best_of_sweep`); beside it the row
 statistics of every alpha row (:func:`dnnphase.compare.comparator.peaks.sweep_row_peaks`):
 the dropout rate of best accuracy, the rates tied with it, where the curvature changes sign and how
 many grid steps lie between. A diagram whose file is not committed is a "cannot" row that
@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims.ledger import Claim
-from dnnphase.compare.claims.rules import linear_best_of_sweep, pooled_claim, sweep_cells
 from dnnphase.compare.comparator.peaks import row_shape, sweep_row_peaks
 from dnnphase.sweeps.universality import FIGURES, SCALE_FOLDERS, SCALE_NOTES, SCALES, figure_of
+from phaseclaims.ledger import Claim
+from phaseclaims.rules import linear_best_of_sweep, pooled_claim, sweep_cells
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims"]
 

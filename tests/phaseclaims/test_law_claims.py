@@ -6,7 +6,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from dnnphase.compare.claims import galanti, he_su, protocols
+from phaseclaims import galanti, he_su, protocols
 
 CONFIG = json.dumps({"epochs": 200, "width": 100})
 

@@ -59,7 +59,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from dnnphase.compare.claims.ledger import Claim
+from phaseclaims.ledger import Claim
 from phasecore.loadcurve import PHASE_TOLERANCE, phase_label
 
 __all__ = ["ORDER", "SOURCE", "TITLE", "claims", "count_verdict", "fig2_cell",
