@@ -10,9 +10,9 @@ test, read from committed result files, with a verdict reached by a rule fixed i
 A topic is a module of this package with ``TITLE`` (its section's heading), ``ORDER`` (its
 place in the ledger), ``SOURCE`` (whose claims its rows are, :data:`~.ledger.SOURCES`)
 and ``claims(root) -> list[Claim]``; :func:`collect` finds it by itself. The shared rule
-for "highest accuracy where the load curve is linear" lives in
-:mod:`phaseclaims.rules`; :mod:`phaseclaims.equiseparation` puts other
-readings of a row's chosen cell (He & Su's Pearson r) through the same rule.
+for "highest accuracy where the load curve is linear" lives in :mod:`phaseclaims.rules`;
+:mod:`phaseclaims.equiseparation` puts other readings of a row's chosen cell (He & Su's
+Pearson r) through the same rule.
 
 It judges claims about the spring-block chain and about the networks alike, so it sits above
 both: may import :mod:`phasecore`, :mod:`springblock` and :mod:`dnnphase` (and its own

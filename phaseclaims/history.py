@@ -11,11 +11,10 @@ a new rule; a changed threshold, branch or formula is.
 
 Read from git: every version of every module of the package, in each of its homes
 (:data:`HOMES`: an import from a past home is an import of this package, so a module moved
-here keeps its logic); a logic's date is the first
-commit where some definition of the package had it (under any name, in any module), never
-for logic not yet committed. Per file a row reads: the commit where it first appeared
-(renames followed, and a file whose content was committed before under another name
-dated by that). A row's rule is **before** its data when the logic of every definition
+here keeps its logic); a logic's date is the first commit where some definition of the
+package had it (under any name, in any module), never for logic not yet committed. Per
+file a row reads: the commit where it first appeared (renames followed, and a file whose
+content was committed before under another name dated by that). A row's rule is **before** its data when the logic of every definition
 it uses is dated before every file first appeared (by commit time; the same commit is not
 before). Otherwise it is "after data (logic unchanged since)" when every definition's logic
 is the one its name had when it first appeared, and "revised after data" when not.
