@@ -14,10 +14,11 @@ Read from git: every version of every module of the package, in each of its home
 here keeps its logic); a logic's date is the first commit where some definition of the
 package had it (under any name, in any module), never for logic not yet committed. Per
 file a row reads: the commit where it first appeared (renames followed, and a file whose
-content was committed before under another name dated by that). A row's rule is **before** its data when the logic of every definition
-it uses is dated before every file first appeared (by commit time; the same commit is not
-before). Otherwise it is "after data (logic unchanged since)" when every definition's logic
-is the one its name had when it first appeared, and "revised after data" when not.
+content was committed before under another name dated by that). A row's rule is
+**before** its data when the logic of every definition it uses is dated before every file
+first appeared (by commit time; the same commit is not before). Otherwise it is "after data
+(logic unchanged since)" when every definition's logic is the one its name had when it
+first appeared, and "revised after data" when not.
 
 Without git, or in a shallow clone, nothing here can be read: :class:`History` says so
 (``available``), and the ledger takes each row's history from its committed record
