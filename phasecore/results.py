@@ -2,8 +2,8 @@
 
 Every Dataset the project writes carries, in ``attrs``: ``kind`` (what made
 it: "springblock.simulate", "springblock.phase_diagram", ...), the full
-configuration as JSON, the package versions, and the CPU kernels that ran
-(``kernels``: the levers a second machine differs in). Writes are atomic (a
+configuration as JSON, the package versions, and the CPU kernels where they were chosen
+by hand (``kernels``: the levers a second machine differs in). Writes are atomic (a
 temporary file in the same directory, then a rename), so an interrupted
 write never leaves a half-written result under the final name.
 """
@@ -97,25 +97,29 @@ KERNEL_LEVERS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "OPENBLAS_CORETYPE", "NUMBA_
 
 
 def kernel_settings() -> dict[str, str]:
-    """The CPU kernels this process runs: PyTorch's vector width (where PyTorch is
-    loaded; ``"DEFAULT"`` is its 128-bit baseline) and every :data:`KERNEL_LEVERS` that is
-    set."""
+    """The CPU kernels chosen by hand in this process: every :data:`KERNEL_LEVERS` that is
+    set and, with them, PyTorch's vector width (where PyTorch is loaded; ``"DEFAULT"`` is its
+    128-bit baseline); {} where none is set (the machine's own kernels)."""
     settings = {name: os.environ[name] for name in KERNEL_LEVERS if name in os.environ}
     torch = sys.modules.get("torch")  # never imported here: the chain's results need none
-    if torch is not None:
+    if settings and torch is not None:
         settings["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     return settings
 
 
 def provenance(kind: str, config: dict) -> dict:
-    """The standard attrs: kind, configuration (JSON), package versions (JSON) and the CPU
-    kernels that ran (JSON, :func:`kernel_settings`)."""
-    return {
+    """The standard attrs: kind, configuration (JSON), package versions (JSON) and, where
+    kernels were chosen by hand, those kernels (``kernels``, JSON, :func:`kernel_settings`;
+    absent on the machine's own kernels, so a rerun here writes the same bytes as before)."""
+    attrs = {
         "kind": kind,
         "config": json.dumps(config, sort_keys=True, default=str),
         "versions": json.dumps(package_versions(), sort_keys=True),
-        "kernels": json.dumps(kernel_settings(), sort_keys=True),
     }
+    kernels = kernel_settings()
+    if kernels:
+        attrs["kernels"] = json.dumps(kernels, sort_keys=True)
+    return attrs
 
 
 def check_output(path, overwrite: bool = False, figure: bool = False) -> Path:

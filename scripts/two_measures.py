@@ -137,7 +137,8 @@ def linear_run() -> xr.Dataset:
                      .expand_dims(setting=[name]))
         attrs[f"config_{name.replace(' ', '_')}"] = ds.attrs["config"]
         attrs.setdefault("versions", ds.attrs["versions"])
-        attrs.setdefault("kernels", ds.attrs["kernels"])
+        if "kernels" in ds.attrs:
+            attrs.setdefault("kernels", ds.attrs["kernels"])
     out = xr.concat(parts, dim="setting", combine_attrs="drop")
     out.attrs.update(kind="dnnphase.experiments.linear_network", **attrs)
     return out

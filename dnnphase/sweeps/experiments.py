@@ -73,7 +73,8 @@ def linear_network(scale: str = "paper", **changes) -> xr.Dataset:
                           "train_accuracy"]].expand_dims(setting=[name]))
         attrs[f"config_{name.replace(' ', '_')}"] = ds.attrs["config"]
         attrs.setdefault("versions", ds.attrs["versions"])
-        attrs.setdefault("kernels", ds.attrs["kernels"])
+        if "kernels" in ds.attrs:
+            attrs.setdefault("kernels", ds.attrs["kernels"])
     out = xr.concat(parts, dim="setting", combine_attrs="drop")
     out.attrs.update(kind="dnnphase.experiments.linear_network", measure=base["measures"][0],
                      **attrs)
@@ -234,7 +235,8 @@ def cnn_dropout(scale: str = "reduced", **changes) -> xr.Dataset:
     out.attrs = dict(kind="dnnphase.experiments.cnn_dropout", measure=after.measures[0],
                      dropout_from_epoch=switch, chance_accuracy=1.0 / n_classes,
                      config=last.attrs["config"], config_before=first.attrs["config"],
-                     versions=last.attrs["versions"], kernels=last.attrs["kernels"])
+                     versions=last.attrs["versions"],
+                     **{k: last.attrs[k] for k in ("kernels",) if k in last.attrs})
     return out
 
 
