@@ -55,6 +55,12 @@ def histories(root: Path, sections) -> dict:
     return {(c.id, c.claim): kept.get((c.id, c.claim), UNKNOWN) for c in rows}
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(texts: dict[Path, str]) -> None:
     """Write every file whole or none: each text to a temporary file in its folder, then
     all moved into place (a full disk leaves the old files as they were)."""
@@ -64,6 +70,7 @@ def write_atomic(texts: dict[Path, str]) -> None:
             handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                             suffix=".tmp")
             temps[path] = name
+            os.chmod(name, 0o666 & ~_umask())  # mkstemp's 0600 would hide the ledger
             with os.fdopen(handle, "w", encoding="utf-8") as f:
                 f.write(text)
                 f.flush()
@@ -78,6 +85,9 @@ def write_atomic(texts: dict[Path, str]) -> None:
 
 def _check_target(parser: Parser, out: Path, check: bool) -> None:
     """Refuse an --out that cannot be the ledger's file, before any work."""
+    if out.suffix.lower() != ".md":  # the JSON goes beside it, under the same stem
+        parser.error(f"--out must name the Markdown ledger, a file ending in .md (its JSON "
+                     f"is written beside it), got {str(out)!r}")
     for path in (out, json_path(out)):
         if path.is_dir():
             parser.error(f"--out must name a file, not a folder (got {str(path)!r})")

@@ -103,6 +103,24 @@ def test_a_full_disk_leaves_the_old_ledger_whole(script, tmp_path, monkeypatch, 
     assert "No space left" in err and "\n" not in err and "Traceback" not in err
 
 
+def test_out_must_name_the_markdown_ledger(script, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        script.main(["--out", str(tmp_path / "c.json")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--out" in err and ".md" in err and "\n" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_ledger_is_written_readable_by_all_as_other_files_are(script, tmp_path):
+    mask = os.umask(0o022)
+    try:
+        script.write_atomic({tmp_path / "c.md": "x\n"})
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "c.md").stat().st_mode & 0o777 == 0o644
+
+
 def test_a_read_only_folder_is_one_line_before_any_work(script, tmp_path, monkeypatch,
                                                          capsys):
     monkeypatch.setattr(script.os, "access", lambda path, mode: False)
