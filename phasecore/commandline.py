@@ -167,20 +167,26 @@ def result_script(description: str, main, argv=None, *, writes: str,
     """Run the command line of a script that computes one result at the paper's scale
     (``--quick``: seconds) and writes it with its figure into a folder:
     ``[FOLDER] [--quick] [options] [--overwrite]``, then
-    ``main(folder, scale="paper" | "quick", overwrite=..., <each option's dest>=...)``.
+    ``main(folder, scale="paper" | "quick", overwrite=..., <each option's dest>=...)``; FOLDER
+    defaults to ``folder`` (with ``--quick``: its subfolder ``quick``).
     ``writes``: the files, named in ``--overwrite``'s help; ``options``: more options,
     pairs (flag, keyword arguments of ``add_argument``). Returns the exit code
     (:func:`run`)."""
     parser = Parser(description=description)
-    parser.add_argument("folder", nargs="?", default=folder,
-                        help=f"where to write (default {folder})")
+    parser.add_argument("folder", nargs="?", default=None,
+                        help=f"where to write (default {folder}; with --quick {folder}/quick, "
+                             "so a smoke test never meets the committed files)")
     parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
                         default="paper", help="seconds: a smoke test")
     dests = [parser.add_argument(flag, **kwargs).dest for flag, kwargs in options]
     overwrite_option(parser, writes)
-    parser.set_defaults(func=lambda args: main(
-        args.folder, scale=args.scale, overwrite=args.overwrite,
-        **{dest: getattr(args, dest) for dest in dests}))
+
+    def call(args):
+        where = args.folder or (folder if args.scale == "paper" else f"{folder}/quick")
+        main(where, scale=args.scale, overwrite=args.overwrite,
+             **{dest: getattr(args, dest) for dest in dests})
+
+    parser.set_defaults(func=call)
     return run(parser, argv)
 
 

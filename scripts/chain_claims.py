@@ -8,7 +8,8 @@ Writes ``fig2.nc`` and ``eq8.nc`` in FOLDER (default figures/chain_claims, which
 committed ones: files there already are replaced only with ``--overwrite``, refused before
 any work without it; both files or neither): per cell and seed the load curve and its
 scale-free curvature (L = 7, k = 1, y = 1, step 0.01, T = 1000, Gaussian noise, 20 seeds;
-about a minute on 2 cores; ``--quick``: 4 seeds, T = 10, a test). Nothing is fitted or
+about a minute on 2 cores; ``--quick``: 4 seeds, T = 10, a test, by default into
+figures/chain_claims/quick). Nothing is fitted or
 chosen from the results.
 """
 

@@ -21,12 +21,14 @@ def test_result_script_passes_every_option_to_main_and_orders_its_help(capsys):
     assert result_script("One figure.", main, ["out", "--quick", "--lrs", "1,2",
                                                "--overwrite"], writes="x.nc and .png",
                          options=[lrs]) == 0
-    assert calls == [("figures/supplement", "paper", False, None), ("out", "quick", True, "1,2")]
+    assert result_script("One figure.", main, ["--quick"], writes="x.nc", options=[lrs]) == 0
+    assert calls == [("figures/supplement", "paper", False, None), ("out", "quick", True, "1,2"),
+                     ("figures/supplement/quick", "quick", False, None)]  # never the committed
     with pytest.raises(SystemExit):
         result_script("One figure.", main, ["--help"], writes="x.nc and .png", options=[lrs])
     out = capsys.readouterr().out
     assert "[-h] [--quick] [--lrs LRS] [--overwrite] [folder]" in out
-    assert "where to write (default figures/supplement)" in out
+    assert "where to write (default figures/supplement; with --quick" in out
     assert "replace existing x.nc and .png" in out
 
 
