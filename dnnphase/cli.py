@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from dnnphase import defaults
-from phasecore.checks import SEED_LIMIT, ConfigError, parse_values
+from phasecore.checks import SEED_LIMIT, ConfigError, parse_values, require
 from phasecore.commandline import Parser, add_options, output_options, run
 from phasecore.loadcurve import PHASE_TOLERANCE
 from phasecore.panels import check_figure_path
@@ -29,12 +29,21 @@ def _floats(text: str, name: str) -> list[float]:
 _PARSED = {
     "values": lambda text: _floats(text, "values"),
     "alphas": lambda text: _floats(text, "alpha"),
-    "measures": lambda text: [m.strip() for m in str(text).split(",") if m.strip()],
+    "measures": lambda text: _names(text, "measures"),
     "schedule": lambda text: _schedule(text),
     "lr_drops": lambda text: _fractions(text),
     "depths": lambda text: _integers(text, "depths"),
     "width": lambda text: _one_or_many(_integers(text, "width")),
 }
+
+
+def _names(text: str, name: str) -> list[str]:
+    """Comma-separated names; an empty one ("a,,b", a trailing comma) is refused, as every
+    other list option refuses an empty entry."""
+    names = [m.strip() for m in str(text).split(",")]
+    require(all(names), name, "comma-separated names with none empty, e.g. trace_ratio,ncc",
+            text)
+    return names
 
 
 def _integers(text: str, name: str) -> list:

@@ -461,3 +461,15 @@ def test_measure_model_names_a_layer_given_as_text():
                                           r"name as a list: \['name'\]\) \(got '0'\)"):
         measure_model(model, data, layers="0")
     assert measure_model(model, data, layers=["0"])["load_curve"].sizes["layer"] == 1
+
+
+@pytest.mark.parametrize("measures", ["trace_ratio,,ncc", "trace_ratio,", ","])
+def test_an_empty_measure_name_is_refused_as_every_list_option_refuses_one(measures, tmp_path,
+                                                                           capsys):
+    """`--measures trace_ratio,,ncc` ran with the empty name dropped; `--values 1,,2` and
+    every other list option refuse it."""
+    out = tmp_path / "s.nc"
+    assert dnnphase_main(["sweep", "--dataset", "gmm", "--epochs", "1", "--seeds", "1",
+                          "--measures", measures, "-o", str(out)]) == 2
+    assert "measures" in one_line_error(capsys, "dnnphase")
+    assert not out.exists()
