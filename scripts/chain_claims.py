@@ -102,7 +102,7 @@ def main(folder: str = "figures/chain_claims", scale: str = "paper",
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2."""
-    sys.exit(result_script(__doc__.splitlines()[0], main, argv,
+    sys.exit(result_script(__doc__.split("\n\n")[0], main, argv,
                            folder="figures/chain_claims", writes="fig2.nc and eq8.nc"))
 
 

@@ -168,7 +168,7 @@ def held_out_rows(knob: str, fam, prediction) -> list[str]:
 def main(argv=None) -> int:
     """The command line: bad input is one line and exit code 2; Ctrl-C exit code 130 (the
     same command resumes: finished fits are kept)."""
-    parser = Parser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="figures/paper",
                         help="the folder holding dnn_<knob>.nc")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),

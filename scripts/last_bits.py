@@ -107,7 +107,7 @@ def main(folder: str = "figures/paper") -> None:
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    sys.exit(folder_command(__doc__.splitlines()[0], main, argv))
+    sys.exit(folder_command(__doc__.split("\n\n")[0], main, argv))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def main(folder: str = "figures/supplement", scale: str = "paper",
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    sys.exit(result_script(__doc__.splitlines()[0], main, argv,
+    sys.exit(result_script(__doc__.split("\n\n")[0], main, argv,
                            writes="linear_network.nc and .png"))
 
 

@@ -108,7 +108,7 @@ def main(*args: str, overwrite: bool = False) -> None:
 
 def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    parser = Parser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="*", help="folders of dnn_<knob>.nc (default: "
                         f"{' '.join(FOLDERS)}; with --fits figures/knobs figures/paper)")
     parser.add_argument("--fits", action="store_true",

@@ -324,7 +324,7 @@ def run(folder: Path, overwrite: bool = False) -> str:
 
 def main(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    parser = Parser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="the figures folder (holds paper/dnn_*.nc)")
     overwrite_option(parser, "figures in FOLDER/reversal (its .nc diagrams are reused)")
     parser.set_defaults(func=lambda args: print(run(args.folder, args.overwrite)))

@@ -39,7 +39,7 @@ def table(first: Path, second: Path) -> str:
 
 def main(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
-    parser = Parser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("first", type=Path, help="a folder of dnn_<knob>.nc sweeps")
     parser.add_argument("second", type=Path, help="the folder of the other run")
     parser.set_defaults(func=lambda args: print(table(args.first, args.second)))

@@ -63,7 +63,7 @@ def cli(argv=None) -> None:
     """The command line: bad input is one line and exit code 2, as every command's."""
     lrs = ("--lrs", {"default": None,
                      "help": "these learning rates, comma-separated (default the preset's)"})
-    sys.exit(result_script(__doc__.splitlines()[0], main, argv,
+    sys.exit(result_script(__doc__.split("\n\n")[0], main, argv,
                            writes="train_test.nc and .png", options=[lrs]))
 
 
