@@ -183,16 +183,17 @@ class SweepConfig(TrainingSettings):
         dataset_key(self.dataset)
         require(self.size is None or (is_int(self.size) and self.size >= 1), "size",
                 "an integer >= 1, or unset (the data set's own)", self.size)
+        # A sweep measures every model's load curve, whose curvature (the second difference
+        # over layers 0..L) needs L >= 2; a single network may have one hidden layer. Checked
+        # first, so depth 0 and depth 1 get the same range.
+        require(is_int(self.depth) and self.depth >= 2, "depth",
+                "an integer >= 2 (a load curve's curvature needs layers 0..L, L >= 2)",
+                self.depth)
         depth_axis.check(self.depths, self.depth, _FIELD_DEFAULTS["depth"])
         require(not (self.depths and isinstance(self.width, tuple)), "width",
                 "one integer with a depth axis (widths per layer fit one depth only)",
                 self.width)
         self.architecture().check_alphas(self.alphas)  # and its own fields, on construction
-        # A sweep measures every model's load curve, whose curvature (the second difference
-        # over layers 0..L) needs L >= 2; a single network may have one hidden layer.
-        require(self.depth >= 2, "depth",
-                "an integer >= 2 (a load curve's curvature needs layers 0..L, L >= 2)",
-                self.depth)
         require(self.models_per_chunk is None or (is_int(self.models_per_chunk)
                                                   and self.models_per_chunk >= 1),
                 "models_per_chunk", "an integer >= 1, or unset (automatic)", self.models_per_chunk)

@@ -473,3 +473,11 @@ def test_an_empty_measure_name_is_refused_as_every_list_option_refuses_one(measu
                           "--measures", measures, "-o", str(out)]) == 2
     assert "measures" in one_line_error(capsys, "dnnphase")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("depth", ["0", "1"])
+def test_a_depth_below_two_gets_the_sweeps_range_whatever_it_is(depth, tmp_path, capsys):
+    """`--depth 0` said ">= 1" (the network's range), `--depth 1` then ">= 2" (the sweep's)."""
+    assert dnnphase_main(["sweep", "--dataset", "gmm", "--epochs", "1", "--seeds", "1",
+                          "--depth", depth, "-o", str(tmp_path / "s.nc")]) == 2
+    assert "depth must be an integer >= 2" in one_line_error(capsys, "dnnphase")
