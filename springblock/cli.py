@@ -165,8 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="figure from a saved result",
                        description="Phase diagram (Fig. 3 style) or trajectory (Fig. 4 style).")
     p.add_argument("input", help="a NetCDF file written by simulate or phase")
-    p.add_argument("--shade", default="curvature_scaled",
-                   help="phase diagrams: variable shading the cells (default %(default)s)")
+    p.add_argument("--shade", default=None,
+                   help="phase diagrams only: variable shading the cells (default "
+                        "curvature_scaled)")
     output_options(p, "image file (.png, .pdf, .svg)", quiet=False)
     p.set_defaults(func=cmd_plot)
     return parser
@@ -237,11 +238,15 @@ def cmd_plot(args) -> None:
         grid = set(ds["curvature_scaled"].dims) - {"seed"}
         shades = [name for name, v in ds.data_vars.items() if v.dtype.kind in "fiub"
                   and set(v.dims) - {"seed"} == grid]
-        if args.shade not in shades:
+        shade = "curvature_scaled" if args.shade is None else args.shade
+        if shade not in shades:
             raise ConfigError(f"shade must be a numeric per-cell variable of the file: "
-                              f"{', '.join(shades)} (got {args.shade!r})")
-        fig = plotting.plot_phase(ds, shade=args.shade)
+                              f"{', '.join(shades)} (got {shade!r})")
+        fig = plotting.plot_phase(ds, shade=shade)
     else:
+        if args.shade is not None:  # an option that would change nothing is refused
+            raise ConfigError(f"shade applies to phase diagrams only; {args.input} is a "
+                              f"{kind} result (got --shade {args.shade})")
         fig = plotting.plot_trajectory(ds)
     plotting.save_figure(fig, out)
     print(f"wrote {out}")

@@ -32,6 +32,12 @@ def test_simulate_phase_plot_end_to_end(tmp_path, capsys):
     for source, image in ((phase, "phase.png"), (chain, "traj.png")):
         assert main(["plot", str(source), "-o", str(tmp_path / image)]) == 0
         assert_picture(tmp_path / image)
+    capsys.readouterr()
+    # --shade would change nothing on a trajectory: refused, not ignored
+    assert main(["plot", str(chain), "--shade", "curvature", "-o",
+                 str(tmp_path / "t2.png")]) == 2
+    assert "shade applies to phase diagrams only" in capsys.readouterr().err
+    assert not (tmp_path / "t2.png").exists()
     assert not (tmp_path / "phase.nc.parts").exists()
 
 
