@@ -135,7 +135,9 @@ def _grid_and_network_options():
          f"the paper's range: {grids})"),
         ("--alpha", "alphas", str, f"LeakyReLU slopes {ALPHA.words()} (0 = ReLU), same forms"),
         ("--dataset", "dataset", str, ", ".join(DATASETS)),
-        ("--root", "root", str, "folder holding the mnist / fashion-mnist / cifar10 files"),
+        ("--root", "root", str, "folder holding the mnist / fashion-mnist / cifar10 files "
+                                f"(default: fashion-mnist {defaults.FASHION_MNIST_DIR}; the "
+                                "others have no default folder)"),
         ("--n-train", "n_train", int, "training samples (default: the data set's own)"),
         ("--size", "size", int, "resize an image data set's images to size x size "
                                 "(default: the data set's own; mnist5k 10)"),
@@ -514,7 +516,7 @@ def _add_tune_parser(sub) -> None:
     add_options(p.add_argument_group("network and training"),
                 [(flag, dest, typ, None, own.get(dest, text + _shown(shown[dest])))
                  for flag, dest, typ, text in _sweep_options()
-                 if dest not in ("values", "alphas")])
+                 if dest not in ("values", "alphas", "depths")])  # tune searches one depth
     g = p.add_argument_group("search")
     g.add_argument("--low", type=float, default=None,
                    help="lower end of the range (default: the knob's default grid's lowest)")
@@ -542,7 +544,7 @@ def _add_tune_parser(sub) -> None:
     p.add_argument("--no-bias", action="store_true", help="linear maps without bias")
     _scheduler_options(p, ON_CUDA_SERIAL)
     output_options(p, "output NetCDF file")
-    p.set_defaults(func=cmd_tune)
+    p.set_defaults(func=cmd_tune, depths=None)  # no --depths: tune searches at one depth
 
 
 def cmd_tune(args) -> None:
