@@ -204,8 +204,8 @@ class SweepConfig(TrainingSettings):
         fixed, default = getattr(self, self.knob), _FIELD_DEFAULTS[self.knob]
         left = "unset (full batch)" if default is None else f"at its default {default!r}"
         require(fixed == default, self.knob,
-                f"left {left} when it is the swept knob (its values come from values / "
-                "--values)", fixed)
+                f"left {left} when it is the swept knob (its values come from the sweep's "
+                "values / --values, or from tune's search)", fixed)
         require(own_value_used(self.schedule, self.knob), "schedule",
                 f"entries that leave the swept {self.knob}'s values in effect at some epoch "
                 f"(no {self.knob} entry at epoch 1, or one whose value is None: each model's "
