@@ -321,7 +321,7 @@ def _add_fit_parser(sub) -> None:
                        help=f"final-curve fit only: {text} (default {default})")
     p.add_argument("--figure", default=None,
                    help="also draw the parameter maps here (with --trajectory also the worst "
-                        "fit, as <name>_worst.<suffix>)")
+                        "fit, as <name>_worst.<suffix>; default: no figure)")
     output_options(p, "output NetCDF file", quiet=False)
     p.set_defaults(func=cmd_fit)
 

@@ -150,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cols", default=defaults.COLS,
                    help="column axis, same form (default %(default)s)")
     p.add_argument("--mu-left-ratio", type=float, default=None,
-                   help="set mu_left = ratio x mu_right in every cell (not with --mu-left)")
+                   help="set mu_left = ratio x mu_right in every cell (not with --mu-left; "
+                        "default: unset, mu_left as --mu-left gives it)")
     p.add_argument("--scheduler", default="serial",
                    help="serial (default: the kernels use every core), processes, or a Dask "
                         "address tcp://host:port")
