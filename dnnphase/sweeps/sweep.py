@@ -183,9 +183,8 @@ class SweepConfig(TrainingSettings):
         dataset_key(self.dataset)
         require(self.size is None or (is_int(self.size) and self.size >= 1), "size",
                 "an integer >= 1, or unset (the data set's own)", self.size)
-        # A sweep measures every model's load curve, whose curvature (the second difference
-        # over layers 0..L) needs L >= 2; a single network may have one hidden layer. Checked
-        # first, so depth 0 and depth 1 get the same range.
+        # Every model's load-curve curvature (a second difference over layers 0..L) needs
+        # L >= 2, though one network may have L = 1: checked first, one range for 0 and 1.
         require(is_int(self.depth) and self.depth >= 2, "depth",
                 "an integer >= 2 (a load curve's curvature needs layers 0..L, L >= 2)",
                 self.depth)

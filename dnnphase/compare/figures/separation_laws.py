@@ -48,7 +48,7 @@ def _title(ds: xr.Dataset, scale: str, samples: bool = True) -> str:
     protocol = config.get("protocol")  # absent: ours (stored before the field existed)
     size = f", {config.get('n_train')} training samples" if samples else ""
     levers = {k: v for k, v in json.loads(ds.attrs.get("kernels", "{}")).items()
-              if k.isupper() and not k.endswith("_NUM_THREADS")}  # set to run other kernels
+              if k.isupper()}  # the environment's levers, not PyTorch's own reading
     return (f"data: {data}{size}\n{SCALE_NOTES[scale]}"
             + (f"; {PROTOCOL_WORDS[protocol]}" if protocol in PROTOCOL_WORDS else "")
             + ("; CPU kernels " + ", ".join(f"{k}={v}" for k, v in sorted(levers.items()))
