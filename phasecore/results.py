@@ -270,8 +270,8 @@ def replace_atomically(path: Path, write) -> None:
         write(tmp)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports a full disk as a RuntimeError
-        raise OutputWriteError(f"{write_error('output', path, err)}; nothing was left under "
-                               "its name") from err
+        raise OutputWriteError(f"{write_error('output', path, err)}; the file under its "
+                               "name, if any, is as it was") from err
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -287,8 +287,9 @@ def write_failed(err: OutputWriteError, parts: Path) -> OutputWriteError:
                                   if p.name != "sweep.json" and not p.name.startswith(".")):
         shutil.rmtree(parts, ignore_errors=True)
     if parts.is_dir():
-        return OutputWriteError(f"{err}; the finished work is kept in {str(parts)!r}: free "
-                                "space and rerun the same command to resume")
+        return OutputWriteError(f"{err}; the finished work is kept in {str(parts)!r}: "
+                                "remove the cause (space, permissions) and rerun the same "
+                                "command to resume")
     return OutputWriteError(str(err))
 
 
