@@ -270,8 +270,8 @@ def replace_atomically(path: Path, write) -> None:
         write(tmp)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports a full disk as a RuntimeError
-        raise OutputWriteError(f"{write_error('output', path, err)}; the file under its "
-                               "name, if any, is as it was") from err
+        raise OutputWriteError(f"{write_error('output', path, err)}; nothing was left under "
+                               "its name (a file there before is as it was)") from err
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
