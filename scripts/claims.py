@@ -17,7 +17,7 @@ import difflib
 import json
 import os
 import sys
-import tempfile
+import uuid
 from pathlib import Path
 
 from phaseclaims import collect, record, render
@@ -55,23 +55,17 @@ def histories(root: Path, sections) -> dict:
     return {(c.id, c.claim): kept.get((c.id, c.claim), UNKNOWN) for c in rows}
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_atomic(texts: dict[Path, str]) -> None:
     """Write every file whole or none: each text to a temporary file in its folder, then
     all moved into place (a full disk leaves the old files as they were)."""
     temps = {}
     try:
         for path, text in texts.items():
-            handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                            suffix=".tmp")
+            # a unique name opened exclusively, with the user's umask (mkstemp's 0600 would
+            # hide the ledger from everyone else)
+            name = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
             temps[path] = name
-            os.chmod(name, 0o666 & ~_umask())  # mkstemp's 0600 would hide the ledger
-            with os.fdopen(handle, "w", encoding="utf-8") as f:
+            with open(name, "x", encoding="utf-8") as f:
                 f.write(text)
                 f.flush()
                 os.fsync(f.fileno())

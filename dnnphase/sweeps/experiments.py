@@ -235,8 +235,9 @@ def cnn_dropout(scale: str = "reduced", **changes) -> xr.Dataset:
     out.attrs = dict(kind="dnnphase.experiments.cnn_dropout", measure=after.measures[0],
                      dropout_from_epoch=switch, chance_accuracy=1.0 / n_classes,
                      config=last.attrs["config"], config_before=first.attrs["config"],
-                     versions=last.attrs["versions"],
-                     **{k: last.attrs[k] for k in ("kernels",) if k in last.attrs})
+                     versions=last.attrs["versions"])
+    if "kernels" in last.attrs:  # kernels chosen by hand (phasecore.results.provenance)
+        out.attrs["kernels"] = last.attrs["kernels"]
     return out
 
 

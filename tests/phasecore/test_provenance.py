@@ -9,9 +9,10 @@ import sys
 from phasecore.results import KERNEL_LEVERS, provenance
 
 
-def _kernels_in_child(env_extra: dict) -> dict:
-    code = ("import json, torch; from phasecore.results import provenance; "
-            "print(json.dumps(json.loads(provenance('k', {}).get('kernels', 'null'))))")
+def _kernels_in_child(env_extra: dict) -> dict | None:
+    """The ``kernels`` attribute a fresh process with ``env_extra`` writes (None: none)."""
+    code = ("import torch; from phasecore.results import provenance; "
+            "print(provenance('k', {}).get('kernels', 'null'))")
     env = {k: v for k, v in os.environ.items() if k not in KERNEL_LEVERS}
     out = subprocess.run([sys.executable, "-c", code], env={**env, **env_extra}, check=True,
                          capture_output=True, text=True).stdout
