@@ -28,6 +28,19 @@ The rule of the rerun under other CPU kernels, fixed before any of its files was
   rerun is the variant :data:`KERNEL_VARIANT` (its numbers follow the others in the row): a
   row whose verdict differs there is fragile; where it does not count, the row says that
   the rerun is not computed and how to compute it.
+
+The rule of the papers' scale, fixed before any of its files was computed:
+
+* the authors' protocol at the papers' own scale (``--full``: 600 epochs for He & Su, 500
+  for Galanti et al., with their schedules, five seeds, Galanti's full-scale network and
+  data) writes :data:`FOLDERS` ``["full"]``; an experiment's files there count when every
+  sweep of it is there under its paper's measurement and with its paper's epochs;
+* the reference stays the authors' protocol at the committed scale (every experiment has
+  it, and the other-kernel rerun repeats it exactly); where those files are the reference
+  and the papers' scale counts, the same rule run on the papers' scale is the variant
+  :data:`SCALE_VARIANT` (its numbers follow the others in the row): a row whose verdict
+  differs there is fragile, its verdict depending on how long and with how many seeds the
+  networks were trained; where it does not count, the row says so and gives the command.
 """
 
 from __future__ import annotations
@@ -43,25 +56,29 @@ import xarray as xr
 from phaseclaims.ledger import Claim
 
 __all__ = ["COMMANDS", "FOLDERS", "KERNELS", "KERNEL_VARIANT", "OUR_VARIANT", "PROTOCOLS",
-           "command", "differing_settings", "folder", "judged", "kernels_rerun", "open_sweep",
-           "reference", "stored_protocol"]
+           "SCALE_VARIANT", "command", "differing_settings", "folder", "judged",
+           "kernels_rerun", "open_sweep", "papers_scale", "reference", "stored_protocol"]
 
-#: The reference first; "kernels" is the reference's protocol rerun under :data:`KERNELS`.
-PROTOCOLS = ("authors", "ours", "kernels")
+#: The reference first; "kernels" is the reference's protocol rerun under :data:`KERNELS`,
+#: "full" the reference's protocol at the papers' scale.
+PROTOCOLS = ("authors", "ours", "kernels", "full")
 #: Another machine's CPU kernels (tests/portability.py's "baseline" setting; a test keeps
 #: the two equal).
 KERNELS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE",
            "OPENBLAS_CORETYPE": "Prescott", "NUMBA_CPU_NAME": "generic"}
 FOLDERS = {"authors": "figures/separation_laws_authors", "ours": "figures/separation_laws",
-           "kernels": "figures/separation_laws_kernels"}
+           "kernels": "figures/separation_laws_kernels",
+           "full": "figures/separation_laws_authors/full"}
 COMMANDS = {"authors": "python scripts/separation_laws.py --only {}",
             "ours": "python scripts/separation_laws.py --protocol ours --only {}",
             "kernels": ("env " + " ".join(f"{k}={v}" for k, v in KERNELS.items())
                         + " python scripts/separation_laws.py figures/separation_laws_kernels"
-                        " --only {}")}
+                        " --only {}"),
+            "full": "python scripts/separation_laws.py --full --workers 1 --only {}"}
 #: The variants' names in a row's ``variants``.
 OUR_VARIANT = "our protocol"
 KERNEL_VARIANT = "other CPU kernels"
+SCALE_VARIANT = "papers' scale"
 #: Each paper's own measurement (:mod:`dnnphase.networks.protocol`), by its sweeps' prefix.
 _MEASUREMENT = {"hesu": "he_su", "galanti": "galanti"}
 #: The papers' epochs (He & Su's appendix A; Galanti et al.'s code and §5).
@@ -89,8 +106,9 @@ def stored_protocol(ds: xr.Dataset) -> str:
 
 
 def _counts(ds: xr.Dataset, stem: str, protocol: str) -> bool:
-    """Whether a file of ``protocol``'s folder is what the folder stands for: the authors'
-    and the rerun's under its paper's measurement, the rerun's under :data:`KERNELS`."""
+    """Whether a file of ``protocol``'s folder is what the folder stands for: the authors',
+    the rerun's and the papers' scale's under its paper's measurement, the rerun's under
+    :data:`KERNELS`, the papers' scale's with its paper's epochs."""
     if protocol == "ours":
         return True
     if stored_protocol(ds) != _MEASUREMENT[_paper(stem)]:
@@ -98,6 +116,8 @@ def _counts(ds: xr.Dataset, stem: str, protocol: str) -> bool:
     if protocol == "kernels":
         stored = json.loads(ds.attrs.get("kernels", "{}"))
         return all(stored.get(k) == v for k, v in KERNELS.items())
+    if protocol == "full":
+        return json.loads(ds.attrs["config"]).get("epochs") == _EPOCHS[_paper(stem)]
     return True
 
 
@@ -137,6 +157,12 @@ def kernels_rerun(root: Path, experiment: str) -> bool:
     """Whether the rerun of ``experiment`` under :data:`KERNELS` counts (every sweep there,
     each under its paper's measurement and those kernels)."""
     return _complete(root, experiment, "kernels")
+
+
+def papers_scale(root: Path, experiment: str) -> bool:
+    """Whether ``experiment``'s files at the papers' scale count (every sweep there, each
+    under its paper's measurement and with its paper's epochs)."""
+    return _complete(root, experiment, "full")
 
 
 def differing_settings(root: Path, experiment: str, protocol: str) -> str:
@@ -216,6 +242,10 @@ def judged(root: Path, experiment: str,
             rows = _with_variant(rows, build(root, "kernels"), KERNEL_VARIANT)
         else:
             notes.append(f"{KERNEL_VARIANT}: not computed ({command('kernels', experiment)})")
+        if papers_scale(root, experiment):
+            rows = _with_variant(rows, build(root, "full"), SCALE_VARIANT)
+        else:
+            notes.append(f"{SCALE_VARIANT}: not computed ({command('full', experiment)})")
     notes = "; ".join(filter(None, notes))
     return [replace(row, why="; ".join(filter(None, (row.why, notes))))
             if row.files and notes else row for row in rows]

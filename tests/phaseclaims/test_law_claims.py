@@ -11,13 +11,13 @@ from phaseclaims import galanti, he_su, protocols
 CONFIG = json.dumps({"epochs": 200, "width": 100})
 
 
-def _write(root, stem, ds, protocol="ours", measurement=None, kernels=None):
+def _write(root, stem, ds, protocol="ours", measurement=None, kernels=None, epochs=200):
     """``ds`` as ``stem``'s file in ``protocol``'s folder, its configuration stored with
-    ``measurement`` (None: none stored, as the files from before the option) and its
-    ``kernels`` (None: none stored)."""
+    ``measurement`` (None: none stored, as the files from before the option), ``epochs``
+    and its ``kernels`` (None: none stored)."""
     folder = root / protocols.FOLDERS[protocol]
     folder.mkdir(parents=True, exist_ok=True)
-    config = json.loads(CONFIG)
+    config = {**json.loads(CONFIG), "epochs": epochs}
     if measurement is not None:
         config["protocol"] = measurement
     ds.attrs.update(config=json.dumps(config), data=json.dumps({"source": "hand-made"}))
@@ -284,12 +284,49 @@ def test_the_rerun_under_other_kernels_is_a_variant_and_a_flip_makes_a_row_fragi
     law = _fig7_rows(tmp_path)["He–Su Fig. 7"]
     assert law.verdict == "holds" and law.variants["other CPU kernels"] == "partly"
     assert not law.robust and "other CPU kernels: n 1000: r -0.9700" in law.ours
-    assert "not computed" not in law.why
+    assert "other CPU kernels: not computed" not in law.why
     # a rerun file computed on this machine's own kernels does not count
     _write(tmp_path, "hesu_fig7_n2000", _fig7_file(-0.97, 2.0), "kernels", "he_su",
            {"torch_cpu_capability": "AVX512"})
     assert not protocols.kernels_rerun(tmp_path, "hesu_fig7")
     assert "other CPU kernels" not in _fig7_rows(tmp_path)["He–Su Fig. 7"].variants
+
+
+def test_the_papers_scale_is_a_variant_counted_only_at_the_papers_epochs(tmp_path):
+    for k, n in enumerate((1000, 2000, 5000)):
+        _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.98, 1.0 + k))
+        _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.995, 1.0 + k), "authors", "he_su")
+    law = _fig7_rows(tmp_path)["He–Su Fig. 7"]
+    assert "papers' scale: not computed (python scripts/separation_laws.py --full" in law.why
+    for k, n in enumerate((1000, 2000, 5000)):  # at 600 epochs the law holds again
+        _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.996, 1.0 + k), "full", "he_su",
+               epochs=600)
+    law = _fig7_rows(tmp_path)["He–Su Fig. 7"]
+    assert law.variants["papers' scale"] == "holds" and "papers' scale: n 1000" in law.ours
+    assert law.verdict == "holds" and "papers' scale: not computed" not in law.why
+    assert law.files[0].startswith(protocols.FOLDERS["authors"] + "/hesu")  # the reference
+    # a file there at another scale's epochs, or under our measurement, does not count
+    _write(tmp_path, "hesu_fig7_n2000", _fig7_file(-0.97, 2.0), "full", "he_su", epochs=200)
+    assert not protocols.papers_scale(tmp_path, "hesu_fig7")
+    assert "papers' scale" not in _fig7_rows(tmp_path)["He–Su Fig. 7"].variants
+    _write(tmp_path, "hesu_fig7_n2000", _fig7_file(-0.97, 2.0), "full", "ours", epochs=600)
+    assert not protocols.papers_scale(tmp_path, "hesu_fig7")
+    # the law only partly at the papers' scale: the row is fragile
+    _write(tmp_path, "hesu_fig7_n2000", _fig7_file(-0.97, 2.0), "full", "he_su", epochs=600)
+    law = _fig7_rows(tmp_path)["He–Su Fig. 7"]
+    assert law.variants["papers' scale"] == "partly" and not law.robust
+
+
+def test_the_papers_scale_folder_is_where_full_writes():
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "separation_laws.py"
+    parse = runpy.run_path(str(script), run_name="script")["parse"]
+    args = parse(["--full", "--only", "hesu_fig12"])[0]
+    assert args.folder == protocols.FOLDERS["full"]
+    assert protocols.command("full", "hesu_fig12").split()[2:] == ["--full", "--workers",
+                                                                    "1", "--only", "hesu_fig12"]
 
 
 def test_the_rerun_kernels_are_the_portability_baseline():
