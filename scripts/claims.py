@@ -1,8 +1,11 @@
 """The ledger of the papers' claims, from the committed result files.
 
-    python scripts/claims.py            # writes docs/claims.md and docs/claims.json
-    python scripts/claims.py --check    # exit 1 if either is not what the files say
+    python scripts/claims.py --overwrite   # rewrites docs/claims.md and docs/claims.json
+    python scripts/claims.py --check       # exit 1 if either is not what the files say
     python scripts/claims.py --root DIR --out FILE   # FILE and FILE's .json beside it
+
+An existing ledger (the committed one included) is replaced only with ``--overwrite``,
+and then whole: both files or neither.
 
 Every row is computed from files under ``--root`` (default: this checkout) by the topic
 modules of :mod:`phaseclaims`; nothing is trained or simulated here. Each
@@ -77,7 +80,7 @@ def write_atomic(texts: dict[Path, str]) -> None:
                 os.unlink(name)
 
 
-def _check_target(parser: Parser, out: Path, check: bool) -> None:
+def _check_target(parser: Parser, out: Path, check: bool, overwrite: bool) -> None:
     """Refuse an --out that cannot be the ledger's file, before any work."""
     if out.suffix.lower() != ".md":  # the JSON goes beside it, under the same stem
         parser.error(f"--out must name the Markdown ledger, a file ending in .md (its JSON "
@@ -95,15 +98,19 @@ def _check_target(parser: Parser, out: Path, check: bool) -> None:
     if not os.access(out.parent, os.W_OK | os.X_OK):
         parser.error(f"--out: folder {str(out.parent)!r} is not writable")
     for path in (out, json_path(out)):
+        if path.exists() and not overwrite:
+            parser.error(f"--out: {str(path)!r} exists; add --overwrite to replace it (the "
+                         "ledger's two files are replaced together, or neither)")
         if path.exists() and not os.access(path, os.W_OK):
             parser.error(f"--out: {str(path)!r} is not writable")
 
 
-def rerun(root: Path, out: Path | None) -> str:
+def rerun(root: Path, out: Path | None, overwrite: bool = False) -> str:
     """The command that writes the ledger ``--check`` read (its --root and --out as given:
-    without them it writes the committed docs/claims.md, not the file checked)."""
+    without them it writes the committed docs/claims.md, not the file checked), with
+    ``--overwrite`` where a file is there to replace."""
     options = ([] if root.resolve() == ROOT else ["--root", str(root)]) + (
-        [] if out is None else ["--out", str(out)])
+        [] if out is None else ["--out", str(out)]) + (["--overwrite"] if overwrite else [])
     return " ".join(["python scripts/claims.py", *options])
 
 
@@ -116,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: ROOT/docs/claims.md)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if a file differs from what the files say")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing ledger (default: refuse, naming the file)")
     args = parser.parse_args(argv)
     root = Path(args.root)
     if not (root / "figures").is_dir():
@@ -123,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None and not args.out.strip():
         parser.error("--out must name a file (got an empty name)")
     out = Path(args.out) if args.out is not None else root / "docs" / "claims.md"
-    _check_target(parser, out, args.check)
-    command = rerun(root, None if args.out is None else out)
+    _check_target(parser, out, args.check, args.overwrite)
+    command = rerun(root, None if args.out is None else out,
+                    overwrite=any(path.exists() for path in (out, json_path(out))))
     missing = [path for path in (out, json_path(out)) if args.check and not path.is_file()]
     if missing:  # one line, naming the command that writes these very files
         print(f"{' and '.join(map(str, missing))} {'is' if len(missing) == 1 else 'are'} "

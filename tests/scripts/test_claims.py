@@ -95,12 +95,27 @@ def test_a_full_disk_leaves_the_old_ledger_whole(script, tmp_path, monkeypatch, 
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     monkeypatch.setattr(script.os, "fsync", full)
-    assert script.main(["--out", str(out)]) == 1
+    assert script.main(["--out", str(out), "--overwrite"]) == 1
     assert out.read_text() == "the old ledger\n"
     assert (tmp_path / "claims.json").read_text() == "[]\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["claims.json", "claims.md"]
     err = capsys.readouterr().err.strip()
     assert "No space left" in err and "\n" not in err and "Traceback" not in err
+
+
+def test_an_existing_ledger_is_replaced_only_with_overwrite(script, tmp_path, capsys):
+    """The committed ledger too: plain ``claims.py`` refuses, naming the file, and leaves
+    both files as they were; with --overwrite both are rewritten."""
+    out = tmp_path / "claims.md"
+    (tmp_path / "claims.json").write_text("[]\n")  # either file there is enough to refuse
+    with pytest.raises(SystemExit) as stop:
+        script.main(["--out", str(out)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "claims.json" in err and "--overwrite" in err and "\n" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claims.json"]
+    assert script.main(["--out", str(out), "--overwrite"]) == 0
+    assert json.loads((tmp_path / "claims.json").read_text()) and out.is_file()
 
 
 def test_out_must_name_the_markdown_ledger(script, tmp_path, capsys):
@@ -206,6 +221,7 @@ def test_the_command_to_rerun_names_the_files_checked(script):
     assert script.rerun(ROOT / ".", Path("/x/c.md")) == "python scripts/claims.py --out /x/c.md"
     assert script.rerun(Path("/elsewhere"), None) == \
         "python scripts/claims.py --root /elsewhere"
+    assert script.rerun(ROOT, None, overwrite=True) == "python scripts/claims.py --overwrite"
 
 
 def test_without_git_history_the_record_is_kept(script, tmp_path, capsys):
