@@ -58,6 +58,17 @@ def test_fig1_without_the_ledgers_lr_rule_is_refused_before_any_drawing():
         plot_experiment("hesu_fig1", {}, "quick", lr_rule="paper_rule")
 
 
+def test_a_title_is_never_wrapped_inside_a_number():
+    from dnnphase.compare.figures.separation_laws import _wrapped_title
+
+    title = "He & Su Fig. 7: n = 1 000, 2 000 and 5 000 samples\nsecond line, 20 layers 100 wide"
+    for width in range(8, 60):
+        lines = _wrapped_title(title, width).split("\n")
+        assert not any(line.endswith((" 1", " 2", " 5")) for line in lines), (width, lines)
+        assert " ".join(lines).replace("\u00a0", " ").split() == title.split()
+    assert _wrapped_title("a 100 b", 80) == "a 100 b"  # no group space: left alone
+
+
 def test_bad_options_are_refused_in_one_line_before_any_file(tmp_path, capsys):
     folder = tmp_path / "out"
     assert "only must be one or more of hesu_fig1" in _refused(

@@ -10,6 +10,7 @@ and the scale (:data:`dnnphase.sweeps.separation_laws.SCALE_NOTES`).
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import numpy as np
@@ -286,6 +287,13 @@ _PLOTS = {"hesu_fig1": _hesu_fig1, "hesu_fig3": _hesu_fig3, "hesu_fig4": _hesu_f
           "galanti_fig3": _galanti_fig3}
 
 
+def _wrapped_title(title: str, width: int) -> str:
+    """``title``'s lines wrapped to ``width`` characters, never inside a number written
+    with a thin group space ("5 000": its space made unbreakable)."""
+    title = re.sub(r"(?<=\d) (?=\d{3}\b)", "\u00a0", title)
+    return "\n".join(part for line in title.split("\n") for part in textwrap.wrap(line, width))
+
+
 def plot_experiment(experiment: str, datasets: dict, scale: str, lr_rule=None):
     """The figure of one experiment from its sweeps.
 
@@ -321,10 +329,7 @@ def plot_experiment(experiment: str, datasets: dict, scale: str, lr_rule=None):
            else _PLOTS[experiment](datasets, scale))
     for ax in fig.axes:  # every x axis counts layers, depths or epochs: whole numbers
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    # The suptitle's lines wrapped to the figure's width (about 14 characters an inch at
-    # its size); tight_layout keeps the panels below it.
-    lines = [part for line in fig.get_suptitle().split("\n")
-             for part in textwrap.wrap(line, int(fig.get_figwidth() * 14))]
-    fig.suptitle("\n".join(lines), fontsize=8)
+    # about 14 characters an inch at the title's size; tight_layout keeps the panels below
+    fig.suptitle(_wrapped_title(fig.get_suptitle(), int(fig.get_figwidth() * 14)), fontsize=8)
     fig.tight_layout()
     return fig
