@@ -44,7 +44,12 @@ protocols before any of the authors'):
   at most −0.8 (holds), or the final ρ below ρ at emergence (partly);
 * Fig. 12: "a fuzzy version" on test data: the test curve's r at most :data:`PARTLY_R`.
 
-Intervals resample the seeds (:func:`phaseclaims.rules.mean_interval`).
+Intervals resample the seeds (:func:`phaseclaims.rules.mean_interval`). The rule of
+straddling intervals, written after the rules above had judged their files: a verdict on a
+seed mean (the law's r in Figs. 1, 7, 9 and 12, Fig. 9's r at epoch 0, Fig. 1's ρ through
+its distance from 0.818) is **undecided** where the 95 % interval of that mean reaches
+another verdict than the mean does (:func:`phaseclaims.rules.interval_verdict`); Fig. 7's
+row is undecided where any sample size is.
 """
 
 from __future__ import annotations
@@ -58,11 +63,11 @@ import xarray as xr
 from dnnphase.measures import laws
 from phaseclaims.ledger import Claim
 from phaseclaims.protocols import command, folder, judged, open_sweep
-from phaseclaims.rules import mean_interval, with_interval
+from phaseclaims.rules import interval_verdict, mean_interval, with_interval
 
 __all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "SOURCE", "PARTLY_R", "TITLE",
-           "claims", "difference_interval", "law_verdict", "missing_row", "open_sweep",
-           "paper_rule"]
+           "claims", "difference_interval", "law_verdict", "law_verdict_of", "missing_row",
+           "open_sweep", "paper_rule"]
 
 TITLE = "He & Su: the law of equi-separation"
 ORDER = 70
@@ -93,6 +98,18 @@ def law_verdict(r: float) -> str:
     if np.isfinite(r) and r <= LAW_R:
         return "holds"
     return "partly" if np.isfinite(r) and r <= PARTLY_R else "differs"
+
+
+def law_verdict_of(values) -> tuple[str, float]:
+    """The law's verdict on per-seed r ``values`` (S,): :func:`law_verdict` of their mean, or
+    "undecided" where the mean's seed interval reaches another verdict; and the mean."""
+    mean, low, high = mean_interval(values)
+    return interval_verdict(law_verdict, mean, low, high)[0], mean
+
+
+def _straddles(values) -> str:
+    """The why of an undecided verdict on per-seed ``values``: their interval."""
+    return f"the seeds' interval {with_interval(values, R_DIGITS)} crosses a threshold"
 
 
 def _epochs(ds: xr.Dataset) -> int:
@@ -139,15 +156,16 @@ def _fig1_rows(root: Path, protocol: str) -> list[Claim]:
             rows.append(missing_row(id_, claim, "hesu_fig1", f"r {paper_r:.3f}", protocol))
             continue
         chosen = paper_rule(ds, layers - 1)
-        mean_r = mean_interval(chosen["r_paper"])[0]
+        verdict, mean_r = law_verdict_of(chosen["r_paper"])
         loss_verdicts.append(law_verdict(mean_interval(chosen["r_loss"])[0]))
         lrs = ", ".join(f"{v:g}" for v in chosen["lr_paper"])
         ours = (f"r {with_interval(chosen['r_paper'], R_DIGITS)} (their rule: lr {lrs} by seed); "
                 f"at the lowest-loss lr {chosen['lr_loss']:g}: "
                 f"{with_interval(chosen['r_loss'], R_DIGITS)}")
-        verdict = law_verdict(mean_r)
-        why = "" if verdict == "holds" else (
-            f"seed-mean r {mean_r:.4f} above {LAW_R} ({_epochs(ds)} of their 600 epochs)")
+        why = ("" if verdict == "holds" else
+               f"r {LAW_R} or {PARTLY_R}: {_straddles(chosen['r_paper'])}"
+               if verdict == "undecided" else
+               f"seed-mean r {mean_r:.4f} above {LAW_R} ({_epochs(ds)} of their 600 epochs)")
         rows.append(Claim(id_, claim, command(protocol, "hesu_fig1"), f"r {paper_r:.3f}", ours,
                           verdict, why, paths))
     if len(loss_verdicts) == len(PAPER_R):
@@ -170,14 +188,21 @@ def _fig1_rows(root: Path, protocol: str) -> list[Claim]:
         rows.append(missing_row(id_, claim, "hesu_fig1", "ρ 0.818", protocol))
     else:
         chosen = paper_rule(adam, 19)
-        rho = mean_interval(chosen["rho_paper"])[0]
+        rho, low, high = mean_interval(chosen["rho_paper"])
         gap = abs(rho - PAPER_RHO)
-        verdict = "holds" if gap <= RHO_HOLDS else "partly" if gap <= RHO_PARTLY else "differs"
+        ends = (abs(low - PAPER_RHO), abs(high - PAPER_RHO))  # the gap's interval:
+        near = 0.0 if low <= PAPER_RHO <= high else min(ends)  # 0 where it holds 0.818
+        verdict = interval_verdict(
+            lambda g: "holds" if g <= RHO_HOLDS else "partly" if g <= RHO_PARTLY else "differs",
+            gap, near, max(ends))[0]
         half = np.log(2) / np.log(1 / rho) if 0 < rho < 1 else np.inf
         rows.append(Claim(
             id_, claim, command(protocol, "hesu_fig1"), "ρ 0.818, half-life 3.45",
             f"ρ {with_interval(chosen['rho_paper'])}, half-life {half:.2f} layers", verdict,
             "" if verdict == "holds" else
+            f"|ρ − 0.818| = {gap:.3f}, its seed interval {near:.3f} to {max(ends):.3f} "
+            f"crossing {RHO_HOLDS} or {RHO_PARTLY}; ρ falls along training (Fig. 9: "
+            if verdict == "undecided" else
             f"|ρ − 0.818| = {gap:.3f} (> {RHO_HOLDS}); ρ falls along training (Fig. 9: "
             f"{_epochs(adam)} of their 600 epochs here) and moves with the measurement ("
             + ("He & Su's here: each batch's BatchNorm statistics, the raw D_0"
@@ -371,12 +396,16 @@ def _fig7_rows(root: Path, protocol: str) -> list[Claim]:
                             protocol)]
     r = {n: ds["pearson_r"].values.ravel() for n, ds in files.items()}
     half = {n: ds["half_life"].values.ravel() for n, ds in files.items()}
-    verdicts = [law_verdict(mean_interval(r[n])[0]) for n in sizes]
-    verdict = ("holds" if all(v == "holds" for v in verdicts) else
+    verdicts = [law_verdict_of(r[n])[0] for n in sizes]
+    verdict = ("undecided" if "undecided" in verdicts else
+               "holds" if all(v == "holds" for v in verdicts) else
                "differs" if all(v == "differs" for v in verdicts) else "partly")
     rows = [Claim("He–Su Fig. 7", claim_law, command(protocol, "hesu_fig7"), "— (a figure)",
                   "; ".join(f"n {n}: r {with_interval(r[n], R_DIGITS)}" for n in sizes), verdict,
                   "" if verdict == "holds" else
+                  "the seeds' interval of r crosses a threshold at n = " + ", ".join(
+                      str(n) for n, v in zip(sizes, verdicts, strict=True) if v == "undecided")
+                  if verdict == "undecided" else
                   f"r above {LAW_R} at n = " + ", ".join(
                       str(n) for n, v in zip(sizes, verdicts, strict=True) if v != "holds"),
                   paths)]
@@ -405,7 +434,13 @@ def _fig9_rows(root: Path, protocol: str) -> list[Claim]:
     first, last = stats["pearson_r"][:, 0], stats["pearson_r"][:, -1]
     emerged = np.flatnonzero(r <= LAW_R)
     path = f"{folder(protocol)}/hesu_fig9.nc"
-    if r[0] > PARTLY_R and r[-1] <= LAW_R:
+    mean0, low0, high0 = mean_interval(first)
+    start = interval_verdict(lambda x: "above" if x > PARTLY_R else "below", mean0, low0,
+                             high0)[0]
+    if start == "undecided" or law_verdict_of(last)[0] == "undecided":
+        verdict, why = "undecided", (f"r at epoch 0 or at the end: {_straddles(first)} at "
+                                     f"epoch 0, {_straddles(last)} at the end")
+    elif r[0] > PARTLY_R and r[-1] <= LAW_R:
         verdict, why = "holds", ""
     elif r[-1] <= LAW_R:
         verdict, why = "partly", f"r at epoch 0 is {r[0]:.3f} already (<= {PARTLY_R})"
@@ -451,15 +486,16 @@ def _fig12_rows(root: Path, protocol: str) -> list[Claim]:
     if ds is None:
         return [missing_row("He–Su Fig. 12", claim, "hesu_fig12", "—", protocol)]
     test, train = ds["pearson_r_test"].values.ravel(), ds["pearson_r"].values.ravel()
-    mean = mean_interval(test)[0]
-    verdict = "holds" if np.isfinite(mean) and mean <= PARTLY_R else (
-        "partly" if np.isfinite(mean) and mean <= -0.8 else "differs")
+    mean, low, high = mean_interval(test)
+    verdict = interval_verdict(lambda x: "holds" if np.isfinite(x) and x <= PARTLY_R else (
+        "partly" if np.isfinite(x) and x <= -0.8 else "differs"), mean, low, high)[0]
     return [Claim("He–Su Fig. 12", claim, command(protocol, "hesu_fig12"), "— (a figure)",
                   f"test r {with_interval(test, R_DIGITS)}, "
                   f"ρ {with_interval(ds['decay_ratio_test'].values)}"
                   f"; training r {with_interval(train, R_DIGITS)}, ρ "
                   f"{with_interval(ds['decay_ratio'].values)}", verdict,
-                  "" if verdict == "holds" else f"test r {mean:.3f} above {PARTLY_R}",
+                  "" if verdict == "holds" else f"test r: {_straddles(test)}"
+                  if verdict == "undecided" else f"test r {mean:.3f} above {PARTLY_R}",
                   (f"{folder(protocol)}/hesu_fig12.nc",))]
 
 
