@@ -43,9 +43,13 @@ is when effective depths are ordered):
   it ends above it, differs otherwise; cannot where no level with random labels, or not the
   level without, is judged. The former reading, every network whether it fits or not, is
   the variant "all networks";
-* Fig. 3, layer 4's training NCC accuracy falls with the noise while the network fits: it
-  falls at every step and every network fits its labels (holds), or it falls though some
-  network does not fit (partly).
+* Fig. 3, layer 4's training NCC accuracy falls with the noise while the network fits,
+  judged as the collapse claims above (rewritten after the first reading had judged its file,
+  which counted networks that do not fit): at each noise level where at least half the
+  networks fit, the mean layer-4 NCC accuracy of the fitting ones; holds when it falls at
+  every step, differs otherwise; cannot where no level with random labels, or not the level
+  without, is judged. The former reading (it falls at every step and every network fits:
+  holds; it falls though some network does not fit: partly) is the variant "all networks".
 """
 
 from __future__ import annotations
@@ -286,16 +290,29 @@ def _fig3_rows(root: Path, protocol: str) -> list[Claim]:
     ncc_mean = np.nanmean(ncc, axis=1)
     falls = bool(np.all(np.diff(ncc_mean) < 0))
     fits = bool(np.all(fit >= TERMINAL))
-    verdict = "holds" if falls and fits else "partly" if falls else "differs"
+    every = "holds" if falls and fits else "partly" if falls else "differs"
+    levels = [(q, float(np.nanmean(row[ok]))) for q, row, ok in
+              zip(noise, ncc, fit >= TERMINAL, strict=True) if _in_terminal_phase(ok)]
+    if any(q > 0 for q, _ in levels) and levels[0][0] == 0:
+        verdict = "holds" if np.all(np.diff([m for _, m in levels]) < 0) else "differs"
+        why = "" if verdict == "holds" else (
+            "the fitting networks' layer-4 NCC accuracy does not fall at every judged level")
+    else:
+        verdict, why = "cannot", (
+            f"at no level of random labels do {TERMINAL_SHARE:.0%} of the networks fit their "
+            f"labels (>= {TERMINAL}): the claim is about networks that do"
+            if not any(q > 0 for q, _ in levels) else
+            f"fewer than {TERMINAL_SHARE:.0%} of the networks without random labels fit "
+            f"their labels (>= {TERMINAL}): no baseline")
     rows.append(Claim(ids[2], claims_text[2], command(protocol, "galanti_fig3"), "— (a figure)",
                       "layer-4 training NCC " + "; ".join(
                           f"{q:.0%}: {with_interval(row, 3)}" for q, row in
                           zip(noise, ncc, strict=True))
                       + f"; network training accuracy {np.nanmin(fit):.3f}–"
-                        f"{np.nanmax(fit):.3f}; {DATA}", verdict,
-                      "" if verdict == "holds" else
-                      (f"it falls, but not every network fits its labels (< {TERMINAL})" if falls
-                       else "layer 4's NCC accuracy does not fall at every step"), path))
+                        f"{np.nanmax(fit):.3f}; judged levels (half the networks fit, "
+                        "their mean): " + (", ".join(f"{q:.0%}: {m:.3f}" for q, m in levels)
+                                           or "none") + f"; {DATA}", verdict, why, path,
+                      variants={"all networks": every}))
     return rows
 
 

@@ -187,15 +187,18 @@ def test_galanti_fig3_rules(tmp_path):
     _write(tmp_path, "galanti_fig3", _galanti_fig3([0.8, 2.8, 7.0, 25.0], [9, np.nan, 4, 10],
                                                    [1.0, 0.9, 0.8, 0.7], fit=0.95))
     cdnv, depth, ncc = galanti.claims(tmp_path)[2:]
-    assert (cdnv.verdict, depth.verdict, ncc.verdict) == ("partly", "cannot", "partly")
+    assert (cdnv.verdict, depth.verdict, ncc.verdict) == ("partly", "cannot", "cannot")
     assert depth.variants == {"all networks": "partly"}  # every network, none fitting
+    assert ncc.variants == {"all networks": "partly"} and "judged levels" in ncc.ours
     # only the fitting networks count: at 25 % none fits, the rest rise
     fit = np.array([1.0, 0.95, 1.0, 1.0])[None, :, None].repeat(3, axis=2)
     ds = _galanti_fig3([0.8, 2.8, 7.0, 25.0], [4, 2, 5, 6], [1.0, 0.9, 0.8, 0.7])
     ds["train_accuracy"][:] = fit
     _write(tmp_path, "galanti_fig3", ds)
-    depth = galanti.claims(tmp_path)[3]
+    depth, ncc = galanti.claims(tmp_path)[3:]
     assert (depth.verdict, depth.variants) == ("holds", {"all networks": "partly"})
+    assert (ncc.verdict, ncc.variants) == ("holds", {"all networks": "partly"})
+    assert "0%: 1.000, 50%: 0.800, 75%: 0.700" in ncc.ours  # 25 % not judged
     _write(tmp_path, "galanti_fig3", _galanti_fig3([0.8, 0.7, 0.6, 0.5], [9, 8, 7, 6],
                                                    [0.7, 0.8, 0.9, 1.0]))
     assert {row.verdict for row in galanti.claims(tmp_path)[2:]} == {"differs"}
@@ -390,8 +393,9 @@ def test_galanti_fig3_needs_half_of_a_noise_level_to_fit(tmp_path):
     ds = _galanti_fig3([0.8, 2.8, 7.0, 25.0], [4, 5, 6, 7], [1.0, 0.9, 0.8, 0.7]).copy(deep=True)
     ds["train_accuracy"].loc[dict(random_labels=[0.25, 0.5, 0.75], seed=[0, 1])] = 0.998
     _write(tmp_path, "galanti_fig3", ds)  # one network of three fits at each noisy level
-    depth = galanti.claims(tmp_path)[3]
+    depth, ncc = galanti.claims(tmp_path)[3:]
     assert depth.verdict == "cannot" and "6 of 12 networks fit" in depth.ours
+    assert ncc.verdict == "cannot" and "at no level of random labels" in ncc.why
     ds["train_accuracy"].loc[dict(random_labels=[0.25, 0.5, 0.75], seed=[0])] = 1.0
     _write(tmp_path, "galanti_fig3", ds)  # two of three
     assert galanti.claims(tmp_path)[3].verdict == "holds"
