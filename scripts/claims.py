@@ -171,5 +171,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """:func:`main` as a command: Ctrl-C is one line and exit 130, not a traceback."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("claims.py: interrupted; the ledger's files are whole (each as it was, or "
+              "rewritten); rerun the same command", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

@@ -118,6 +118,16 @@ def test_an_existing_ledger_is_replaced_only_with_overwrite(script, tmp_path, ca
     assert json.loads((tmp_path / "claims.json").read_text()) and out.is_file()
 
 
+def test_ctrl_c_is_one_line_and_130(script, tmp_path, monkeypatch, capsys):
+    def interrupted(root):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(script, "collect", interrupted)
+    assert script.cli(["--out", str(tmp_path / "claims.md")]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("claims.py: interrupted") and "\n" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_out_must_name_the_markdown_ledger(script, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         script.main(["--out", str(tmp_path / "c.json")])
