@@ -88,23 +88,25 @@ def parse(argv: list[str] | None = None):
                              f"(default folder {AUTHORS_FOLDER}); ours: the committed sweeps' "
                              f"({FOLDER})")
     parser.add_argument("--scheduler", default=None,
-                        help="processes (default; --quick: serial, always: its sweeps are "
-                             "shorter than a pool's start), serial, or a Dask address "
+                        help="processes (default; on CUDA serial, one GPU being one worker, "
+                             "unless --workers asks for a pool; --quick: serial, always: its "
+                             "sweeps are shorter than a pool's start), serial, or a Dask address "
                              "tcp://host:port (the full scale on a cluster)")
     args = parser.parse_args(argv)
     if args.folder is None:  # the committed files are the reduced scale's: never mixed
         args.folder = FOLDER if args.protocol == "ours" else AUTHORS_FOLDER
         if args.scale != "reduced":
             args.folder = f"{args.folder}/{args.scale}"
-    from dnnphase.sweeps.named_sweeps import check_folder
+    from dnnphase.sweeps.named_sweeps import check_folder, figure_scheduler
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_scheduler, validate_workers
 
-    scheduler = args.scheduler or "processes"
     try:  # a bad --workers is refused, whatever the scale
         validate_workers(args.workers)
-    except ConfigError as err:
+        configs = separation_laws.configs(args.scale, args.only, args.protocol)
+    except (ConfigError, ValueError) as err:
         parser.error(str(err))
+    scheduler = args.scheduler or figure_scheduler(configs, args.workers)
     args.serial_note = ""
     if args.scale == "quick" and scheduler in ("processes", "serial"):
         # seconds of work a sweep: a pool's start-up (spawned workers importing torch, several
@@ -115,7 +117,6 @@ def parse(argv: list[str] | None = None):
     try:
         validate_scheduler(scheduler)
         validate_workers(args.workers, scheduler)
-        configs = separation_laws.configs(args.scale, args.only, args.protocol)
         names = [n for sweeps in separation_laws.EXPERIMENTS.values() for n in sweeps]
         check_folder(args.folder, configs, names, scheduler=scheduler,
                      figures=[f"{e}.png" for e in separation_laws.check_experiments(args.only)])

@@ -3,6 +3,7 @@ one figure per diagram (:mod:`dnnphase.sweeps.universality`).
 
     python scripts/universality.py [FOLDER] [--only S5,S6,S7a,S7b]
                                    [--paper-grid | --full | --quick] [--workers N]
+                                   [--scheduler processes|serial|tcp://...]
 
 Writes ``<diagram>.nc`` (the sweep, resumable: rerun the same command after an
 interruption) and ``<diagram>.png`` (mean load curves per cell over the test accuracy and
@@ -15,7 +16,8 @@ depth 7 is S6's width 100) is copied from it. The committed ("reduced") scale ru
 figure in at most 30 minutes on 2 cores; ``--paper-grid`` (6 alphas x 16 dropout rates x 5
 seeds) is for background runs over several sessions on 2 cores (about 25 core-minutes a
 width-100 diagram, hours for width 400: interrupt it at will, the same command resumes);
-``--full`` is the paper's scale (a GPU or a cluster); ``--quick`` seconds (tests). Every
+``--full`` is the paper's scale (a GPU, or a Dask cluster with ``--scheduler
+tcp://host:port``); ``--quick`` seconds (tests). Every
 option, the configurations and the data are checked before any work.
 """
 
@@ -40,24 +42,33 @@ def parse(argv: list[str] | None = None):
         full="the paper's scale: 6 alphas x 16 dropout rates x 10 seeds",
         quick="seconds: the 8 x 8 digits, 5 epochs (a test)",
         scales={"paper-grid": universality.SCALE_NOTES["paper-grid"]})
+    parser.add_argument("--scheduler", default=None,
+                        help="processes (default; on CUDA serial, one GPU being one worker, "
+                             "unless --workers asks for a pool; --quick: serial), serial, or a "
+                             "Dask address tcp://host:port (the full scale on a cluster)")
     args = parser.parse_args(argv)
     if args.folder is None:
         args.folder = universality.SCALE_FOLDERS[args.scale]
-    from dnnphase.sweeps.named_sweeps import check_folder
+    from dnnphase.sweeps.named_sweeps import check_folder, figure_scheduler
     from phasecore.checks import ConfigError
-    from phasecore.executors import validate_workers
+    from phasecore.executors import validate_scheduler, validate_workers
 
-    scheduler = "serial" if args.scale == "quick" else "processes"
+    # None: chosen by the configurations' device (figure_scheduler)
+    scheduler = args.scheduler or ("serial" if args.scale == "quick" else None)
     # --quick: seconds of work a sweep, less than a pool's start-up (spawned workers import
     # torch): with a pool it would be several times slower, so it runs here, and says so
-    args.serial_note = "" if args.scale != "quick" or args.workers is None else (
+    args.serial_note = "" if args.scale != "quick" or args.workers is None or (
+        args.scheduler not in (None, "processes", "serial")) else (
         "universality.py: --quick runs its sweeps here, one after another: each takes seconds, "
         "less than a pool's workers take to start")
     try:
         validate_workers(args.workers)  # a bad --workers is refused, whatever the scale
-        args.workers = None if args.scale == "quick" else args.workers
-        validate_workers(args.workers, scheduler)
+        if args.scale == "quick" and scheduler in ("processes", "serial"):
+            scheduler, args.workers = "serial", None
         configs = universality.configs(args.scale, args.only)
+        scheduler = scheduler or figure_scheduler(configs, args.workers)
+        validate_scheduler(scheduler)
+        validate_workers(args.workers, scheduler)
         names = [n for figure in universality.FIGURES.values() for n in figure]
         check_folder(args.folder, configs, names, scheduler=scheduler,
                      figures=[f"{name}.png" for name in configs])

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from phasecore.checks import ConfigError, check_distinct
 
-__all__ = ["HOW_NOT_WHAT", "check_folder", "check_only", "run_named", "stored_matches", "twin"]
+__all__ = ["HOW_NOT_WHAT", "check_folder", "check_only", "figure_scheduler", "run_named",
+           "stored_matches", "twin"]
 
 #: How a sweep was computed, not what: reused across these (as dnnphase reproduce does).
 HOW_NOT_WHAT = ("models_per_chunk", "device")
@@ -64,6 +65,16 @@ def twin(folder: Path, name: str, cfg, names) -> Path | None:
         if other != name and path.exists() and stored_matches(path, cfg, strict=False):
             return path
     return None
+
+
+def figure_scheduler(configs: dict, workers: int | None) -> str:
+    """A figure script's scheduler when none is asked for: a process pool on the CPU; on
+    CUDA this process (one GPU is one worker: a pool's workers would each hold a CUDA
+    context and their chunks on the one device), unless ``workers`` asks for a pool."""
+    from dnnphase.sweeps.sweep import runs_on_cuda
+
+    cuda = any(runs_on_cuda(cfg.device) for cfg in configs.values())
+    return "serial" if cuda and workers is None else "processes"
 
 
 def check_folder(folder, configs: dict, names, figures, scheduler: str) -> Path:

@@ -58,6 +58,18 @@ def test_fig1_without_the_ledgers_lr_rule_is_refused_before_any_drawing():
         plot_experiment("hesu_fig1", {}, "quick", lr_rule="paper_rule")
 
 
+def test_on_cuda_the_figure_scripts_run_in_this_process_unless_a_pool_is_asked():
+    """One GPU is one worker: a pool's workers would each hold a CUDA context."""
+    from types import SimpleNamespace
+
+    from dnnphase.sweeps.named_sweeps import figure_scheduler
+
+    cpu, gpu = SimpleNamespace(device="cpu"), SimpleNamespace(device="cuda:0")
+    assert figure_scheduler({"a": cpu}, None) == "processes"
+    assert figure_scheduler({"a": cpu, "b": gpu}, None) == "serial"
+    assert figure_scheduler({"a": gpu}, 2) == "processes"
+
+
 def test_a_title_is_never_wrapped_inside_a_number():
     from dnnphase.compare.figures.separation_laws import _wrapped_title
 

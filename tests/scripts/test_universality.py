@@ -75,6 +75,8 @@ def test_quick_figures_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, c
     (["--full", "--quick"], "not allowed with"),
     (["--paper-grid", "--full"], "not allowed with"),
     (["--banana"], "unrecognized arguments"),
+    (["--scheduler", "threads"], "scheduler"),
+    (["--quick", "--scheduler", "banana"], "scheduler"),
 ])
 def test_bad_options_are_one_line_before_any_work(tmp_path, capsys, argv, fragment):
     folder = tmp_path / "out"
