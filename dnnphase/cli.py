@@ -383,6 +383,10 @@ def cmd_plot(args) -> None:
     print(f"wrote {out}")
 
 
+#: Names that read as a file's, refused where a command's output is a folder.
+_FILE_SUFFIXES = (".nc", ".png", ".pdf", ".svg", ".txt", ".json", ".csv", ".md")
+
+
 def cmd_compare(args) -> None:
     from dnnphase.compare import compare, summary
     from dnnphase.compare.figures import comparison as figures
@@ -390,6 +394,9 @@ def cmd_compare(args) -> None:
     from phasecore.panels import save_figure
     from phasecore.results import check_output_folder, load, save
 
+    if Path(args.output).suffix.lower() in _FILE_SUFFIXES:  # a file's name, not a folder's
+        raise ConfigError(f"output must be a folder (it gets report.nc, phase.png and "
+                          f"accuracy.png); got {args.output!r}, a file's name")
     out = check_output_folder(args.output)
     report_path = out / "report.nc"
     for path in (report_path, out / "phase.png", out / "accuracy.png"):

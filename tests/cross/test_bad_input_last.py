@@ -481,3 +481,13 @@ def test_a_depth_below_two_gets_the_sweeps_range_whatever_it_is(depth, tmp_path,
     assert dnnphase_main(["sweep", "--dataset", "gmm", "--epochs", "1", "--seeds", "1",
                           "--depth", depth, "-o", str(tmp_path / "s.nc")]) == 2
     assert "depth must be an integer >= 2" in one_line_error(capsys, "dnnphase")
+
+
+def test_compare_refuses_a_files_name_as_its_output_folder(tmp_path, capsys):
+    """``-o rep.txt`` made a folder named rep.txt: compare's output is a folder."""
+    code = dnnphase_main(["compare", str(tmp_path / "spring.nc"), str(tmp_path / "net.nc"),
+                          "-o", str(tmp_path / "rep.txt")])
+    assert code == 2
+    err = one_line_error(capsys, "dnnphase")
+    assert "output must be a folder" in err and "rep.txt" in err
+    assert listing(tmp_path) == []
