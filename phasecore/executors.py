@@ -83,6 +83,10 @@ def validate_scheduler(scheduler: str, auto: bool = False) -> str:
     if scheduler in names:
         return scheduler
     if str(scheduler).startswith(DASK_PREFIXES):
+        host, _, port = str(scheduler).split("://", 1)[1].rpartition(":")
+        if not str(scheduler).startswith("inproc://") and not (host and port.isdigit()):
+            raise ConfigError(f"scheduler must be a Dask address with a host and a port, like "
+                              f"tcp://host:8786 (got {scheduler!r})")
         try:
             import dask.distributed  # noqa: F401
         except ImportError:

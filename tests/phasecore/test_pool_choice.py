@@ -70,3 +70,10 @@ def test_auto_is_a_name_only_where_the_caller_allows_it():
     assert validate_workers(2, "auto") == 2
     with pytest.raises(ConfigError, match="workers must be left unset"):
         validate_workers(2, "serial")
+
+
+@pytest.mark.parametrize("address", ["tcp://", "tcp://host", "tcp://:8786", "tls://h:port"])
+def test_a_dask_address_without_host_and_port_names_the_scheduler(address):
+    """``tcp://`` reached Dask's "missing port number in address ''", naming nothing."""
+    with pytest.raises(ConfigError, match=r"^scheduler must be a Dask address with a host"):
+        validate_scheduler(address)
