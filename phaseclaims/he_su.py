@@ -302,8 +302,9 @@ def _fig3_rows(root: Path, protocol: str) -> list[Claim]:
             f"{PAPER_OPTIMAL[key]} in {share:.0%} of seed resamples); the law (r <= {LAW_R}) "
             f"at {lawful} of {len(grid)} depths", verdict,
             "" if verdict == "holds" else
-            f"lowest final fuzziness at {optimal[key]} layers (Adam lr 1e-3 fixed, not chosen "
-            f"by their rule; {_epochs(ds)} of their 600 epochs)",
+            f"lowest final fuzziness at {optimal[key]} layers, "
+            + ("the paper's depth's neighbour on the grid" if verdict == "partly" else
+               "not the paper's depth nor its neighbour on the grid"),
             (f"{folder(protocol)}/hesu_fig3_{key}.nc",)))
     if len(optimal) == 2:
         m, f = optimal["mnist"], optimal["fashion"]

@@ -76,6 +76,12 @@ def paired_interval(a: np.ndarray, b: np.ndarray, n_boot: int = 2000,
     return float(d.mean()), float(low), float(high)
 
 
+def _part(fig: str, part: str) -> str:
+    """A row's id: ``fig`` with the part of the claim it tests ("Fig. S2 (shape)", "Fig. S2
+    (reduced, shape)"), so that every id in the ledger is its own."""
+    return f"{fig[:-1]}, {part})" if fig.endswith(")") else f"{fig} ({part})"
+
+
 def _s2_rows(root: Path, name: str, label: str, fig: str, counts: bool = True) -> list[Claim]:
     ds = xr.load_dataset(root / name)
     config = SweepConfig(**json.loads(ds.attrs["config"]))  # its defaults filled in
@@ -95,7 +101,8 @@ def _s2_rows(root: Path, name: str, label: str, fig: str, counts: bool = True) -
     crosses = mean_c.min() < 0 < mean_c.max()
     shape_ok = rho >= 0.9 and crosses
     rows = [Claim(
-        fig, "dropout introduced after convergence: the CNN's curve goes concave → "
+        _part(fig, "shape"), "dropout introduced after convergence: the CNN's curve goes "
+        "concave → "
         "linear → convex as p grows", command, "concave → linear → convex",
         f"{scale}; curvature {mean_c[0]:+.2f} (p = {ps[0]:g}) … {mean_c[-1]:+.2f} "
         f"(p = {ps[-1]:g}), Spearman ρ {rho:+.2f}", "holds" if shape_ok else "differs",
@@ -115,7 +122,8 @@ def _s2_rows(root: Path, name: str, label: str, fig: str, counts: bool = True) -
         f"and is {'' if among_best else 'not '}among the most accurate; the best is "
         f"p = {ps[best]:g} ({np.nanmean(acc[best]):.3f}, curvature {mean_c[best]:+.2f})")
     rows.append(Claim(
-        fig, "the dropout that makes the curve linear also improves accuracy",
+        _part(fig, "linear and accurate"),
+        "the dropout that makes the curve linear also improves accuracy",
         command, "improves (no number)",
         f"p = {ps[lin]:g}: accuracy {np.nanmean(acc[lin]):.3f}, before "
         f"{np.nanmean(before):.3f}, paired gain {gain:+.3f} [{g_lo:+.3f}, {g_hi:+.3f}]",
@@ -124,7 +132,8 @@ def _s2_rows(root: Path, name: str, label: str, fig: str, counts: bool = True) -
     loss, l_lo, l_hi = paired_interval(acc[strong], acc[lin])
     worse = mean_c[strong] > 0.05 and l_hi < 0
     rows.append(Claim(
-        fig, "stronger dropout makes the curve convex and generalisation worse",
+        _part(fig, "strong dropout"),
+        "stronger dropout makes the curve convex and generalisation worse",
         command, "convex, worse", f"p = {ps[strong]:g}: curvature {mean_c[strong]:+.2f}, "
         f"accuracy {loss:+.3f} [{l_lo:+.3f}, {l_hi:+.3f}] against p = {ps[lin]:g}",
         "holds" if worse else "differs", "" if worse else "not both convex and worse",

@@ -199,3 +199,10 @@ def test_every_row_marked_before_its_data_is_so():
             missing = [d for d in definitions_of(row["rule"]) if current[d] not in cache[parent]]
             assert not missing, (f"{row['id']} is marked {BEFORE!r} but {file} was added on "
                                  f"a tree without the current {missing}")
+
+
+def test_every_row_of_the_committed_ledger_has_an_id_of_its_own():
+    """docs/claims.json is read by id: no two rows share one (``--check`` holds the file to
+    what the rules write)."""
+    ids = [row["id"] for row in json.loads((ROOT / "docs" / "claims.json").read_text())]
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
