@@ -438,9 +438,11 @@ def _fig9_rows(root: Path, protocol: str) -> list[Claim]:
     mean0, low0, high0 = mean_interval(first)
     start = interval_verdict(lambda x: "above" if x > PARTLY_R else "below", mean0, low0,
                              high0)[0]
-    if start == "undecided" or law_verdict_of(last)[0] == "undecided":
-        verdict, why = "undecided", (f"r at epoch 0 or at the end: {_straddles(first)} at "
-                                     f"epoch 0, {_straddles(last)} at the end")
+    end = law_verdict_of(last)[0]
+    if "undecided" in (start, end):
+        verdict, why = "undecided", "; ".join(
+            f"r {when}: {_straddles(values)}" for when, values, v in
+            (("at epoch 0", first, start), ("at the end", last, end)) if v == "undecided")
     elif r[0] > PARTLY_R and r[-1] <= LAW_R:
         verdict, why = "holds", ""
     elif r[-1] <= LAW_R:

@@ -317,6 +317,30 @@ def test_a_seed_interval_across_the_laws_threshold_is_undecided(tmp_path):
     assert he_su.law_verdict_of([-0.96, -0.97, -0.965])[0] == "partly"
 
 
+def _fig9_file(bend_at_end):
+    """A Fig. 9 sweep, 8 layers, 3 seeds, epochs 0, 10, 20: rising at epoch 0 (r +1), straight
+    at 10 (r -1), and at 20 each seed's line bent by ``bend_at_end[s]`` (0.05: r -0.995)."""
+    layer = np.arange(8.0)
+    curves = np.empty((1, 1, 3, 3, 8))  # (alpha, lr, seed, epoch, layer)
+    curves[..., 0, :], curves[..., 1, :] = layer, -layer
+    for s, bend in enumerate(bend_at_end):
+        curves[0, 0, s, 2] = -layer + bend * (layer - 3.5) ** 2
+    return xr.Dataset({"load_curve_epochs": (("alpha", "lr", "seed", "epoch", "layer"),
+                                             curves)},
+                      coords={"alpha": [0.0], "lr": [1e-3], "seed": [0, 1, 2],
+                              "epoch": [0, 10, 20], "layer": np.arange(8)})
+
+
+def test_fig9_is_undecided_where_the_final_rs_interval_straddles_the_law(tmp_path):
+    _write(tmp_path, "hesu_fig9", _fig9_file([0.05, 0.05, 0.05]))
+    row = next(r for r in he_su.claims(tmp_path) if r.id == "He–Su Fig. 9")
+    assert row.verdict == "holds" and "first at epoch 10" in row.ours
+    _write(tmp_path, "hesu_fig9", _fig9_file([0.0, 0.05, 0.1]))  # r -1, -0.995, -0.981
+    row = next(r for r in he_su.claims(tmp_path) if r.id == "He–Su Fig. 9")
+    assert row.verdict == "undecided" and row.why.startswith("r at the end: the seeds'")
+    assert "at epoch 0" not in row.why.split(";")[0]  # epoch 0 is far from any threshold
+
+
 def test_the_papers_scale_is_a_variant_counted_only_at_the_papers_epochs(tmp_path):
     for k, n in enumerate((1000, 2000, 5000)):
         _write(tmp_path, f"hesu_fig7_n{n}", _fig7_file(-0.98, 1.0 + k))
