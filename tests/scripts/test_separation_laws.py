@@ -229,12 +229,15 @@ def test_help_and_the_line_before_each_experiment_give_its_measured_time(capsys)
     line = script["estimate"]("hesu_fig1", "ours", "reduced")
     assert f"measured {script['MEASURED_S']['ours']['hesu_fig1']} s" in line
     assert "no time measured at this scale" in script["estimate"]("hesu_fig1", "ours", "full")
+    assert "no time measured at this scale" in script["estimate"]("hesu_fig1", "authors", "full")
+    assert "measured 698 s at this scale" in script["estimate"]("hesu_fig9", "authors", "full")
     try:
         _main()(["--help"])
     except SystemExit:
         pass
     out = " ".join(capsys.readouterr().out.split())
     assert f"hesu_fig1 {script['MEASURED_S']['ours']['hesu_fig1']} s" in out
+    assert "at the papers' scale (--full), hesu_fig7 1164 s" in out
 
 
 def test_each_scale_and_protocol_has_its_own_default_folder():
