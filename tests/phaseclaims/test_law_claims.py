@@ -204,6 +204,18 @@ def test_galanti_fig3_rules(tmp_path):
     assert {row.verdict for row in galanti.claims(tmp_path)[2:]} == {"differs"}
 
 
+def test_galanti_fig3_cdnv_is_undecided_where_a_levels_interval_crosses_the_band(tmp_path):
+    ds = _galanti_fig3([0.3, 0.55, 1.4, 3.0], [4, 5, 6, 7], [1.0, 0.9, 0.8, 0.7])
+    _write(tmp_path, "galanti_fig3", ds)
+    assert galanti.claims(tmp_path)[2].verdict == "holds"
+    ds = ds.copy(deep=True)  # at 25 %: seeds 0.5, 0.6, 0.95, mean 0.68 (0.6 ± a factor 1.5)
+    ds["load_curve"].loc[dict(random_labels=0.25, measure="cdnv", layer=4)] = [
+        [0.5, 0.6, 0.95]]
+    _write(tmp_path, "galanti_fig3", ds)
+    row = galanti.claims(tmp_path)[2]
+    assert row.verdict == "undecided" and "reach holds and partly" in row.why
+
+
 def test_missing_files_are_cannot_rows(tmp_path):
     rows = he_su.claims(tmp_path) + galanti.claims(tmp_path)
     assert rows and {row.verdict for row in rows} == {"cannot"}
