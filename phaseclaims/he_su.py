@@ -63,7 +63,7 @@ import xarray as xr
 from dnnphase.measures import laws
 from phaseclaims.ledger import Claim
 from phaseclaims.protocols import command, folder, judged, open_sweep
-from phaseclaims.rules import interval_verdict, mean_interval, with_interval
+from phaseclaims.rules import interval_verdict, mean_interval, mean_verdict, with_interval
 
 __all__ = ["FOLDER", "LAW_R", "OPTIMIZER_WORDS", "ORDER", "SOURCE", "PARTLY_R", "TITLE",
            "claims", "difference_interval", "law_verdict", "law_verdict_of", "missing_row",
@@ -103,8 +103,7 @@ def law_verdict(r: float) -> str:
 def law_verdict_of(values) -> tuple[str, float]:
     """The law's verdict on per-seed r ``values`` (S,): :func:`law_verdict` of their mean, or
     "undecided" where the mean's seed interval reaches another verdict; and the mean."""
-    mean, low, high = mean_interval(values)
-    return interval_verdict(law_verdict, mean, low, high)[0], mean
+    return mean_verdict(law_verdict, values)
 
 
 def _straddles(values) -> str:
@@ -435,9 +434,7 @@ def _fig9_rows(root: Path, protocol: str) -> list[Claim]:
     first, last = stats["pearson_r"][:, 0], stats["pearson_r"][:, -1]
     emerged = np.flatnonzero(r <= LAW_R)
     path = f"{folder(protocol)}/hesu_fig9.nc"
-    mean0, low0, high0 = mean_interval(first)
-    start = interval_verdict(lambda x: "above" if x > PARTLY_R else "below", mean0, low0,
-                             high0)[0]
+    start = mean_verdict(lambda x: "above" if x > PARTLY_R else "below", first)[0]
     end = law_verdict_of(last)[0]
     if "undecided" in (start, end):
         verdict, why = "undecided", "; ".join(
@@ -489,9 +486,8 @@ def _fig12_rows(root: Path, protocol: str) -> list[Claim]:
     if ds is None:
         return [missing_row("He–Su Fig. 12", claim, "hesu_fig12", "—", protocol)]
     test, train = ds["pearson_r_test"].values.ravel(), ds["pearson_r"].values.ravel()
-    mean, low, high = mean_interval(test)
-    verdict = interval_verdict(lambda x: "holds" if np.isfinite(x) and x <= PARTLY_R else (
-        "partly" if np.isfinite(x) and x <= -0.8 else "differs"), mean, low, high)[0]
+    verdict, mean = mean_verdict(lambda x: "holds" if np.isfinite(x) and x <= PARTLY_R else (
+        "partly" if np.isfinite(x) and x <= -0.8 else "differs"), test)
     return [Claim("He–Su Fig. 12", claim, command(protocol, "hesu_fig12"), "— (a figure)",
                   f"test r {with_interval(test, R_DIGITS)}, "
                   f"ρ {with_interval(ds['decay_ratio_test'].values)}"

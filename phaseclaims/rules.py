@@ -37,7 +37,8 @@ from phaseclaims.ledger import Claim
 from phasecore.loadcurve import PHASE_TOLERANCE
 
 __all__ = ["DEFINITIONS", "LINEAR_BAND", "RULE_TEXT", "LinearBest", "interval_verdict",
-           "linear_best", "linear_best_of_sweep", "mean_interval", "pooled", "pooled_claim",
+           "linear_best", "linear_best_of_sweep", "mean_interval", "mean_verdict", "pooled",
+           "pooled_claim",
            "sweep_cells",
            "has_linear_cell", "verdict_of", "with_interval"]
 
@@ -353,6 +354,14 @@ def linear_best_of_sweep(network: xr.Dataset, measure: str = "trace_ratio", *,
     best["by_definition"] = results
     best["variants"] = {DEFINITIONS[d]: r["verdict"] for d, r in results.items()}
     return best
+
+
+def mean_verdict(verdict_at: Callable[[float], str], values) -> tuple[str, float]:
+    """``verdict_at`` of the mean of per-seed ``values`` (S,), or "undecided" where the mean's
+    seed interval (:func:`mean_interval`) reaches another verdict (:func:`interval_verdict`);
+    and the mean."""
+    mean, low, high = mean_interval(values)
+    return interval_verdict(verdict_at, mean, low, high)[0], mean
 
 
 def mean_interval(values, n_boot: int = 400, seed: int = 0) -> tuple[float, float, float]:

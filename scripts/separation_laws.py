@@ -59,7 +59,7 @@ def estimate(experiment: str, protocol: str, scale: str) -> str:
     if scale == "reduced":
         seconds = MEASURED_S[protocol].get(experiment)
     elif scale == "full" and protocol == "authors":
-        seconds, how = MEASURED_FULL_S.get(experiment), MEASURED_HOW["authors"]
+        seconds = MEASURED_FULL_S.get(experiment)
     else:
         seconds = None
     if seconds is None:

@@ -108,10 +108,7 @@ def test_an_existing_ledger_is_replaced_only_with_overwrite(script, tmp_path, ca
     both files as they were; with --overwrite both are rewritten."""
     out = tmp_path / "claims.md"
     (tmp_path / "claims.json").write_text("[]\n")  # either file there is enough to refuse
-    with pytest.raises(SystemExit) as stop:
-        script.main(["--out", str(out)])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip()
+    err = refused(script.main, ["--out", str(out)], capsys)
     assert "claims.json" in err and "--overwrite" in err and "\n" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["claims.json"]
     assert script.main(["--out", str(out), "--overwrite"]) == 0
@@ -129,11 +126,8 @@ def test_ctrl_c_is_one_line_and_130(script, tmp_path, monkeypatch, capsys):
 
 
 def test_out_must_name_the_markdown_ledger(script, tmp_path, capsys):
-    with pytest.raises(SystemExit) as stop:
-        script.main(["--out", str(tmp_path / "c.json")])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert "--out" in err and ".md" in err and "\n" not in err
+    err = refused(script.main, ["--out", str(tmp_path / "c.json")], capsys)
+    assert "--out" in err and ".md" in err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -149,11 +143,8 @@ def test_the_ledger_is_written_readable_by_all_as_other_files_are(script, tmp_pa
 def test_a_read_only_folder_is_one_line_before_any_work(script, tmp_path, monkeypatch,
                                                          capsys):
     monkeypatch.setattr(script.os, "access", lambda path, mode: False)
-    with pytest.raises(SystemExit) as stop:
-        script.main(["--out", str(tmp_path / "claims.md")])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert "--out" in err and "not writable" in err and "\n" not in err
+    err = refused(script.main, ["--out", str(tmp_path / "claims.md")], capsys)
+    assert "--out" in err and "not writable" in err
     assert list(tmp_path.iterdir()) == []
 
 
