@@ -242,7 +242,8 @@ def _galanti_fig1(datasets: dict, scale: str):
         _layer_panels(axes[:, j], ds, {"depth": depth, "lr": ds["lr"].values[0]}, int(depth),
                       "C0", None)
         eff = ds["effective_depth"].sel(depth=depth).values.ravel()
-        axes[0, j].set_title(f"{depth} hidden layers\neffective depth by seed: "
+        # three short lines: "none, none, 16" on one line with the label ran out of its box
+        axes[0, j].set_title(f"{depth} hidden layers\neffective depth\nby seed: "
                              + ", ".join("none" if not np.isfinite(e) else f"{e:g}"
                                          for e in eff), fontsize=8)
         axes[-1, j].set_xlabel("hidden layer")
