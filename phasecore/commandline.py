@@ -217,12 +217,12 @@ def folder_command(description: str, main, argv=None, default: str = "figures/pa
 def scaled_figures_parser(description: str, *, folder, names, what: str, full: str,
                           quick: str, scales: dict[str, str] | None = None) -> Parser:
     """The options of a script that computes named figures at a scale into a folder:
-    ``[FOLDER] [--only a,b] [--full | --quick] [--workers N]`` (``scale`` "reduced" unless
-    ``--full`` or ``--quick``). ``names``: the figures ``--only`` picks from; ``what``: what
-    they are called ("figures", "experiments"); ``full`` and ``quick``: what those scales
-    are, for the help; ``scales``: more scales, name -> help, each a flag ``--<name>``.
-    ``folder``: the default folder, or a mapping scale -> its default folder (the parsed
-    ``folder`` is then None unless given: the caller takes the scale's)."""
+    ``[FOLDER] [--only a,b] [--full | --quick] [--workers N] [--redraw]`` (``scale``
+    "reduced" unless ``--full`` or ``--quick``). ``names``: the figures ``--only`` picks
+    from; ``what``: what they are called ("figures", "experiments"); ``full`` and ``quick``:
+    what those scales are, for the help; ``scales``: more scales, name -> help, each a flag
+    ``--<name>``. ``folder``: the default folder, or a mapping scale -> its default folder
+    (the parsed ``folder`` is then None unless given: the caller takes the scale's)."""
     parser = Parser(description=description)
     default = folder if isinstance(folder, str) else None
     where = folder if default else "; ".join(f"{k}: {v}" for k, v in folder.items())
@@ -241,5 +241,9 @@ def scaled_figures_parser(description: str, *, folder, names, what: str, full: s
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes (default: one per core; --quick: none, always: its "
                              "sweeps take less time than a pool takes to start)")
+    parser.add_argument("--redraw", action="store_true",
+                        help="draw a figure that exists again from its sweep files (default: "
+                             "it is kept, being a view of its files; a finished sweep is never "
+                             "recomputed: its file is reused)")
     parser.set_defaults(scale="reduced")
     return parser

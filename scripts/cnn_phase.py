@@ -2,11 +2,12 @@
 network architectures (e.g., CNNs)", Fig. 1c with the supplement's CNN (Fig. S2's network)
 in place of the MLP.
 
-    python scripts/cnn_phase.py [FOLDER] [--full | --quick] [--workers N]
+    python scripts/cnn_phase.py [FOLDER] [--full | --quick] [--workers N] [--redraw]
 
 Writes ``cnn_phase.nc`` (the sweep, resumable: rerun the same command after an interruption;
 a file of another configuration is an error) and ``cnn_phase.png`` in FOLDER (default
-figures/supplement/cnn_phase). The network is the supplement's CNN (7 conv layers of 16
+figures/supplement/cnn_phase; an existing ``.png`` is kept, ``--redraw`` draws it again from
+the file). The network is the supplement's CNN (7 conv layers of 16
 channels, BatchNorm, LeakyReLU(alpha), pooling and upsampling keeping every layer's shape);
 the training is Fig. 1c's (Adam at lr 1e-3, full batch, 100 epochs, dropout in every hidden
 layer from the start), trained the whole run (the authors stop only when the loss stops
@@ -77,7 +78,7 @@ def parse(argv: list[str] | None = None):
             raise ConfigError(f"--only must be {NAME} (got {args.only!r})")
         configs = {NAME: config(args.scale)}
         check_folder(args.folder, configs, (NAME,), scheduler=scheduler,
-                     figures=[f"{NAME}.png"])
+                     figures={f"{NAME}.png": (NAME,)}, redraw=args.redraw)
     except (ConfigError, FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     return args, configs[NAME], scheduler
@@ -92,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def work(args, cfg, scheduler) -> None:
-    from dnnphase.sweeps.named_sweeps import run_named
+    from dnnphase.sweeps.named_sweeps import draw_figure, run_named
     from dnnphase.sweeps.plotting import sweep_panels
-    from phasecore.panels import plot_phase_grid, save_figure
+    from phasecore.panels import plot_phase_grid
 
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -103,8 +104,9 @@ def work(args, cfg, scheduler) -> None:
                    quiet=args.scale == "quick")
     title = (f"the supplement's CNN (depth {cfg.depth}, {cfg.channels} channels), alpha x "
              f"dropout\n{NOTES[args.scale]}")
-    save_figure(plot_phase_grid(sweep_panels(ds, "trace_ratio"), title=title),
-                folder / f"{NAME}.png")
+    draw_figure(folder / f"{NAME}.png",
+                lambda: plot_phase_grid(sweep_panels(ds, "trace_ratio"), title=title),
+                args.redraw)
     print(f"done in {time.monotonic() - begun:.0f} s; {folder}/{NAME}.nc and .png")
 
 

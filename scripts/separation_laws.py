@@ -4,7 +4,7 @@ experiments, one network sweep or more and one figure each
 
     python scripts/separation_laws.py [FOLDER] [--only hesu_fig1,...] [--full | --quick]
                                       [--protocol authors|ours] [--workers N]
-                                      [--scheduler processes|serial|tcp://...]
+                                      [--scheduler processes|serial|tcp://...] [--redraw]
 
 ``--protocol authors`` (the default, the reference): each paper's own measurement and
 training, read from its authors' code; ``ours``: the committed sweeps' (their command
@@ -13,7 +13,8 @@ interruption) and ``<experiment>.png`` in FOLDER (default figures/separation_law
 with ``--protocol ours`` figures/separation_laws; ``--quick`` and ``--full`` a subfolder
 ``quick`` or ``full`` of it), and prints each
 experiment's wall time. A sweep whose file holds the same configuration is reused, one with
-another configuration is an error; Fig. 12's networks are Fig. 7's 1 000-sample ones (copied
+another configuration is an error; an existing ``<experiment>.png`` is kept (``--redraw``
+draws it again from its files); Fig. 12's networks are Fig. 7's 1 000-sample ones (copied
 when that file exists). The committed ("reduced") scale: 200 epochs, 3 seeds; ``--full`` the
 papers' (a GPU or a cluster); ``--quick`` seconds (tests). Every option, configuration and
 data set is checked before any work. The ledger (``python scripts/claims.py``) reads the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from dnnphase.sweeps import separation_laws
@@ -129,7 +131,9 @@ def parse(argv: list[str] | None = None):
         validate_workers(args.workers, scheduler)
         names = [n for sweeps in separation_laws.EXPERIMENTS.values() for n in sweeps]
         check_folder(args.folder, configs, names, scheduler=scheduler,
-                     figures=[f"{e}.png" for e in separation_laws.check_experiments(args.only)])
+                     figures={f"{e}.png": separation_laws.sweeps_of(e, args.protocol)
+                              for e in separation_laws.check_experiments(args.only)},
+                     redraw=args.redraw)
     except (ConfigError, FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     return args, configs, scheduler
@@ -143,9 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def work(args, configs, scheduler) -> None:
     from dnnphase.compare.figures.separation_laws import plot_experiment
-    from dnnphase.sweeps.named_sweeps import run_named
+    from dnnphase.sweeps.named_sweeps import draw_figure, run_named
     from phaseclaims.he_su import paper_rule
-    from phasecore.panels import save_figure
 
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -158,8 +161,8 @@ def work(args, configs, scheduler) -> None:
                                     workers=args.workers, quiet=args.scale == "quick")
                     for name in separation_laws.sweeps_of(experiment, args.protocol)}
         # Fig. 1 draws the learning rates He & Su's rule picks: the ledger's rule, passed in
-        save_figure(plot_experiment(experiment, datasets, args.scale, lr_rule=paper_rule),
-                    folder / f"{experiment}.png")
+        draw_figure(folder / f"{experiment}.png", partial(
+            plot_experiment, experiment, datasets, args.scale, lr_rule=paper_rule), args.redraw)
         print(f"{experiment}: {time.monotonic() - begun:.0f} s", flush=True)
     print(f"done in {time.monotonic() - started:.0f} s; results and figures in {folder}/")
 

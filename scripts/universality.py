@@ -3,7 +3,7 @@ one figure per diagram (:mod:`dnnphase.sweeps.universality`).
 
     python scripts/universality.py [FOLDER] [--only S5,S6,S7a,S7b]
                                    [--paper-grid | --full | --quick] [--workers N]
-                                   [--scheduler processes|serial|tcp://...]
+                                   [--scheduler processes|serial|tcp://...] [--redraw]
 
 Writes ``<diagram>.nc`` (the sweep, resumable: rerun the same command after an
 interruption) and ``<diagram>.png`` (mean load curves per cell over the test accuracy and
@@ -11,7 +11,8 @@ over the curvature) in FOLDER, and prints each figure's wall time. FOLDER defaul
 scale's own (:data:`dnnphase.sweeps.universality.SCALE_FOLDERS`): the reduced scale's
 figures/supplement/universality, the others a subfolder of it (``paper_grid``, ``full``,
 ``quick``). A diagram whose file holds the same configuration is reused, one with another
-configuration is an error; a diagram with the configuration of another one's file (S5's
+configuration is an error; an existing ``.png`` is kept (``--redraw`` draws it again from
+its file); a diagram with the configuration of another one's file (S5's
 depth 7 is S6's width 100) is copied from it. The committed ("reduced") scale runs each
 figure in at most 30 minutes on 2 cores; ``--paper-grid`` (6 alphas x 16 dropout rates x 5
 seeds) is for background runs over several sessions on 2 cores (about 25 core-minutes a
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from dnnphase.sweeps import universality
@@ -71,7 +73,8 @@ def parse(argv: list[str] | None = None):
         validate_workers(args.workers, scheduler)
         names = [n for figure in universality.FIGURES.values() for n in figure]
         check_folder(args.folder, configs, names, scheduler=scheduler,
-                     figures=[f"{name}.png" for name in configs])
+                     figures={f"{name}.png": (name,) for name in configs},
+                     redraw=args.redraw)
     except (ConfigError, FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     return args, configs, scheduler
@@ -84,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def work(args, configs, scheduler) -> None:
-    from dnnphase.sweeps.named_sweeps import run_named
-    from phasecore.panels import save_figure
+    from dnnphase.sweeps.named_sweeps import draw_figure, run_named
 
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -95,7 +97,8 @@ def work(args, configs, scheduler) -> None:
         begun = time.monotonic()
         ds = run_named(name, cfg, folder, names, scheduler=scheduler, workers=args.workers,
                        quiet=args.scale == "quick")
-        save_figure(universality.plot_diagram(ds, name, args.scale), folder / f"{name}.png")
+        draw_figure(folder / f"{name}.png",
+                    partial(universality.plot_diagram, ds, name, args.scale), args.redraw)
         figure = universality.figure_of(name)
         figure_seconds[figure] = figure_seconds.get(figure, 0.0) + time.monotonic() - begun
     for figure, seconds in figure_seconds.items():

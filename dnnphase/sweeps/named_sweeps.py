@@ -16,8 +16,8 @@ from pathlib import Path
 
 from phasecore.checks import ConfigError, check_distinct
 
-__all__ = ["HOW_NOT_WHAT", "check_folder", "check_only", "figure_scheduler", "run_named",
-           "stored_matches", "twin"]
+__all__ = ["HOW_NOT_WHAT", "check_folder", "check_only", "draw_figure", "figure_scheduler",
+           "run_named", "stored_matches", "twin"]
 
 #: How a sweep was computed, not what: reused across these (as dnnphase reproduce does).
 HOW_NOT_WHAT = ("models_per_chunk", "device")
@@ -77,13 +77,17 @@ def figure_scheduler(configs: dict, workers: int | None) -> str:
     return "serial" if cuda and workers is None else "processes"
 
 
-def check_folder(folder, configs: dict, names, figures, scheduler: str) -> Path:
+def check_folder(folder, configs: dict, names, figures: dict, scheduler: str,
+                 redraw: bool = False) -> Path:
     """Every check a figure script can make before any work, as a ConfigError (or the data
     set's FileNotFoundError) in one line: ``folder`` a folder name that is not a file nor
     under one; each sweep of ``configs`` (name -> configuration) finished there with this
     configuration, a twin among ``names``, or free of an interrupted sweep of another
     configuration (the scripts have no ``--overwrite``); its device and data set; no folder
-    where one of ``figures`` (file names) goes; ``scheduler`` reachable. Returns the folder."""
+    where one of ``figures`` (file name -> the names of the sweeps it draws) goes, and, unless
+    ``redraw``, no figure there already that this run would draw from sweeps it computes (an
+    existing figure is kept: see :func:`draw_figure`); ``scheduler`` reachable. Returns the
+    folder."""
     from dnnphase.sweeps.sweep import load_data, stored_config
     from phasecore.checks import require
     from phasecore.executors import check_reachable
@@ -106,10 +110,17 @@ def check_folder(folder, configs: dict, names, figures, scheduler: str) -> Path:
         cfg.check_device()
         for member in cfg.per_depth():  # a missing data set: one line naming its fix
             member.check_data(load_data(member))
-    for figure in figures:
-        if (folder / figure).is_dir():  # found only when it is written, after the sweeps
-            raise ConfigError(f"{str(folder / figure)!r} is a folder where the figure goes; "
+    for figure, drawn_from in figures.items():
+        path = folder / figure
+        if path.is_dir():  # found only when it is written, after the sweeps
+            raise ConfigError(f"{str(path)!r} is a folder where the figure goes; "
                               "move it or choose another folder")
+        computed = [n for n in drawn_from if not stored_matches(folder / f"{n}.nc", configs[n])
+                    and twin(folder, n, configs[n], names) is None]
+        if path.exists() and computed and not redraw:
+            raise ConfigError(f"{str(path)!r} exists and this run would draw it again from "
+                              f"sweeps it computes ({', '.join(computed)}); pass --redraw to "
+                              "replace it, or move it or choose another folder")
     check_reachable(scheduler)  # a Dask address that does not answer
     return folder
 
@@ -131,3 +142,15 @@ def run_named(name: str, cfg, folder: Path, names, *, scheduler: str, workers, q
     n = len(cfg.alphas) * len(cfg.values) * len(cfg.seeds) * max(1, len(cfg.depths))
     print(f"{name}: {n} networks", flush=True)
     return sweep(cfg, output=path, scheduler=scheduler, workers=workers, quiet=quiet)
+
+
+def draw_figure(path: Path, draw, redraw: bool) -> None:
+    """Write the figure ``draw()`` returns to ``path``, unless ``path`` exists and not
+    ``redraw``: a figure is a view of its sweep files, so an existing one (a committed one
+    among them) is kept and the line printed says how to draw it again."""
+    from phasecore.panels import save_figure
+
+    if path.exists() and not redraw:
+        print(f"kept {path} (drawn from its files before; --redraw draws it again)", flush=True)
+        return
+    save_figure(draw(), path)

@@ -33,8 +33,15 @@ def test_quick_figures_end_to_end_then_reused_and_read_by_the_ledger(tmp_path, c
     out = capsys.readouterr().out
     assert "Fig. S7a:" in out and "Fig. S7b:" in out
     before = (folder / f"{names[0]}.nc").stat().st_mtime_ns
+    figure = folder / f"{names[0]}.png"
+    figure.write_bytes(b"the committed figure")  # kept: a figure is a view of its file
     assert _main()([str(folder), "--quick", "--only", "S7a"]) == 0  # reused, not retrained
-    assert "reusing" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "reusing" in out and f"kept {figure}" in out and "--redraw" in out
+    assert (folder / f"{names[0]}.nc").stat().st_mtime_ns == before
+    assert figure.read_bytes() == b"the committed figure"
+    assert _main()([str(folder), "--quick", "--only", "S7a", "--redraw"]) == 0
+    assert figure.read_bytes()[:4] == b"\x89PNG"  # drawn again from its file
     assert (folder / f"{names[0]}.nc").stat().st_mtime_ns == before
 
     rows = {row.id: row for row in ledger.claims(tmp_path)}
@@ -109,6 +116,16 @@ def test_a_diagram_with_another_ones_configuration_is_its_twin(tmp_path):
     assert twin(tmp_path, "S6_width100", configs["S6_width100"], names) == \
         tmp_path / "S5_depth7.nc"
     assert twin(tmp_path, "S6_width25", configs["S6_width25"], names) is None
+
+
+def test_an_existing_figure_is_not_drawn_from_sweeps_computed_now(tmp_path, capsys):
+    """A figure whose sweep this run would compute is another result: replaced only with
+    --redraw, refused before any work without it."""
+    name = next(iter(universality.FIGURES["S7a"]))
+    (tmp_path / f"{name}.png").write_bytes(b"a committed figure")
+    err = _refused([str(tmp_path), "--quick", "--only", "S7a"], capsys)
+    assert f"{name}.png' exists" in err and name in err and "--redraw" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{name}.png"]
 
 
 def test_odd_folders_are_refused_before_any_work(tmp_path, capsys):
