@@ -233,10 +233,19 @@ def resolve_scheduler(scheduler: str, workers: int | None, n_tasks: int,
     faster, alone, shared = pool_pays(work, start, pool)
     if faster:
         return "processes", workers, ""
-    why = (f"a pool of {pool} would take about {shared:.2g} s against {alone:.2g} s here "
-           f"(each worker starts in about {start:g} core-seconds; the work is about "
-           f"{work:.2g})")
+    if pool == 1:  # a pool of one is this process's work plus a worker's start-up, always
+        why = (f"one worker adds its start-up (about {start:g} core-seconds) to the work "
+               f"(about {_seconds(work)} core-seconds)")
+    else:
+        why = (f"a pool of {pool} would take about {_seconds(shared)} s against "
+               f"{_seconds(alone)} s here (each worker starts in about {start:g} "
+               f"core-seconds; the work is about {_seconds(work)})")
     return ("processes", workers, why) if scheduler == "processes" else ("serial", None, why)
+
+
+def _seconds(value: float) -> str:
+    """Seconds as a reader counts them: ``1005`` rather than ``1e+03``, ``0.52`` below 10."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
 
 
 def _run_serial(tasks: dict, scheduler, workers, progress) -> dict:

@@ -29,7 +29,7 @@ from phasecore.executors import (
     validate_scheduler,
     validate_workers,
 )
-from phasecore.progress import progress_for
+from phasecore.progress import progress_for, say
 from phasecore.results import OutputWriteError, provenance, save, write_failed
 from phasecore.store import ChunkStore
 
@@ -76,6 +76,9 @@ def run_sweep(
     progress = progress_for(len(payloads), len(payloads) - len(pending), label, quiet)
     if scheduler == "processes":  # chunks in flight at once, for the estimate of time left
         progress.workers = min(workers or os.cpu_count() or 1, max(len(pending), 1))
+        if workers is not None and 0 < len(pending) < workers and not quiet:
+            say(f"{label}: {len(pending)} chunk{'s' * (len(pending) > 1)} to compute, so a "
+                f"pool of {len(pending)} of the {workers} workers asked for", stream=sys.stderr)
     try:
         with interrupt_once():
             computed = run_tasks(tasks, scheduler, workers, progress)

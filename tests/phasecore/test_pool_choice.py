@@ -77,3 +77,16 @@ def test_a_dask_address_without_host_and_port_names_the_scheduler(address):
     """``tcp://`` reached Dask's "missing port number in address ''", naming nothing."""
     with pytest.raises(ConfigError, match=r"^scheduler must be a Dask address with a host"):
         validate_scheduler(address)
+
+
+def test_a_pool_of_one_says_what_it_costs_in_readable_seconds(monkeypatch):
+    """`--workers 1` said "a pool of 1 would take about 1e+03 s against 1e+03 s here"."""
+    monkeypatch.setattr(executors, "busy_load", lambda: 0.0)
+    chosen, workers, why = resolve_scheduler("processes", 1, 50, 1004.6, 5.0)
+    assert (chosen, workers) == ("processes", 1)
+    assert why == ("one worker adds its start-up (about 5 core-seconds) to the work (about "
+                   "1005 core-seconds)")
+    monkeypatch.setattr(executors.os, "cpu_count", lambda: 2)
+    why = resolve_scheduler("processes", 2, 8, 9.0, 5.0)[2]
+    assert why == ("a pool of 2 would take about 9.5 s against 9 s here (each worker starts in "
+                   "about 5 core-seconds; the work is about 9)")

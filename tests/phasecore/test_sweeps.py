@@ -215,3 +215,29 @@ def test_a_store_is_checked_as_it_would_be_opened_without_creating_anything(tmp_
     (store.path / "other").write_text("x")
     with pytest.raises(OutputExistsError, match="not a sweep store"):
         store.check({"a": 2}, 2)
+
+
+def _constant_chunk(payload):
+    return xr.Dataset({"x": ("i", [float(payload)])})
+
+
+def test_more_workers_than_chunks_left_is_said(tmp_path, capsys, monkeypatch):
+    """--workers 8 for 3 chunks (or a resumed sweep with 1 left) starts a pool of 3 (1): the
+    run says so rather than silently running fewer workers than asked for."""
+    import phasecore.sweeps as sweeps
+
+    ran = []
+    monkeypatch.setattr(sweeps, "run_tasks", lambda tasks, scheduler, workers, progress: ran.append(
+        (scheduler, workers)) or {i: fn(*args) for i, (fn, args) in tasks.items()})
+    store = ChunkStore(tmp_path / "r.nc")
+    store.open({"n": 3}, n_chunks=3)
+    store.write(0, _constant_chunk(0))
+    run_sweep(_constant_chunk, [0, 1, 2], store, scheduler="processes", workers=8,
+              label="toy sweep")
+    assert ran == [("processes", 8)]
+    assert "toy sweep: 2 chunks to compute, so a pool of 2 of the 8 workers asked for" in (
+        capsys.readouterr().err)
+    for workers, quiet in ((2, False), (None, False), (8, True)):  # as many or fewer: no word
+        run_sweep(_constant_chunk, [0, 1], None, scheduler="processes", workers=workers,
+                  quiet=quiet)
+        assert "workers asked for" not in capsys.readouterr().err
