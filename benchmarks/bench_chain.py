@@ -1,6 +1,6 @@
 """Speed of the chain kernel, as ratios against baselines measured in the same run.
 
-    python benchmarks/bench_chain.py [--quick] [--events]
+    python benchmarks/bench_chain.py [--quick] [--events | --prediction]
 
 Prints block-steps per second (one block advanced by one time step) for
 
@@ -20,6 +20,11 @@ s/a = 1, 0.5, 0.3, 0.2 (a = (mu-> + mu<-)/2, L = 7, mu-> = 0.02, mu<- = 0.04),
 the step kernel timed at 1e6 steps and scaled linearly; what ``auto`` picks;
 where the time of one event goes; and the default phase-diagram grid
 (6 mu-> x 8 s x 10 seeds) to T = inf.
+
+``--prediction`` times a phase diagram's mean-drift prediction (6 x 6 cells, L = 7,
+T = 2000): its cells integrated side by side (``ensemble.predict_many``, what
+``phase_diagram`` runs) against one call a cell (the baseline), and checks that both
+give the same positions bit for bit.
 """
 
 from __future__ import annotations
@@ -233,12 +238,35 @@ def infinite_grid_benchmark():
           f"{pd['events'].where(pd['events'] > 0).mean().item():.0f} events per chain")
 
 
+def prediction_benchmark():
+    """A phase diagram's prediction, side by side against one cell at a time."""
+    from springblock.ensemble import predict, predict_many
+
+    cells = [ChainConfig(mu_right=float(mr), mu_left=float(2 * mr), noise=float(s),
+                         steps=200_000)
+             for mr in np.linspace(0, 0.03, 6) for s in np.linspace(0, 0.05, 6)]
+    horizons = [c.horizon for c in cells]
+    one = _median_time(lambda: [predict(c, h) for c, h in zip(cells, horizons, strict=True)], 1)
+    together = _median_time(lambda: predict_many(cells, horizons), 3)
+    same = np.array_equal(predict_many(cells, horizons),
+                          np.stack([predict(c, h) for c, h in zip(cells, horizons, strict=True)]))
+    print(f"mean-drift prediction, {len(cells)} cells, T = {horizons[0]:g}:")
+    print(f"  one call a cell (baseline)      : {one:7.2f} s")
+    print(f"  cells side by side              : {together:7.2f} s  ({one / together:.0f}x "
+          f"faster; {'identical' if same else 'DIFFERENT'} positions)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (~10 s)")
     parser.add_argument("--events", action="store_true",
                         help="only the event-driven vs step-kernel section")
+    parser.add_argument("--prediction", action="store_true",
+                        help="only the mean-drift prediction, side by side vs one by one")
     args = parser.parse_args(argv)
+    if args.prediction:
+        prediction_benchmark()
+        return
     if args.events:
         events_benchmark(args.quick)
         infinite_grid_benchmark()

@@ -453,6 +453,33 @@ def predict(cfg: ChainConfig, horizon: float | None = None) -> np.ndarray:
     )
 
 
-__all__ = ["EnsembleResult", "run_ensemble", "simulate", "predict", "FINITE_HORIZON_NOTE",
-           "stationary_positions", "chain_seed_list", "diverged_variable", "max_seed",
-           "run_variables", "scale_variable"]
+def predict_many(configs: Sequence[ChainConfig], horizons: Sequence[float]) -> np.ndarray:
+    """Mean-drift positions (n, L) of n overdamped configs of one chain length, each at its
+    horizon: :func:`predict` of each, with the configs that share a horizon and every setting
+    but mu->, mu<- and s integrated in one call (a phase diagram's cells).
+
+    One call integrates its parameter sets side by side with the same steps and, set by set,
+    the same elementwise arithmetic as a call each, so the positions are those of a call each
+    bit for bit, at a fraction of the time (the integrator's cost is mostly per step).
+    """
+    out = np.empty((len(configs), configs[0].blocks))  # (n, L)
+    together: dict[tuple, list[int]] = {}
+    for k, (cfg, horizon) in enumerate(zip(configs, horizons, strict=True)):
+        if horizon == math.inf or horizon > LONG_HORIZON:
+            out[k] = predict(cfg, horizon)
+            continue
+        key = (cfg.blocks, float(horizon), cfg.effective_truncation, cfg.noise_decay,
+               cfg.modulus, cfg.target)
+        together.setdefault(key, []).append(k)
+    for (blocks, horizon, truncation, decay, modulus, target), members in together.items():
+        sets = [configs[k] for k in members]
+        out[members] = theory.predict_positions(
+            blocks, [c.mu_right for c in sets], [c.mu_left_value for c in sets],
+            [c.noise for c in sets], horizon, truncation=truncation, noise_decay=decay,
+            modulus=modulus, target=target)
+    return out
+
+
+__all__ = ["EnsembleResult", "run_ensemble", "simulate", "predict", "predict_many",
+           "FINITE_HORIZON_NOTE", "stationary_positions", "chain_seed_list", "diverged_variable",
+           "max_seed", "run_variables", "scale_variable"]

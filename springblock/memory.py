@@ -134,7 +134,8 @@ def phase_memory(cfg: ChainConfig, n_cells: int, n_seeds: int, chains_per_chunk:
     points = cfg.blocks + 1
     per_chunk = (WORDS_PER_CHAIN_POINT * chunk_chains * points
                  + WORDS_PER_RECORD_POINT * chunk_chains * _records(cfg) * points
-                 + _theory_words(cfg, with_theory))
+                 # a chunk's cells are integrated side by side (ensemble.predict_many)
+                 + _theory_words(cfg, with_theory) * max(1, chunk_chains // max(n_seeds, 1)))
     needs = [Need("rows x cols x seeds", f"a diagram of {n_cells} cells x {n_seeds} seeds x "
                   f"{cfg.blocks} blocks",
                   8.0 * WORDS_PER_DIAGRAM_POINT * n_cells * n_seeds * (cfg.blocks + 4),
@@ -247,14 +248,32 @@ def chain_seconds(cfg: ChainConfig, algorithm: str | None = None) -> float:
     return cfg.blocks * steps / STEP_RATE[cfg.dynamics]
 
 
-def theory_seconds(cfg: ChainConfig, with_theory: bool) -> float:
-    """Seconds of the mean-drift prediction at the horizon (overdamped chains only)."""
+def theory_seconds(cfg: ChainConfig, with_theory: bool, side_by_side: int = 1) -> float:
+    """Seconds of the mean-drift prediction at the horizon (overdamped chains only), for
+    ``side_by_side`` parameter sets of this horizon integrated in one call (their steps
+    are shared: each set adds only its blocks' arithmetic); in log time, one call a set."""
     if not with_theory or cfg.dynamics != "overdamped" or cfg.steps == math.inf:
         return 0.0
     if cfg.horizon > LONG_HORIZON:
-        return THEORY_LOGTIME_SECONDS + THEORY_LOGTIME_BLOCK_SECONDS * cfg.blocks
+        return side_by_side * (THEORY_LOGTIME_SECONDS + THEORY_LOGTIME_BLOCK_SECONDS * cfg.blocks)
     rk4_steps = cfg.horizon * cfg.modulus * theory.laplacian_extremes(cfg.blocks)[1] / 2.5
-    return (rk4_steps + 50) * (THEORY_STEP_SECONDS + THEORY_BLOCK_SECONDS * cfg.blocks)
+    return (rk4_steps + 50) * (THEORY_STEP_SECONDS
+                               + THEORY_BLOCK_SECONDS * cfg.blocks * side_by_side)
+
+
+def _chunked_theory_seconds(cells: list[ChainConfig], per_chunk: int,
+                            with_theory: bool) -> float:
+    """The prediction's seconds over chunks of ``per_chunk`` cells, each chunk integrating
+    its cells of one horizon and chain side by side (:func:`ensemble.predict_many`)."""
+    total = 0.0
+    for start in range(0, len(cells), per_chunk):
+        together: dict[tuple, list[ChainConfig]] = {}
+        for cfg in cells[start:start + per_chunk]:
+            key = (cfg.blocks, cfg.horizon, cfg.modulus, cfg.steps == math.inf)
+            together.setdefault(key, []).append(cfg)
+        total += sum(theory_seconds(group[0], with_theory, len(group))
+                     for group in together.values())
+    return total
 
 
 @dataclass
@@ -310,9 +329,10 @@ def simulate_seconds(cfg: ChainConfig, n_seeds: int, with_theory: bool,
 
 
 def phase_seconds(cells: list[ChainConfig], n_seeds: int, scheduler: str, workers: int | None,
-                  with_theory: bool) -> Estimate:
+                  with_theory: bool, per_chunk: int | None = None) -> Estimate:
     """:func:`springblock.phase_diagram`'s run time: every cell's chains and prediction,
-    spread over the kernels' threads (serial) or the pool's workers (one thread each)."""
+    spread over the kernels' threads (serial) or the pool's workers (one thread each);
+    ``per_chunk`` cells a chunk (default all), whose predictions run side by side."""
     if scheduler == "serial":
         parallel = numba.get_num_threads()
     else:
@@ -322,10 +342,9 @@ def phase_seconds(cells: list[ChainConfig], n_seeds: int, scheduler: str, worker
     names = [name for cfg in cells for name in kernel_names(cfg)]
     here = scheduler == "serial"  # else fresh workers start, and compile or load side by side
     start = compile_seconds(names, here) + (0.0 if here else WORKER_START_SECONDS)
-    return Estimate(kernels, start,
-                    sum(theory_seconds(cfg, with_theory) for cfg in cells) / (
-                        1 if scheduler == "serial" else parallel), "",
-                    parallel)
+    theory_total = _chunked_theory_seconds(cells, per_chunk or max(len(cells), 1), with_theory)
+    return Estimate(kernels, start, theory_total / (1 if scheduler == "serial" else parallel),
+                    "", parallel)
 
 
 def format_seconds(seconds: float) -> str:

@@ -36,7 +36,7 @@ from springblock.ensemble import (
     FINITE_HORIZON_NOTE,
     chain_seed_list,
     diverged_variable,
-    predict,
+    predict_many,
     run_ensemble,
     run_variables,
     scale_variable,
@@ -226,7 +226,7 @@ def phase_diagram(
     budget.check_phase_memory(config, len(cells), seed_values.size, chains_per_chunk, pool,
                               theory_prediction, processes=here == "processes")
     estimate = budget.phase_seconds(cell_configs, seed_values.size, here, pool,
-                                    theory_prediction)
+                                    theory_prediction, per_chunk)
     budget.check_time("springblock phase", estimate)
     if not quiet:
         budget.announce("springblock phase", estimate)
@@ -266,8 +266,9 @@ def compute_cells(payload: dict) -> xr.Dataset:
                for k, cfg in enumerate(configs)]
     predicted = np.full((n_cells, n_blocks + 1), np.nan)
     if payload["theory"] and configs[0].dynamics == "overdamped":
-        for k, cfg in enumerate(configs):
-            predicted[k] = theory.load_curve(predict(cfg, horizon[k]), cfg.target)
+        positions_now = predict_many(configs, horizon)  # (cells, L), cells side by side
+        predicted = np.stack([theory.load_curve(x, cfg.target)
+                              for x, cfg in zip(positions_now, configs, strict=True)])
     table = np.stack([cfg.param_row() for cfg in configs])  # (cells, N_PARAMS)
     return xr.Dataset(
         {
