@@ -149,13 +149,17 @@ SCALES = {
     "quick": dict(seeds=(0, 1), epochs=3, dataset="digits", n_train=300, size=None),
 }
 
-#: What each scale keeps of the papers' (for titles and the ledger).
+#: What each scale keeps of each paper's experiments (figure titles): scale -> paper -> note.
 SCALE_NOTES = {
-    "full": "the papers' scale: 600 (He & Su) / 500 (Galanti) epochs, Galanti's width 500 and "
-            "all 60 000 Fashion-MNIST images at 28 x 28, 5 seeds",
-    "reduced": "reduced scale: 200 epochs (the papers: 600 / 500), 3 seeds, Galanti's "
-               "networks at width 100 on 5 000 images at 10 x 10",
-    "quick": "quick scale: the 8 x 8 digits, 3 epochs, shallow networks (a test)",
+    "full": {"hesu": "the paper's scale: 600 epochs, 5 seeds",
+             "galanti": "the paper's scale: 500 epochs on all 60 000 images at 28 x 28, "
+                        "Fig. 3 at width 500, 5 seeds"},
+    "reduced": {"hesu": "reduced scale: 200 of the paper's 600 epochs, 3 seeds",
+                "galanti": "reduced scale: 200 of the paper's 500 epochs, 3 seeds, 5 000 "
+                           "images at 10 x 10 (the paper's 60 000 at 28 x 28), Fig. 3 at "
+                           "width 100 (the paper's 500)"},
+    "quick": dict.fromkeys(("hesu", "galanti"),
+                           "quick scale: the 8 x 8 digits, 3 epochs, shallow networks (a test)"),
 }
 
 #: The papers' epochs, and Galanti's full-scale network and data.

@@ -41,16 +41,21 @@ def _seed_lines(ax, curves: np.ndarray, color, label: str, ls: str = "-") -> Non
 PROTOCOL_WORDS = {"he_su": "He & Su's protocol", "galanti": "Galanti et al.'s protocol"}
 
 
-def _title(ds: xr.Dataset, scale: str, samples: bool = True) -> str:
-    """The data, the training-set size (unless ``samples`` is False: a figure of several
-    sizes), the scale, the measurement protocol and the CPU kernels chosen by hand."""
+def _title(ds: xr.Dataset, scale: str, samples: bool = True, paper: str = "hesu",
+           also: tuple = ()) -> str:
+    """The data (``ds``'s and those of the Datasets ``also`` drawn beside it), the
+    training-set size (unless ``samples`` is False: a figure of several sizes), what the
+    scale keeps of ``paper``'s experiment, the measurement protocol and the CPU kernels
+    chosen by hand."""
     config = json.loads(ds.attrs["config"])
-    data = json.loads(ds.attrs.get("data", "{}")).get("source", config["dataset"])
+    data = " and ".join(dict.fromkeys(
+        json.loads(d.attrs.get("data", "{}")).get("source", json.loads(d.attrs["config"])[
+            "dataset"]) for d in (ds, *also)))
     protocol = config.get("protocol")  # absent: ours (stored before the field existed)
     size = f", {config.get('n_train')} training samples" if samples else ""
     levers = {k: v for k, v in json.loads(ds.attrs.get("kernels", "{}")).items()
               if k.isupper()}  # the environment's levers, not PyTorch's own reading
-    return (f"data: {data}{size}\n{SCALE_NOTES[scale]}"
+    return (f"data: {data}{size}\n{SCALE_NOTES[scale][paper]}"
             + (f"; {PROTOCOL_WORDS[protocol]}" if protocol in PROTOCOL_WORDS else "")
             + ("; CPU kernels " + ", ".join(f"{k}={v}" for k, v in sorted(levers.items()))
                if levers else ""))
@@ -123,7 +128,8 @@ def _hesu_fig3(datasets: dict, scale: str):
     axes[-1].set_ylabel("log D, last layer (mean ± sd)")
     axes[-1].legend(fontsize=7)
     fig.suptitle("He & Su Fig. 3: the optimal depth (lowest final fuzziness)\n"
-                 + _title(datasets[names[0]], scale), fontsize=9)
+                 + _title(datasets[names[0]], scale,
+                          also=tuple(datasets[n] for n in names[1:])), fontsize=9)
     return fig
 
 
@@ -255,7 +261,7 @@ def _galanti_fig1(datasets: dict, scale: str):
                                       "NCC acc., test\n(training centres)"), strict=True):
         ax.set_ylabel(words, fontsize=8)
     fig.suptitle("Galanti et al. Fig. 1: minimal depth, MLP-d-100 (seed means)\n"
-                 + _title(ds, scale), fontsize=8)
+                 + _title(ds, scale, paper="galanti"), fontsize=8)
     return fig
 
 
@@ -277,7 +283,8 @@ def _galanti_fig3(datasets: dict, scale: str):
     axes[0].axvline(4, color="grey", lw=0.6, ls=":")
     axes[2].legend(fontsize=7)
     fig.suptitle(f"Galanti et al. Fig. 3: fixed random labels, MLP-{depth}-"
-                 f"{json.loads(ds.attrs['config'])['width']} (seed means)\n" + _title(ds, scale),
+                 f"{json.loads(ds.attrs['config'])['width']} (seed means)\n"
+                 + _title(ds, scale, paper="galanti"),
                  fontsize=8)
     return fig
 
