@@ -449,7 +449,7 @@ def cmd_fit(args) -> None:
     check_output(args.output, args.overwrite)
     if Path(args.output).resolve() == Path(args.network).resolve():
         raise ConfigError(f"output must not be the network sweep it fits (got {args.output!r})")
-    if args.figure:
+    if args.figure is not None:  # '' too: a figure asked for must have a name
         check_figure_path(args.figure, args.overwrite)
         if args.trajectory:  # the worst fit is drawn beside it
             check_figure_path(_worst_figure(args.figure), args.overwrite)

@@ -130,7 +130,7 @@ def check_output(path, overwrite: bool = False, figure: bool = False) -> Path:
     unless ``overwrite``; a folder that is missing, is a file, or does not accept new
     files (read-only, ``/sys``, ``/proc``). Nothing is left behind.
     """
-    path = check_path("output", path)
+    path = check_path("figure" if figure else "output", path)
     # "no" or 0.0 would be read as true or false: a file is replaced on a yes or no only
     require(isinstance(overwrite, (bool, np.bool_)), "overwrite", "True or False", overwrite)
     if path.is_dir():

@@ -71,9 +71,16 @@ def parse(argv: list[str] | None = None):
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_workers
 
-    scheduler = "serial" if args.scale == "quick" and args.workers is None else "processes"
+    # --quick: seconds of work, less than a pool's start-up (40 s with a pool against 5 s
+    # here): it runs here, and says so when --workers asked for a pool
+    scheduler = "serial" if args.scale == "quick" else "processes"
+    args.serial_note = "" if args.scale != "quick" or args.workers is None else (
+        "cnn_phase.py: --quick runs its sweep here: it takes seconds, less than a pool's "
+        "workers take to start")
     try:
-        validate_workers(args.workers, scheduler)
+        validate_workers(args.workers)  # a bad --workers is refused, whatever the scale
+        if scheduler == "serial":
+            args.workers = None
         if args.only is not None and args.only != NAME:
             raise ConfigError(f"--only must be {NAME} (got {args.only!r})")
         configs = {NAME: config(args.scale)}

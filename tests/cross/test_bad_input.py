@@ -380,6 +380,11 @@ def test_fit_keeps_its_input_and_an_existing_worst_figure(tmp_path, capsys):
     assert "f_worst.png' exists" in one_line_error(capsys, "dnnphase")
     assert worst.read_text() == "an earlier figure"
     assert listing(tmp_path) == ["dnn.nc", "f_worst.png"]
+    # An empty figure name was taken for "no figure": the run ended at 0 without one.
+    assert dnnphase_main(["fit", str(network), "-o", str(tmp_path / "g.nc"),
+                          "--figure", ""]) == 2
+    assert "figure must be a file name (got '')" in one_line_error(capsys, "dnnphase")
+    assert listing(tmp_path) == ["dnn.nc", "f_worst.png"]
 
 
 def test_a_process_pool_from_a_script_on_stdin_is_refused_before_it_starts(tmp_path):
