@@ -38,6 +38,9 @@ OPTIMIZER_STATES = {"adam": 2, "sgd": 0}
 WORKER_BYTES = 256 * 2**20
 #: Training samples of the paper's setup (mnist5k): the scale n_train is compared with.
 PAPER_N_TRAIN = 2560
+#: ... and its inputs' features (28 x 28 pixels): what a resized data set (``size``) is
+#: measured against.
+PAPER_FEATURES = 28 * 28
 
 
 def parameters_per_model(arch: Architecture, n_features: int, n_classes: int,
@@ -127,6 +130,8 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
     scale = {size[0]: size[1] / size[2], depth_name: cfg.depth / defaults.DEPTH,
              "models_per_chunk": models / defaults.MODELS_PER_CHUNK,
              "n_train": data.n_train / PAPER_N_TRAIN}
+    if cfg.size is not None:  # images resized: their pixels against the paper's 28 x 28
+        scale = {**scale, "size": data.n_features / PAPER_FEATURES}
     name = max(scale, key=scale.get)
     pool = scheduler in ("processes", "auto")
     per_chunk = part["peak"] + (WORKER_BYTES if pool else 0)
@@ -137,7 +142,9 @@ def check_sweep_memory(cfg, data, *, scheduler: str, workers: int | None, on_cud
         cfg.width, tuple) else size[1]  # per-layer widths as given, not just the widest
     what = (f"{chunks} {models} model{'s' if models > 1 else ''} ({size[0]} {shown}, "
             f"depth {cfg.depth}, "
-            f"{data.n_train} training samples, {cfg.dtype})")
+            f"{data.n_train} training samples"
+            + (f" of {data.n_features} features (size {cfg.size})" if cfg.size is not None
+               else "") + f", {cfg.dtype})")
     hint = (f"parameters and optimizer state {part['state'] / 2**30:.3g} GiB, activations "
             f"and features {max(part['training'], part['measuring']) / 2**30:.3g} GiB per "
             f"chunk" + (f", a pool's worker {WORKER_BYTES / 2**30:.2g} GiB of its own"

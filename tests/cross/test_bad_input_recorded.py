@@ -168,3 +168,18 @@ def test_the_estimate_counts_the_work_in_flight():
     p = Progress(18, quiet=True)
     p.done, p.first = 2, (10.0, 1)
     assert p.eta(10.1) == pytest.approx(1.6)
+
+
+def test_a_sweep_too_large_for_its_resized_images_names_size():
+    """--size 1000 on the digits fits as data (1 200 images) but not as a sweep: the error
+    named n_train, though size was the only option changed."""
+    from dnnphase.sweeps.memory import check_sweep_memory
+    from dnnphase.sweeps.sweep import SweepConfig, load_data
+    from phasecore.checks import ConfigError
+
+    cfg = SweepConfig(dataset="digits", depth=3, width=16, epochs=2, seeds=(0,), size=200)
+    with pytest.raises(ConfigError, match=r"^size is too large for this machine: .*1200 "
+                                          r"training samples of 40000 features \(size 200\)"
+                                          r".*n_train or size"):
+        check_sweep_memory(cfg, load_data(cfg), scheduler="serial", workers=None,
+                           on_cuda=False, available=2**20)
