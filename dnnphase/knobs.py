@@ -62,7 +62,7 @@ class Range:
         return above and below and (not self.integer or v.is_integer())
 
     def words(self, many: bool = False) -> str:
-        """The range in words, e.g. "in [0, 1)", "> 0", "an integer >= 1" ("integers
+        """The range in words, e.g. "in [0, 1)", "> 0 and finite", "an integer >= 1" ("integers
         >= 1" for ``many``), as error messages and help texts print it."""
         if math.isinf(self.high):
             bound = f"{'>' if self.open_low else '>='} {self.low:g}"
@@ -71,7 +71,8 @@ class Range:
                      f"{')' if self.open_high else ']'}")
         if self.integer:
             return f"{'integers' if many else 'an integer'} {bound}"
-        return bound
+        # "lr must be > 0 (got inf)" read as if inf were too small
+        return f"{bound} and finite" if math.isinf(self.high) else bound
 
 
 @dataclass(frozen=True)

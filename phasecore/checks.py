@@ -29,7 +29,10 @@ class ConfigError(ValueError):
 def require(ok: bool, name: str, allowed: str, value) -> None:
     """Raise ``ConfigError("<name> must be <allowed> (got <value>)")`` unless ``ok``."""
     if not ok:
-        raise ConfigError(f"{name} must be {allowed} (got {value!r})")
+        # a huge integer (steps=1e300 read as an int) is shown as its magnitude, not 301 digits
+        # (seeds, up to 2**64, stay exact)
+        shown = f"{value:.3g}" if isinstance(value, int) and abs(value) >= 10**40 else repr(value)
+        raise ConfigError(f"{name} must be {allowed} (got {shown})")
 
 
 def is_finite(value) -> bool:

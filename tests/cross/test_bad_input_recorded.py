@@ -183,3 +183,16 @@ def test_a_sweep_too_large_for_its_resized_images_names_size():
                                           r".*n_train or size"):
         check_sweep_memory(cfg, load_data(cfg), scheduler="serial", workers=None,
                            on_cuda=False, available=2**20)
+
+
+def test_an_infinite_lr_and_a_huge_step_count_are_named_plainly():
+    """'lr must be > 0 (got inf)' read as if inf were too small; steps=1e300 printed all of
+    its 301 digits."""
+    import springblock as sb
+    from dnnphase.training.settings import TrainingSettings
+    from phasecore.checks import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^lr must be > 0 and finite \(got inf\)$"):
+        TrainingSettings(lr=float("inf"))
+    with pytest.raises(ConfigError, match=r"^steps must be <= 2\*\*62 .*\(got 1e\+300\)$"):
+        sb.simulate(blocks=3, steps=int(1e300), algorithm="steps")
