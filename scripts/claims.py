@@ -93,6 +93,8 @@ def _check_target(parser: Parser, out: Path, check: bool, overwrite: bool) -> No
                          "one: a pipe, a device or a socket)")
     if check:
         return
+    if out.parent.exists() and not out.parent.is_dir():
+        parser.error(f"--out: {str(out.parent)!r} is a file, not a folder")
     if not out.parent.is_dir():
         parser.error(f"--out: folder {str(out.parent)!r} does not exist")
     if not os.access(out.parent, os.W_OK | os.X_OK):

@@ -115,6 +115,15 @@ def test_an_existing_ledger_is_replaced_only_with_overwrite(script, tmp_path, ca
     assert json.loads((tmp_path / "claims.json").read_text()) and out.is_file()
 
 
+def test_an_out_under_a_file_says_the_file_is_one(script, tmp_path, capsys):
+    """--out README.md/x.md said "folder 'README.md' does not exist": it exists, a file."""
+    (tmp_path / "notes").write_text("a file")
+    err = refused(script.main, ["--out", str(tmp_path / "notes" / "x.md")], capsys)
+    assert "notes' is a file, not a folder" in err, err
+    err = refused(script.main, ["--out", str(tmp_path / "missing" / "x.md")], capsys)
+    assert "missing' does not exist" in err, err
+
+
 def test_ctrl_c_is_one_line_and_130(script, tmp_path, monkeypatch, capsys):
     def interrupted(root):
         raise KeyboardInterrupt
