@@ -42,6 +42,9 @@ def _candidate_dirs(root, subdirs: tuple[str, ...], name: str = "") -> list[Path
     if root is None:
         return [Path(DEFAULT_ROOTS[name][0])] if name in DEFAULT_ROOTS else []
     base = Path(root).expanduser()
+    if base.is_file():  # "looked in 'README.md'" did not say why nothing was found there
+        raise ConfigError(f"root must be a folder holding the data set's files (got the "
+                          f"file {str(base)!r})")
     return [base] + [base / s for s in subdirs]
 
 

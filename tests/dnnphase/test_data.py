@@ -17,6 +17,7 @@ import pytest
 from dnnphase import data
 from dnnphase.data import DATASETS, ClassificationData, digits, load_dataset, synthetic
 from dnnphase.defaults import FASHION_MNIST_DIR
+from phasecore.checks import ConfigError
 
 
 def _sorted_rows(x, y):
@@ -360,6 +361,11 @@ def test_missing_root_names_parameter_and_files(tmp_path, name, expected, monkey
         with pytest.raises(FileNotFoundError, match="root") as err:
             load_dataset(name, root=root)
         assert expected in str(err.value)
+    # A file as root: said so, not "looked in 'README.md'" as if it were a folder.
+    (tmp_path / "notes.txt").write_text("a file")
+    with pytest.raises(ConfigError, match=r"^root must be a folder holding the data set's "
+                                          r"files \(got the file '.*notes.txt'\)$"):
+        load_dataset(name, root=tmp_path / "notes.txt")
     # Incomplete directory: one file short is still an error.
     if name == "cifar10":
         _tiny_cifar(tmp_path / "cifar-10-batches-py", np.random.default_rng(0))
