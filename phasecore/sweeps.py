@@ -33,8 +33,8 @@ from phasecore.progress import progress_for, say
 from phasecore.results import OutputWriteError, provenance, save, write_failed
 from phasecore.store import ChunkStore
 
-__all__ = ["SweepInterrupted", "finish", "files_digest", "run_chunked", "run_into_files",
-           "run_sweep"]
+__all__ = ["SweepInterrupted", "check_before_work", "finish", "files_digest", "run_chunked",
+           "run_into_files", "run_sweep"]
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -101,6 +101,16 @@ def run_sweep(
     if missing:
         raise RuntimeError(f"sweep incomplete: chunks {sorted(missing)} were not written")
     return [store.read(i) for i in range(len(payloads))]
+
+
+def check_before_work(config: dict, n_chunks: int, output, overwrite: bool,
+                      scheduler: str) -> None:
+    """What :func:`run_chunked` refuses about where it runs, checked before a caller's own
+    estimates and messages: an interrupted sweep of another configuration at ``output``
+    (without ``overwrite``), and a Dask ``scheduler`` that does not answer."""
+    if output is not None:
+        ChunkStore(output).check(config, n_chunks, overwrite)
+    check_reachable(scheduler)
 
 
 def run_chunked(

@@ -25,7 +25,7 @@ from phasecore.checks import (
     parse_axis,
     require,
 )
-from phasecore.executors import validate_scheduler, validate_workers
+from phasecore.executors import check_reachable, validate_scheduler, validate_workers
 from phasecore.results import check_output
 from phasecore.sweeps import finish, run_chunked
 from springblock import defaults, theory
@@ -206,6 +206,7 @@ def phase_diagram(
                              2 * row_values.size * col_values.size * (config.blocks + 4))
     validate_scheduler(scheduler)
     validate_workers(workers, scheduler)
+    check_reachable(scheduler)  # a Dask address that does not answer, before the estimate
     if chains_per_chunk < 1:
         raise ConfigError(f"chains_per_chunk must be >= 1 (got {chains_per_chunk})")
 

@@ -49,7 +49,7 @@ from phasecore.checks import (
 )
 from phasecore.executors import validate_scheduler, validate_workers
 from phasecore.results import check_output
-from phasecore.sweeps import finish, run_chunked
+from phasecore.sweeps import check_before_work, finish, run_chunked
 
 __all__ = ["SweepConfig", "chunk_plan", "default_scheduler", "fused_cpu_layers", "load_data",
            "runs_on_cuda", "stored_config", "sweep", "train_chunk"]
@@ -431,11 +431,11 @@ def sweep(config: SweepConfig | None = None, *, output=None, overwrite: bool = F
 
     members = cfg.per_depth()
     plans = [chunk_plan(member) for member in members]
-    payloads = [{"config": member, "models": models,
-                 "fused_cpu_layers": stack.FUSED_CPU_LAYERS}
+    payloads = [{"config": member, "models": models, "fused_cpu_layers": stack.FUSED_CPU_LAYERS}
                 for member, plan in zip(members, plans, strict=True) for models in plan]
+    stored, _ = stored_config(cfg)  # refusals before the scheduler's choice is said:
+    check_before_work(stored, len(payloads), output, overwrite, scheduler)
     scheduler, workers = choose_scheduler(cfg, data, scheduler, workers, len(payloads), quiet)
-    stored, _ = stored_config(cfg)
     chunks, store = run_chunked(train_chunk, payloads, config=stored, output=output,
                                 overwrite=overwrite, scheduler=scheduler, workers=workers,
                                 quiet=quiet, label=f"{cfg.knob} sweep")

@@ -477,3 +477,19 @@ def test_progress_of_unequal_stages_is_weighted_by_their_estimated_work():
     with weighted(progress, 100.0):  # never past the total
         progress.advance()
     assert progress.done == progress.total
+
+
+def test_another_configurations_chunks_are_refused_before_the_scheduler_is_chosen(tmp_path,
+                                                                                 capsys):
+    """Resuming into another configuration's chunks printed the scheduler's choice first
+    ("dropout sweep: serial: a pool of 2 would take ..."), then the refusal: two lines."""
+    from phasecore.store import ChunkStore
+
+    out = tmp_path / "s.nc"
+    ChunkStore(out).open({"another": "configuration"}, 2)
+    before = listing(tmp_path)
+    assert dnnphase_main(["sweep", "--dataset", "digits", "--n-train", "300", "--epochs", "1",
+                          "--seeds", "1", "--alpha", "0", "--values", "0,0.1", "-o",
+                          str(out)]) == 2
+    assert "different configuration" in one_line_error(capsys, "dnnphase")
+    assert listing(tmp_path) == before
