@@ -362,6 +362,9 @@ def cmd_sweep(args) -> None:
         fields["bias"] = False
     if args.keep_last_batch:
         fields["keep_last_batch"] = True
+    if fields.get("patience") == 0 and "rel_tol" in fields:  # as --stop-window alone
+        raise ConfigError("rel_tol changes nothing with patience 0 (no plateau rule): leave "
+                          f"out --rel-tol, or give --patience >= 1 (got {fields['rel_tol']!r})")
     cfg = SweepConfig(**fields)
     ds = sweep(cfg, output=args.output, overwrite=args.overwrite,
                scheduler=args.scheduler or default_scheduler(cfg.device, args.workers),

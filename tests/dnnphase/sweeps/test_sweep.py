@@ -147,6 +147,8 @@ def test_cli_sweep_and_plot(tmp_path, capsys):
     (["--values", "0:x:3"], "start:stop:count"),
     (["--dataset", "mnist", "--root", "/nonexistent"], "root"),
     (["--lr", "-1"], "lr must be > 0"),
+    (["--lr", "inf"], "lr must be > 0 and finite (got inf)"),
+    (["--patience", "0", "--rel-tol", "0.5"], "rel_tol changes nothing with patience 0"),
     (["--knob", "dropout", "--dropout", "0.2"], "dropout must be left at its default 0.0"),
     (["--knob", "lr", "--lr", "0.01"], "lr must be left at its default"),
     (["--scheduler", "threads"], "scheduler must be one of auto, serial, processes"),
