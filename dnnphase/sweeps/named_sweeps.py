@@ -99,9 +99,11 @@ def check_folder(folder, configs: dict, names, figures: dict, scheduler: str,
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"folder must be a folder (got the file {str(folder)!r})")
     check_output_folder(folder)  # its parent a file, or not writable
+    computed = set()  # the sweeps this run computes (neither finished there nor a twin's)
     for name, cfg in configs.items():
         path = folder / f"{name}.nc"
         if not stored_matches(path, cfg) and twin(folder, name, cfg, names) is None:
+            computed.add(name)
             try:  # an interrupted sweep's chunks, of another configuration
                 ChunkStore(path).check(*stored_config(cfg))
             except FileExistsError as err:
@@ -115,11 +117,10 @@ def check_folder(folder, configs: dict, names, figures: dict, scheduler: str,
         if path.is_dir():  # found only when it is written, after the sweeps
             raise ConfigError(f"{str(path)!r} is a folder where the figure goes; "
                               "move it or choose another folder")
-        computed = [n for n in drawn_from if not stored_matches(folder / f"{n}.nc", configs[n])
-                    and twin(folder, n, configs[n], names) is None]
-        if path.exists() and computed and not redraw:
+        fresh = [n for n in drawn_from if n in computed]
+        if path.exists() and fresh and not redraw:
             raise ConfigError(f"{str(path)!r} exists and this run would draw it again from "
-                              f"sweeps it computes ({', '.join(computed)}); pass --redraw to "
+                              f"sweeps it computes ({', '.join(fresh)}); pass --redraw to "
                               "replace it, or move it or choose another folder")
     check_reachable(scheduler)  # a Dask address that does not answer
     return folder

@@ -41,6 +41,12 @@ def _seed_lines(ax, curves: np.ndarray, color, label: str, ls: str = "-") -> Non
 PROTOCOL_WORDS = {"he_su": "He & Su's protocol", "galanti": "Galanti et al.'s protocol"}
 
 
+def _source(ds: xr.Dataset) -> str:
+    """Where a sweep's data came from (its data set's name where the file does not say)."""
+    return json.loads(ds.attrs.get("data", "{}")).get(
+        "source", json.loads(ds.attrs["config"])["dataset"])
+
+
 def _title(ds: xr.Dataset, scale: str, samples: bool = True, paper: str = "hesu",
            also: tuple = ()) -> str:
     """The data (``ds``'s and those of the Datasets ``also`` drawn beside it), the
@@ -48,9 +54,7 @@ def _title(ds: xr.Dataset, scale: str, samples: bool = True, paper: str = "hesu"
     scale keeps of ``paper``'s experiment, the measurement protocol and the CPU kernels
     chosen by hand."""
     config = json.loads(ds.attrs["config"])
-    data = " and ".join(dict.fromkeys(
-        json.loads(d.attrs.get("data", "{}")).get("source", json.loads(d.attrs["config"])[
-            "dataset"]) for d in (ds, *also)))
+    data = " and ".join(dict.fromkeys(_source(d) for d in (ds, *also)))  # each source once
     protocol = config.get("protocol")  # absent: ours (stored before the field existed)
     size = f", {config.get('n_train')} training samples" if samples else ""
     levers = {k: v for k, v in json.loads(ds.attrs.get("kernels", "{}")).items()
