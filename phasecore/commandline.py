@@ -2,7 +2,7 @@
 
 It turns expected failures into one line and an exit code: bad input
 (:class:`~phasecore.checks.ConfigError`, an existing output, a
-missing file) -> ``<prog>: error: ...`` and 2; Ctrl-C -> 130 with a hint that
+missing file) -> ``<prog>: error: ...`` and 2; Ctrl-C -> 130 (SIGTERM 143) with a hint that
 rerunning the same command resumes a sweep; warnings -> ``<prog>: warning: ...``.
 """
 
@@ -102,8 +102,8 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
     """Parse, run the chosen command, and turn expected failures into exit codes.
 
     Shared by both packages' command lines: one-line ``<prog>: error: ...``
-    messages for bad input (2), 130 on Ctrl-C or SIGTERM (a sweep resumes when
-    rerun). Run as a program (``argv`` None), an interrupted command ignores
+    messages for bad input (2), 130 on Ctrl-C and 143 on SIGTERM (a sweep resumes
+    when rerun). Run as a program (``argv`` None), an interrupted command ignores
     further signals while it exits, so a second Ctrl-C cannot cut it short.
     """
     args, unknown = parser.parse_known_args(argv)
@@ -116,10 +116,11 @@ def run(parser: argparse.ArgumentParser, argv=None) -> int:
 def guarded(prog: str, work, program: bool = False) -> int:
     """Call ``work()`` as a command: 0 when it returns; bad input or a failed write
     (:class:`~phasecore.checks.ConfigError` and kin) one line ``<prog>: error: ...`` and 2;
-    Ctrl-C or SIGTERM one line with the hint to rerun the same command, and 130. A script
+    Ctrl-C or SIGTERM one line with the hint to rerun the same command, and 130 (143 after
+    SIGTERM: 128 + the signal, the shell's convention). A script
     that parses its own options wraps its work in this. ``program``: run as a program, an
     interrupted command ignores further signals while it exits."""
-    with interrupt_once(), warnings.catch_warnings():
+    with interrupt_once() as signals, warnings.catch_warnings():
         warnings.showwarning = _one_line_warning(prog)
         try:
             work()
@@ -139,7 +140,8 @@ def guarded(prog: str, work, program: bool = False) -> int:
             if program:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    return 130
+    # the shell's convention, 128 + the signal: 130 after Ctrl-C, 143 after SIGTERM
+    return 128 + (signals[0] if signals else signal.SIGINT)
 
 
 def _ignore_unraisable(unraisable) -> None:

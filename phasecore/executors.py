@@ -130,10 +130,17 @@ def interrupt_once():
     A second Ctrl-C must not interrupt the clean-up that the first one started
     (that is what left workers running and the parent hanging). Nested uses
     share the outer one, so a command line can wrap its whole run in it.
+
+    Yields the list of the signals that raised (at most one: ``[signal.SIGTERM]`` after a
+    SIGTERM), shared by nested uses, so that a command can exit with 128 + its number;
+    an empty list outside the main thread.
     """
-    if (threading.current_thread() is not threading.main_thread()
-            or getattr(signal.getsignal(signal.SIGINT), "interrupt_once", False)):
-        yield
+    current = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    if getattr(current, "interrupt_once", False):
+        yield current.raised
         return
     raised = []
 
@@ -142,10 +149,10 @@ def interrupt_once():
             raised.append(signum)
             raise KeyboardInterrupt
 
-    handler.interrupt_once = True
+    handler.interrupt_once, handler.raised = True, raised
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield raised
     finally:
         for sig, old in previous.items():
             if signal.getsignal(sig) is handler:  # not replaced meanwhile (see commandline.run)

@@ -38,7 +38,7 @@ from dnnphase.sweeps.experiments import (
 from dnnphase.sweeps.sweep import SweepConfig, default_scheduler
 from phasecore import results
 from phasecore.checks import ConfigError
-from phasecore.commandline import Parser, overwrite_option
+from phasecore.commandline import Parser, guarded, overwrite_option
 from phasecore.panels import save_figure
 from phasecore.results import (
     OutputExistsError,
@@ -144,16 +144,9 @@ def print_table(ds) -> None:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """``main``, with Ctrl-C or SIGTERM one line on stderr and exit code 130."""
-    try:
-        main(argv)
-    except ConfigError as err:
-        print(f"scripts/cnn_dropout.py: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as err:
-        print(f"scripts/cnn_dropout.py: {err or 'interrupted'}", file=sys.stderr)
-        return 130
-    return 0
+    """``main`` as a command (:func:`phasecore.commandline.guarded`): bad input one line and
+    exit code 2; Ctrl-C or SIGTERM one line, and 130 (143 after SIGTERM)."""
+    return guarded("scripts/cnn_dropout.py", lambda: main(argv), program=argv is None)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from phasecore import results
 ROOT = Path(__file__).resolve().parents[2]
 CHUNKS, HOLD_FROM = 10, 2  # chunks 0, 1 finish; the two workers then hold chunks 2 and 3
 DEADLINE = 120.0  # seconds; generous, to fail rather than hang
-INTERRUPTED = 130  # phasecore.commandline.run: Ctrl-C and SIGTERM alike
+INTERRUPTED = 130  # phasecore.commandline.run after Ctrl-C; 128 + the signal: 143 after SIGTERM
 
 
 class Job:

@@ -2,12 +2,15 @@
 ``[FOLDER] [--quick] [options] [--overwrite]`` of a script that writes one result and its
 figure, and checked_script, which checks everything before any work inside the guard."""
 
+import os
+import signal
+import time
 from types import SimpleNamespace
 
 import pytest
 
 from phasecore.checks import ConfigError
-from phasecore.commandline import checked_script, result_script
+from phasecore.commandline import checked_script, guarded, result_script
 
 
 def test_result_script_passes_every_option_to_main_and_orders_its_help(capsys):
@@ -91,3 +94,22 @@ def test_an_interrupted_program_prints_its_line_and_no_finaliser_traceback():
                           timeout=60)
     assert done.returncode == 130
     assert done.stderr == "job: interrupted; rerun the same command to resume\n", done.stderr
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_command_exits_with_128_plus_its_signal(signum, code, capsys):
+    """The shell's convention, so a batch system tells its own time limit (SIGTERM) from a
+    user's Ctrl-C; a signal that arrives during the clean-up changes nothing."""
+    def work():
+        os.kill(os.getpid(), signum)
+        time.sleep(5)  # the handler raises before this ends
+
+    def stopped_twice():
+        try:
+            work()
+        finally:
+            os.kill(os.getpid(), signal.SIGINT if signum == signal.SIGTERM else signal.SIGTERM)
+
+    assert guarded("job", work) == code
+    assert guarded("job", stopped_twice) == code
+    assert capsys.readouterr().err == "job: interrupted; rerun the same command to resume\n" * 2
