@@ -140,7 +140,8 @@ def _hesu_fig3(datasets: dict, scale: str):
 def _hesu_fig4(datasets: dict, scale: str):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.0))
+    fig.subplots_adjust(bottom=0.3, top=0.8, wspace=0.25)
     panels = (("widths", ("width20", "width100", "width1000")),
               ("shapes", ("narrow_wide", "wide_narrow", "mixed", "width100")))
     for ax, (title, names) in zip(axes, panels, strict=True):
@@ -156,7 +157,9 @@ def _hesu_fig4(datasets: dict, scale: str):
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("layer l")
         ax.set_ylabel("log D_l (fuzziness)")
-        ax.legend(fontsize=6.5)
+        # below the panel: every curve runs corner to corner, and the shapes' long labels
+        # would cover them anywhere inside
+        ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.16))
     first = next(iter(datasets.values()))
     fig.suptitle("He & Su Fig. 4: widths and shapes (8 layers)\n" + _title(first, scale),
                  fontsize=8)
