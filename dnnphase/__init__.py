@@ -20,11 +20,15 @@ The folders follow the data's path (docs/architecture.md): the base here (the mo
 ``measures``, ``sweeps`` and ``compare``; each imports only those before it.
 """
 
-from dnnphase import metrics
-from dnnphase.measures import separation_torch as separation
-from dnnphase.measures.load_curve import LoadCurveRecorder, measure_model
-from dnnphase.sweeps.sweep import SweepConfig, sweep
-from phasecore import __version__
+from phasecore.results import reproducible_kernels
+
+reproducible_kernels()  # before any matrix product: a model computes as it would alone
+
+from dnnphase import metrics  # noqa: E402
+from dnnphase.measures import separation_torch as separation  # noqa: E402
+from dnnphase.measures.load_curve import LoadCurveRecorder, measure_model  # noqa: E402
+from dnnphase.sweeps.sweep import SweepConfig, sweep  # noqa: E402
+from phasecore import __version__  # noqa: E402
 
 __all__ = ["LoadCurveRecorder", "SweepConfig", "__version__", "measure_model", "metrics",
            "separation", "sweep"]

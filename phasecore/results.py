@@ -29,7 +29,7 @@ from phasecore.checks import ConfigError, require
 
 __all__ = ["ENGINE", "OutputExistsError", "OutputWriteError", "all_or_nothing", "as_result",
            "check_new_outputs", "check_output", "check_output_folder", "check_variables",
-           "config_of", "kernel_settings", "load",
+           "PACKAGE_KERNELS", "config_of", "kernel_settings", "load", "reproducible_kernels",
            "provenance", "replace_atomically", "save", "write_atomic", "write_error",
            "write_failed", "write_text_atomic"]
 
@@ -93,13 +93,30 @@ def package_versions() -> dict[str, str]:
 #: "on another machine" (tests/portability.py). Thread counts are not among them: the
 #: project's own pools set them, and a result never depends on them.
 KERNEL_LEVERS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "OPENBLAS_CORETYPE", "NUMBA_CPU_NAME")
+#: The levers the package sets itself where the user has not (:func:`reproducible_kernels`).
+PACKAGE_KERNELS = {"MKL_CBWR": "AUTO"}
+
+
+def reproducible_kernels() -> None:
+    """Ask MKL for its conditional numerical reproducibility (``MKL_CBWR=AUTO``: this CPU's
+    fastest branch, chosen once), unless the environment already chooses a branch.
+
+    Without it MKL may multiply a stack of matrices with other kernels than a single one
+    (measured on an AMD EPYC with AVX-512: ``bmm`` of 2 matrices differs in the last bits
+    from ``bmm`` of one), so a model's numbers would depend on its stack-mates. MKL reads
+    the variable at its first call, so this runs when :mod:`dnnphase` is imported; a
+    process that multiplied matrices with MKL before that keeps MKL's own dispatch."""
+    for name, value in PACKAGE_KERNELS.items():
+        os.environ.setdefault(name, value)
 
 
 def kernel_settings() -> dict[str, str]:
     """The CPU kernels chosen by hand in this process: every :data:`KERNEL_LEVERS` that is
-    set and, with them, PyTorch's vector width (where PyTorch is loaded; ``"DEFAULT"`` is its
-    128-bit baseline); {} where none is set (the machine's own kernels)."""
-    settings = {name: os.environ[name] for name in KERNEL_LEVERS if name in os.environ}
+    set to other than the package's own setting (:data:`PACKAGE_KERNELS`) and, with them,
+    PyTorch's vector width (where PyTorch is loaded; ``"DEFAULT"`` is its 128-bit baseline);
+    {} where none is (the machine's own kernels)."""
+    settings = {name: os.environ[name] for name in KERNEL_LEVERS
+                if name in os.environ and os.environ[name] != PACKAGE_KERNELS.get(name)}
     torch = sys.modules.get("torch")  # never imported here: the chain's results need none
     if settings and torch is not None:
         settings["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
