@@ -18,6 +18,11 @@ when the same command is run again); a different configuration is refused unless
 Healing: on resume every chunk file is opened once; one that cannot be read
 (a disk filled up, a copy was truncated) is deleted, reported in one line and
 computed again. Leftover temporary files of killed writers are removed.
+
+Timing: each run that computed chunks appends its wall time and how many chunks it finished
+to ``runs.json`` beside them, so that a sweep resumed over days and machines still knows
+what it cost in all (:meth:`ChunkStore.cost`); the result file never holds it, since a
+result depends on its configuration and seed only.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import xarray as xr
 
@@ -38,7 +44,22 @@ from phasecore.results import (
     write_text_atomic,
 )
 
-__all__ = ["ChunkStore", "config_hash"]
+__all__ = ["ChunkStore", "RunsCost", "config_hash"]
+
+
+class RunsCost(NamedTuple):
+    """What the runs of a sweep that kept chunks cost: wall time summed over the runs (s),
+    their number, the chunks they finished, where they ran."""
+
+    wall_s: float
+    runs: int
+    chunks: int
+    where: str
+
+    def __str__(self) -> str:
+        return (f"{self.wall_s:.0f} s of wall time over {self.runs} "
+                f"run{'s' * (self.runs > 1)} ({self.chunks} "
+                f"chunk{'s' * (self.chunks != 1)}; {self.where})")
 
 
 def config_hash(config: dict) -> str:
@@ -57,6 +78,10 @@ class ChunkStore:
     @property
     def meta(self) -> Path:
         return self.path / "sweep.json"
+
+    @property
+    def runs(self) -> Path:
+        return self.path / "runs.json"
 
     def chunk_path(self, index: int) -> Path:
         return self.path / f"chunk-{index:06d}.nc"
@@ -148,6 +173,37 @@ class ChunkStore:
     def read(self, index: int) -> xr.Dataset:
         with xr.open_dataset(self.chunk_path(index), engine=ENGINE) as ds:
             return ds.load()
+
+    def log_run(self, seconds: float, finished: int, where: str) -> None:
+        """Append one run to ``runs.json``: its wall time (s), the chunks it finished, and
+        where they ran (e.g. "2 processes"). A run that finished none is not logged: its
+        time bought nothing that was kept."""
+        if finished <= 0 or not self.path.is_dir():
+            return
+        runs = self._read_runs()
+        runs.append({"wall_s": round(float(seconds), 1), "chunks": int(finished),
+                     "where": str(where)})
+        write_text_atomic(self.runs, json.dumps(runs))
+
+    def cost(self) -> RunsCost | None:
+        """What the logged runs cost in all, or None when none is logged (an unreadable log
+        counts as none). Chunks kept by a run that predates the log are not in it."""
+        runs = self._read_runs()
+        if not runs:
+            return None
+        return RunsCost(wall_s=sum(r["wall_s"] for r in runs), runs=len(runs),
+                        chunks=sum(r["chunks"] for r in runs),
+                        where=", ".join(dict.fromkeys(r["where"] for r in runs)))
+
+    def _read_runs(self) -> list[dict]:
+        try:
+            runs = json.loads(self.runs.read_text())
+        except (OSError, ValueError):
+            return []
+        if not isinstance(runs, list):
+            return []
+        keys = {"wall_s", "chunks", "where"}
+        return [r for r in runs if isinstance(r, dict) and keys <= set(r)]
 
     def clear(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -79,11 +80,13 @@ def run_sweep(
         if workers is not None and 0 < len(pending) < workers and not quiet:
             say(f"{label}: {len(pending)} chunk{'s' * (len(pending) > 1)} to compute, so a "
                 f"pool of {len(pending)} of the {workers} workers asked for", stream=sys.stderr)
+    start = time.monotonic()
     try:
         with interrupt_once():
             computed = run_tasks(tasks, scheduler, workers, progress)
     except KeyboardInterrupt:
         progress.close()
+        _log_run(store, start, len(done), scheduler, workers)
         if store is None:
             kept = "nothing was stored (no output file)"
         elif not store.done():  # resuming would start from scratch: say so
@@ -97,10 +100,31 @@ def run_sweep(
     progress.close()
     if store is None:
         return [computed[i] for i in range(len(payloads))]
+    _log_run(store, start, len(done), scheduler, workers)
     missing = set(range(len(payloads))) - store.done()
     if missing:
         raise RuntimeError(f"sweep incomplete: chunks {sorted(missing)} were not written")
     return [store.read(i) for i in range(len(payloads))]
+
+
+def _log_run(store: ChunkStore | None, start: float, kept_before: int, scheduler: str,
+             workers: int | None) -> None:
+    """Log this run's wall time in the store (:meth:`ChunkStore.log_run`): what a sweep
+    resumed over several runs cost in all is then known when it finishes."""
+    if store is None:
+        return
+    where = {"serial": "one process",
+             "processes": f"{workers or os.cpu_count() or 1} processes"}.get(scheduler,
+                                                                             scheduler)
+    store.log_run(time.monotonic() - start, len(store.done()) - kept_before, where)
+
+
+def _report_cost(store: ChunkStore) -> None:
+    """Say what a sweep finished over several runs cost in all, before its log goes with
+    its chunks (one run's time is its caller's to print)."""
+    cost = store.cost()
+    if cost is not None and cost.runs > 1:
+        say(f"{store.output.name}: {cost}", stream=sys.stderr)
 
 
 def check_before_work(config: dict, n_chunks: int, output, overwrite: bool,
@@ -160,6 +184,7 @@ def finish(ds: xr.Dataset, kind: str, config: dict, store: ChunkStore | None) ->
             save(ds, store.output, overwrite=True)
         except OutputWriteError as err:
             raise write_failed(err, store.path) from err
+        _report_cost(store)
         store.clear()
     return ds
 
@@ -213,5 +238,6 @@ def run_into_files(compute: Callable[[Any], xr.Dataset], payloads: Sequence[Any]
                 write_atomic(ds, path)
     except OutputWriteError as err:
         raise write_failed(err, parts.path) from err
+    _report_cost(parts)
     parts.clear()
     return sets

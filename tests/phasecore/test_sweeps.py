@@ -241,3 +241,42 @@ def test_more_workers_than_chunks_left_is_said(tmp_path, capsys, monkeypatch):
         run_sweep(_constant_chunk, [0, 1], None, scheduler="processes", workers=workers,
                   quiet=quiet)
         assert "workers asked for" not in capsys.readouterr().err
+
+
+def _interrupted_at(payload):
+    if payload < 0:
+        raise KeyboardInterrupt  # as Ctrl-C inside this chunk
+    return _constant_chunk(payload)
+
+
+def test_a_resumed_sweep_knows_what_all_its_runs_cost(tmp_path, capsys):
+    """Each run that kept chunks logs its wall time beside them; the run that finishes the
+    sweep says the total over every run (a sweep resumed over days and machines), and the
+    log goes with the chunks, never into the result."""
+    from phasecore.sweeps import SweepInterrupted, finish, run_chunked
+
+    out, config = tmp_path / "r.nc", {"n": 3}
+    with pytest.raises(SweepInterrupted):  # run 1 keeps chunk 0, stops in chunk 1
+        run_chunked(_interrupted_at, [0, -1, 2], config=config, output=out)
+    store = ChunkStore(out)
+    assert store.done() == {0}
+    (run,) = store._read_runs()
+    assert run["chunks"] == 1 and run["where"] == "one process" and run["wall_s"] >= 0
+    with pytest.raises(SweepInterrupted):  # run 2 stops in its first chunk: nothing logged
+        run_chunked(_interrupted_at, [0, -1, 2], config=config, output=out)
+    assert store.cost().runs == 1
+    sets, store = run_chunked(_constant_chunk, [0, 1, 2], config=config, output=out)
+    cost = store.cost()
+    assert (cost.runs, cost.chunks) == (2, 3)
+    assert str(cost).endswith("over 2 runs (3 chunks; one process)")
+    capsys.readouterr()
+    ds = finish(xr.concat(sets, "i"), "toy", config, store)
+    assert f"r.nc: {cost}" in capsys.readouterr().err
+    assert not store.path.exists() and out.exists()
+    assert not any("wall" in key for key in ds.attrs)
+    # an unreadable log is no log: the sweep itself is not disturbed
+    store.open(config, 3, overwrite=True)
+    store.runs.write_text("[{not json")
+    assert store.cost() is None
+    store.runs.write_text('[{"wall_s": 1.0}, 3, {"wall_s": 2.0, "chunks": 1, "where": "x"}]')
+    assert store.cost() == (2.0, 1, 1, "x")
