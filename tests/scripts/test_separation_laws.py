@@ -231,6 +231,8 @@ def test_help_and_the_line_before_each_experiment_give_its_measured_time(capsys)
     assert "no time measured at this scale" in script["estimate"]("hesu_fig1", "ours", "full")
     assert "no time measured at this scale" in script["estimate"]("hesu_fig1", "authors", "full")
     assert "measured 698 s at this scale" in script["estimate"]("hesu_fig9", "authors", "full")
+    part = script["estimate"]("hesu_fig4", "authors", "full")
+    assert script["MEASURED_FULL_PART"]["hesu_fig4"] in part and "measured" not in part
     try:
         _main()(["--help"])
     except SystemExit:
@@ -240,6 +242,8 @@ def test_help_and_the_line_before_each_experiment_give_its_measured_time(capsys)
     full = out.split("at the papers' scale (--full), ")[1]
     for experiment, seconds in script["MEASURED_FULL_S"].items():
         assert f"{experiment} {seconds} s" in full
+    for experiment, note in script["MEASURED_FULL_PART"].items():
+        assert f"{experiment}: {note}" in full
 
 
 def test_each_scale_and_protocol_has_its_own_default_folder():
