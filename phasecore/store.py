@@ -19,17 +19,22 @@ Healing: on resume every chunk file is opened once; one that cannot be read
 (a disk filled up, a copy was truncated) is deleted, reported in one line and
 computed again. Leftover temporary files of killed writers are removed.
 
-Timing: each run that computed chunks appends its wall time and how many chunks it finished
-to ``runs.json`` beside them, so that a sweep resumed over days and machines still knows
-what it cost in all (:meth:`ChunkStore.cost`); the result file never holds it, since a
-result depends on its configuration and seed only.
+Timing: beside each chunk, the process that computed it keeps how long the computing took,
+on which host and in which run (``chunk-NNNNNN.time.json``: one small file a chunk, so that
+writers never share one, a killed run loses only the chunk it was computing, and a copy of
+the folder merges file by file). A sweep resumed over days and machines so still knows what
+its chunks cost (:meth:`ChunkStore.cost`); the result file never holds it, since a result
+depends on its configuration and seed only. Keeping the time is best-effort: a time that
+cannot be written or read leaves its chunk untimed, never the sweep stopped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
+import socket
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -44,22 +49,25 @@ from phasecore.results import (
     write_text_atomic,
 )
 
-__all__ = ["ChunkStore", "RunsCost", "config_hash"]
+__all__ = ["ChunkStore", "ComputeCost", "config_hash"]
 
 
-class RunsCost(NamedTuple):
-    """What the runs of a sweep that kept chunks cost: wall time summed over the runs (s),
-    their number, the chunks they finished, where they ran."""
+class ComputeCost(NamedTuple):
+    """What a sweep's kept chunks cost: the seconds their computing took, summed over the
+    chunks (with w workers busy at once the wall time is about a w-th of it), the runs and
+    hosts they were computed in, and how many of the kept chunks carry a time."""
 
-    wall_s: float
+    compute_s: float
     runs: int
+    hosts: str
+    timed: int
     chunks: int
-    where: str
 
     def __str__(self) -> str:
-        return (f"{self.wall_s:.0f} s of wall time over {self.runs} "
-                f"run{'s' * (self.runs > 1)} ({self.chunks} "
-                f"chunk{'s' * (self.chunks != 1)}; {self.where})")
+        untimed = "" if self.timed == self.chunks else f", {self.timed} of them timed"
+        return (f"its {self.chunks} chunk{'s' * (self.chunks != 1)} took {self.compute_s:.0f} s "
+                f"of computing (summed over the chunks{untimed}) in {self.runs} "
+                f"run{'s' * (self.runs != 1)} on {self.hosts}")
 
 
 def config_hash(config: dict) -> str:
@@ -79,9 +87,8 @@ class ChunkStore:
     def meta(self) -> Path:
         return self.path / "sweep.json"
 
-    @property
-    def runs(self) -> Path:
-        return self.path / "runs.json"
+    def time_path(self, index: int) -> Path:
+        return self.path / f"chunk-{index:06d}.time.json"
 
     def chunk_path(self, index: int) -> Path:
         return self.path / f"chunk-{index:06d}.nc"
@@ -159,6 +166,7 @@ class ChunkStore:
                 self.read(index)
             except Exception:  # noqa: BLE001 (any unreadable file is recomputed)
                 self.chunk_path(index).unlink(missing_ok=True)
+                self.time_path(index).unlink(missing_ok=True)
                 bad.append(index)
         if bad:
             print(f"{self.path}: {len(bad)} unreadable chunk file(s) {bad} removed; they will "
@@ -174,36 +182,45 @@ class ChunkStore:
         with xr.open_dataset(self.chunk_path(index), engine=ENGINE) as ds:
             return ds.load()
 
-    def log_run(self, seconds: float, finished: int, where: str) -> None:
-        """Append one run to ``runs.json``: its wall time (s), the chunks it finished, and
-        where they ran (e.g. "2 processes"). A run that finished none is not logged: its
-        time bought nothing that was kept."""
-        if finished <= 0 or not self.path.is_dir():
-            return
-        runs = self._read_runs()
-        runs.append({"wall_s": round(float(seconds), 1), "chunks": int(finished),
-                     "where": str(where)})
-        write_text_atomic(self.runs, json.dumps(runs))
-
-    def cost(self) -> RunsCost | None:
-        """What the logged runs cost in all, or None when none is logged (an unreadable log
-        counts as none). Chunks kept by a run that predates the log are not in it."""
-        runs = self._read_runs()
-        if not runs:
-            return None
-        return RunsCost(wall_s=sum(r["wall_s"] for r in runs), runs=len(runs),
-                        chunks=sum(r["chunks"] for r in runs),
-                        where=", ".join(dict.fromkeys(r["where"] for r in runs)))
-
-    def _read_runs(self) -> list[dict]:
+    def write_time(self, index: int, seconds: float, run: str) -> None:
+        """Keep how long chunk ``index`` took to compute (``seconds``), here, in ``run`` (the
+        driving process's id). Best-effort: a time that cannot be written is said in one
+        line and its chunk stays untimed."""
+        record = {"compute_s": round(float(seconds), 3), "host": socket.gethostname(),
+                  "run": str(run)}
         try:
-            runs = json.loads(self.runs.read_text())
+            write_text_atomic(self.time_path(index), json.dumps(record))
+        except Exception as err:  # noqa: BLE001 (the chunk is kept: only its time is lost)
+            print(f"{self.path}: chunk {index}'s computing time was not kept ({err}); the "
+                  "chunk itself is", file=sys.stderr, flush=True)
+
+    def cost(self) -> ComputeCost | None:
+        """What the kept chunks cost (:class:`ComputeCost`), from the times kept beside them;
+        None when none carries one. A time that cannot be read, or is not a finite number
+        of seconds ≥ 0, counts as none: its chunk is untimed."""
+        chunks = sorted(self.done())
+        times = [t for t in map(self._read_time, chunks) if t is not None]
+        if not times:
+            return None
+        return ComputeCost(compute_s=sum(t["compute_s"] for t in times),
+                           runs=len({t["run"] for t in times}),
+                           hosts=", ".join(sorted({t["host"] for t in times})),
+                           timed=len(times), chunks=len(chunks))
+
+    def _read_time(self, index: int) -> dict | None:
+        try:
+            record = json.loads(self.time_path(index).read_text())
         except (OSError, ValueError):
-            return []
-        if not isinstance(runs, list):
-            return []
-        keys = {"wall_s", "chunks", "where"}
-        return [r for r in runs if isinstance(r, dict) and keys <= set(r)]
+            return None
+        if not isinstance(record, dict):
+            return None
+        seconds = record.get("compute_s")
+        if (not isinstance(seconds, (int, float)) or isinstance(seconds, bool)
+                or not math.isfinite(seconds) or seconds < 0):
+            return None
+        if not all(isinstance(record.get(k), str) for k in ("host", "run")):
+            return None
+        return record
 
     def clear(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

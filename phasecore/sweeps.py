@@ -15,8 +15,10 @@ number of interruptions. An interrupted sweep raises :class:`SweepInterrupted`
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,9 +44,15 @@ class SweepInterrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C or SIGTERM; its finished chunks are kept."""
 
 
-def _compute_and_write(compute, payload, store_output, index) -> int:
-    """Worker task: compute one chunk and write it to the store (any process)."""
-    ChunkStore(store_output).write(index, compute(payload))
+def _compute_and_write(compute, payload, store_output, index, run) -> int:
+    """Worker task: compute one chunk and write it to the store (any process), with the
+    seconds its computing took (:meth:`ChunkStore.write_time`)."""
+    start = time.perf_counter()
+    ds = compute(payload)
+    seconds = time.perf_counter() - start
+    store = ChunkStore(store_output)
+    store.write(index, ds)
+    store.write_time(index, seconds, run)
     return index
 
 
@@ -63,7 +71,9 @@ def run_sweep(
     ``compute`` must be a module-level function (it is pickled for process
     and Dask workers) and deterministic given its payload. A store must
     already be :meth:`ChunkStore.open`; every chunk is written to it as it
-    finishes. Without one the chunks are only returned. Raises
+    finishes, with its computing time; a resumed sweep says at the end (unless ``quiet``)
+    what all its kept chunks cost, over every run. Without one the chunks are only
+    returned. Raises
     :class:`SweepInterrupted` on Ctrl-C or SIGTERM after stopping every worker.
     """
     validate_scheduler(scheduler)
@@ -72,7 +82,8 @@ def run_sweep(
     if store is None:
         tasks = {i: (compute, (payloads[i],)) for i in pending}
     else:
-        tasks = {i: (_compute_and_write, (compute, payloads[i], str(store.output), i))
+        run = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # for the cost
+        tasks = {i: (_compute_and_write, (compute, payloads[i], str(store.output), i, run))
                  for i in pending}
     progress = progress_for(len(payloads), len(payloads) - len(pending), label, quiet)
     if scheduler == "processes":  # chunks in flight at once, for the estimate of time left
@@ -80,13 +91,11 @@ def run_sweep(
         if workers is not None and 0 < len(pending) < workers and not quiet:
             say(f"{label}: {len(pending)} chunk{'s' * (len(pending) > 1)} to compute, so a "
                 f"pool of {len(pending)} of the {workers} workers asked for", stream=sys.stderr)
-    start = time.monotonic()
     try:
         with interrupt_once():
             computed = run_tasks(tasks, scheduler, workers, progress)
     except KeyboardInterrupt:
         progress.close()
-        _log_run(store, start, len(done), scheduler, workers)
         if store is None:
             kept = "nothing was stored (no output file)"
         elif not store.done():  # resuming would start from scratch: say so
@@ -100,31 +109,14 @@ def run_sweep(
     progress.close()
     if store is None:
         return [computed[i] for i in range(len(payloads))]
-    _log_run(store, start, len(done), scheduler, workers)
+    if done and not quiet:  # a resumed sweep: what all its runs' chunks cost
+        cost = store.cost()
+        if cost is not None:
+            say(f"{store.output.name}: {cost}", stream=sys.stderr)
     missing = set(range(len(payloads))) - store.done()
     if missing:
         raise RuntimeError(f"sweep incomplete: chunks {sorted(missing)} were not written")
     return [store.read(i) for i in range(len(payloads))]
-
-
-def _log_run(store: ChunkStore | None, start: float, kept_before: int, scheduler: str,
-             workers: int | None) -> None:
-    """Log this run's wall time in the store (:meth:`ChunkStore.log_run`): what a sweep
-    resumed over several runs cost in all is then known when it finishes."""
-    if store is None:
-        return
-    where = {"serial": "one process",
-             "processes": f"{workers or os.cpu_count() or 1} processes"}.get(scheduler,
-                                                                             scheduler)
-    store.log_run(time.monotonic() - start, len(store.done()) - kept_before, where)
-
-
-def _report_cost(store: ChunkStore) -> None:
-    """Say what a sweep finished over several runs cost in all, before its log goes with
-    its chunks (one run's time is its caller's to print)."""
-    cost = store.cost()
-    if cost is not None and cost.runs > 1:
-        say(f"{store.output.name}: {cost}", stream=sys.stderr)
 
 
 def check_before_work(config: dict, n_chunks: int, output, overwrite: bool,
@@ -184,7 +176,6 @@ def finish(ds: xr.Dataset, kind: str, config: dict, store: ChunkStore | None) ->
             save(ds, store.output, overwrite=True)
         except OutputWriteError as err:
             raise write_failed(err, store.path) from err
-        _report_cost(store)
         store.clear()
     return ds
 
@@ -238,6 +229,5 @@ def run_into_files(compute: Callable[[Any], xr.Dataset], payloads: Sequence[Any]
                 write_atomic(ds, path)
     except OutputWriteError as err:
         raise write_failed(err, parts.path) from err
-    _report_cost(parts)
     parts.clear()
     return sets

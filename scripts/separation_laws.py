@@ -33,7 +33,6 @@ from phasecore.commandline import checked_script, scaled_figures_parser
 
 FOLDER = "figures/separation_laws"  # the committed sweeps: --protocol ours
 AUTHORS_FOLDER = "figures/separation_laws_authors"
-#: Why --quick runs its sweeps here even when a pool is asked for.
 #: Each experiment's measured wall time (seconds) at the committed ("reduced") scale on the
 #: project's 2 shared cores, by protocol: printed as the estimate before it starts, and in
 #: --help (docs/results.md has them too). None: not measured yet. Fig. 12 reuses Fig. 7's
@@ -52,8 +51,10 @@ MEASURED_HOW = {"ours": "two workers, other light work running",
 MEASURED_FULL_S = {"hesu_fig3": 4483, "hesu_fig7": 1164, "hesu_fig9": 698, "hesu_fig12": 10}
 #: Experiments at the papers' scale timed only in part (resumed runs before a sweep's runs
 #: were logged): what was measured.
-MEASURED_FULL_PART = {"hesu_fig4": "its last 8 of 25 networks took 2329 s with two workers "
-                                   "(the rest ran earlier, untimed)"}
+MEASURED_FULL_PART = {"hesu_fig4": "its last 8 networks trained (Wide-Narrow's last 3, "
+                                   "Mixed's 5) took 2329 s with two workers; the others "
+                                   "ran earlier, untimed"}
+#: Why --quick runs its sweeps here even when a pool is asked for.
 QUICK_NOTE = ("separation_laws.py: --quick runs its sweeps here, one after another: each takes "
               "seconds, less than a pool's workers take to start (with a pool --quick took "
               "121 s instead of 15 s)")
@@ -68,7 +69,8 @@ def estimate(experiment: str, protocol: str, scale: str) -> str:
         seconds = MEASURED_FULL_S.get(experiment)
     else:
         seconds = None
-    if seconds is None and scale == "full" and experiment in MEASURED_FULL_PART:
+    if (seconds is None and scale == "full" and protocol == "authors"
+            and experiment in MEASURED_FULL_PART):
         return f"{experiment}: starting; at this scale {MEASURED_FULL_PART[experiment]}"
     if seconds is None:
         where = "" if scale == "reduced" else " at this scale"
@@ -78,15 +80,17 @@ def estimate(experiment: str, protocol: str, scale: str) -> str:
 
 
 def _times_help() -> str:
-    """--help's epilog: the measured times of :data:`MEASURED_S`."""
-    return "measured wall times at the committed scale on 2 shared cores: " + "; ".join(
+    """--help's epilog: the measured times of :data:`MEASURED_S` and of the papers' scale."""
+    reduced = "; ".join(
         f"{protocol} ({MEASURED_HOW[protocol]}): " + ", ".join(
             f"{e} {'not measured' if t is None else f'{t} s'}" for e, t in times.items())
-        for protocol, times in MEASURED_S.items()) + "; at the papers' scale (--full), " + (
-        ", ".join(f"{e} {t} s" for e, t in MEASURED_FULL_S.items())) + "; " + "; ".join(
-        f"{e}: {note}" for e, note in MEASURED_FULL_PART.items()) + (
-        " (Fig. 12 reuses Fig. 7's networks; on a busy machine a rerun of Fig. 9 took 123 s "
-        "against 37 s)")
+        for protocol, times in MEASURED_S.items())
+    full = [f"{e} {t} s" for e, t in MEASURED_FULL_S.items()]
+    full += [f"{e}: {note}" for e, note in MEASURED_FULL_PART.items()]
+    return (f"measured wall times at the committed scale on 2 shared cores: {reduced} (Fig. 12 "
+            "reuses Fig. 7's networks; on a busy machine a rerun of Fig. 9 took 123 s against "
+            "37 s); at the papers' scale (--full), under the authors' protocol: "
+            + "; ".join(full))
 
 
 def parse(argv: list[str] | None = None):
@@ -130,8 +134,8 @@ def parse(argv: list[str] | None = None):
     if args.scale == "quick" and scheduler in ("processes", "serial"):
         # seconds of work a sweep: a pool's start-up (spawned workers importing torch, several
         # seconds a sweep) would make it ~8x slower than running it here (14.7 s against 121 s)
-        if args.workers is not None or args.scheduler == "processes":
-            args.serial_note = (QUICK_NOTE)
+        if (args.workers or 1) > 1 or args.scheduler == "processes":  # a pool was asked for
+            args.serial_note = QUICK_NOTE
         scheduler, args.workers = "serial", None
     try:
         validate_scheduler(scheduler)

@@ -250,33 +250,69 @@ def _interrupted_at(payload):
 
 
 def test_a_resumed_sweep_knows_what_all_its_runs_cost(tmp_path, capsys):
-    """Each run that kept chunks logs its wall time beside them; the run that finishes the
-    sweep says the total over every run (a sweep resumed over days and machines), and the
-    log goes with the chunks, never into the result."""
+    """Each kept chunk carries its computing time; the run that finishes a resumed sweep
+    says what all its chunks cost, over every run (a sweep resumed over days and machines),
+    and the times go with the chunks, never into the result."""
     from phasecore.sweeps import SweepInterrupted, finish, run_chunked
 
     out, config = tmp_path / "r.nc", {"n": 3}
     with pytest.raises(SweepInterrupted):  # run 1 keeps chunk 0, stops in chunk 1
         run_chunked(_interrupted_at, [0, -1, 2], config=config, output=out)
     store = ChunkStore(out)
-    assert store.done() == {0}
-    (run,) = store._read_runs()
-    assert run["chunks"] == 1 and run["where"] == "one process" and run["wall_s"] >= 0
-    with pytest.raises(SweepInterrupted):  # run 2 stops in its first chunk: nothing logged
-        run_chunked(_interrupted_at, [0, -1, 2], config=config, output=out)
-    assert store.cost().runs == 1
-    sets, store = run_chunked(_constant_chunk, [0, 1, 2], config=config, output=out)
-    cost = store.cost()
-    assert (cost.runs, cost.chunks) == (2, 3)
-    assert str(cost).endswith("over 2 runs (3 chunks; one process)")
+    assert store.done() == {0} and store.time_path(0).exists()
+    assert not store.time_path(1).exists()
+    assert store.cost().chunks == 1
     capsys.readouterr()
-    ds = finish(xr.concat(sets, "i"), "toy", config, store)
+    sets, store = run_chunked(_constant_chunk, [0, 1, 2], config=config, output=out,
+                              quiet=False)
+    cost = store.cost()
+    assert (cost.runs, cost.timed, cost.chunks) == (2, 3, 3) and cost.compute_s >= 0
+    assert str(cost).startswith("its 3 chunks took ")
+    assert str(cost).endswith(" in 2 runs on " + cost.hosts)
     assert f"r.nc: {cost}" in capsys.readouterr().err
+    ds = finish(xr.concat(sets, "i"), "toy", config, store)
     assert not store.path.exists() and out.exists()
-    assert not any("wall" in key for key in ds.attrs)
-    # an unreadable log is no log: the sweep itself is not disturbed
-    store.open(config, 3, overwrite=True)
-    store.runs.write_text("[{not json")
+    assert not any("time" in key or "cost" in key for key in ds.attrs)
+
+
+@pytest.mark.parametrize("bad", ["", "{not json", "[1, 2]", '{"compute_s": "abc"}',
+                                 '{"compute_s": -4, "host": "h", "run": "r"}',
+                                 '{"compute_s": NaN, "host": "h", "run": "r"}',
+                                 '{"compute_s": 1.0, "host": ["h"], "run": "r"}',
+                                 '{"compute_s": true, "host": "h", "run": "r"}', None])
+def test_a_chunk_time_that_cannot_be_read_leaves_the_chunk_untimed(tmp_path, capsys, bad):
+    """A damaged time (bad JSON, wrong types, a negative or non-finite number, a folder in
+    its place) neither stops the sweep nor is counted: the cost says how many chunks it
+    times; a time that cannot be written is said in one line, and the chunk is kept."""
+    from phasecore.sweeps import run_chunked
+
+    out, config = tmp_path / "r.nc", {"n": 3}
+    with pytest.raises(KeyboardInterrupt):
+        run_chunked(_interrupted_at, [0, 1, -1], config=config, output=out)
+    store = ChunkStore(out)
+    assert store.done() == {0, 1}
+    store.time_path(1).unlink()
+    if bad is None:  # a folder where chunk 1's time goes: it cannot be written
+        store.time_path(1).mkdir()
+        store.chunk_path(1).unlink()  # so that chunk 1 is computed (and timed) again
+    else:
+        store.time_path(1).write_text(bad)
+    capsys.readouterr()
+    sets, store = run_chunked(_constant_chunk, [0, 1, 2], config=config, output=out,
+                              quiet=False)
+    assert [float(d["x"][0]) for d in sets] == [0.0, 1.0, 2.0]
+    cost = store.cost()
+    assert (cost.timed, cost.chunks) == (2, 3) and ", 2 of them timed)" in str(cost)
+    err = capsys.readouterr().err
+    assert ("chunk 1's computing time was not kept" in err) == (bad is None)
+
+
+def test_a_healed_chunk_loses_its_time_and_is_timed_again(tmp_path):
+    store = ChunkStore(tmp_path / "r.nc")
+    store.open({"n": 2}, 2)
+    store.write(0, _constant_chunk(0))
+    store.write_time(0, 5.0, "run-a")
+    store.chunk_path(0).write_text("truncated")
+    store.open({"n": 2}, 2)  # resume: the unreadable chunk and its time go
+    assert store.done() == set() and not store.time_path(0).exists()
     assert store.cost() is None
-    store.runs.write_text('[{"wall_s": 1.0}, 3, {"wall_s": 2.0, "chunks": 1, "where": "x"}]')
-    assert store.cost() == (2.0, 1, 1, "x")
