@@ -53,7 +53,10 @@ MEASURED_FULL_S = {"hesu_fig3": 4483, "hesu_fig7": 1164, "hesu_fig9": 698, "hesu
 #: were logged): what was measured.
 MEASURED_FULL_PART = {"hesu_fig4": "its last 8 networks trained (Wide-Narrow's last 3, "
                                    "Mixed's 5) took 2329 s with two workers; the others "
-                                   "ran earlier, untimed"}
+                                   "ran earlier, untimed",
+                      "hesu_fig1": "momentum's last 10 of 21 chunks and all of Adam's 75 "
+                                   "networks took 1539 s with two workers; SGD's 105 networks "
+                                   "and momentum's first 11 chunks ran earlier, untimed"}
 #: Why --quick runs its sweeps here even when a pool is asked for.
 QUICK_NOTE = ("separation_laws.py: --quick runs its sweeps here, one after another: each takes "
               "seconds, less than a pool's workers take to start (with a pool --quick took "
