@@ -133,6 +133,8 @@ def parse(argv: list[str] | None = None):
     except (ConfigError, ValueError) as err:
         parser.error(str(err))
     scheduler = args.scheduler or figure_scheduler(configs, args.workers)
+    if args.scheduler is None and scheduler == "serial":  # --workers 1: this process
+        args.workers = None
     args.serial_note = ""
     if args.scale == "quick" and scheduler in ("processes", "serial"):
         # seconds of work a sweep: a pool's start-up (spawned workers importing torch, several

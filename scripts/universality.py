@@ -69,7 +69,10 @@ def parse(argv: list[str] | None = None):
         if args.scale == "quick" and scheduler in ("processes", "serial"):
             scheduler, args.workers = "serial", None
         configs = universality.configs(args.scale, args.only)
-        scheduler = scheduler or figure_scheduler(configs, args.workers)
+        if scheduler is None:
+            scheduler = figure_scheduler(configs, args.workers)
+            if scheduler == "serial":  # --workers 1 (or CUDA): this process
+                args.workers = None
         validate_scheduler(scheduler)
         validate_workers(args.workers, scheduler)
         names = [n for figure in universality.FIGURES.values() for n in figure]

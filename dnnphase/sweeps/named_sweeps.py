@@ -70,9 +70,12 @@ def twin(folder: Path, name: str, cfg, names) -> Path | None:
 def figure_scheduler(configs: dict, workers: int | None) -> str:
     """A figure script's scheduler when none is asked for: a process pool on the CPU; on
     CUDA this process (one GPU is one worker: a pool's workers would each hold a CUDA
-    context and their chunks on the one device), unless ``workers`` asks for a pool."""
+    context and their chunks on the one device), unless ``workers`` asks for a pool; with
+    ``workers`` 1 this process (a pool of one would only add a worker's start-up)."""
     from dnnphase.sweeps.sweep import runs_on_cuda
 
+    if workers == 1:
+        return "serial"
     cuda = any(runs_on_cuda(cfg.device) for cfg in configs.values())
     return "serial" if cuda and workers is None else "processes"
 

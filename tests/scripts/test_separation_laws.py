@@ -68,6 +68,20 @@ def test_on_cuda_the_figure_scripts_run_in_this_process_unless_a_pool_is_asked()
     assert figure_scheduler({"a": cpu}, None) == "processes"
     assert figure_scheduler({"a": cpu, "b": gpu}, None) == "serial"
     assert figure_scheduler({"a": gpu}, 2) == "processes"
+    # --workers 1: this process on either device (a pool of one only adds its start-up)
+    assert figure_scheduler({"a": cpu}, 1) == figure_scheduler({"a": gpu}, 1) == "serial"
+
+
+def test_one_worker_runs_here_rather_than_in_a_pool_of_one(tmp_path):
+    """--workers 1 (the documented command of the papers' scale) trains in this process: a
+    pool of one would only add a worker's start-up, and --workers is then left unset."""
+    parse = _main().__globals__["parse"]
+    args, _, scheduler = parse([str(tmp_path / "f"), "--full", "--only", "hesu_fig12",
+                                "--workers", "1"])
+    assert (scheduler, args.workers) == ("serial", None)
+    args, _, scheduler = parse([str(tmp_path / "f"), "--full", "--only", "hesu_fig12",
+                                "--workers", "2"])
+    assert (scheduler, args.workers) == ("processes", 2)
 
 
 def test_a_title_is_never_wrapped_inside_a_number():
