@@ -49,8 +49,8 @@ MEASURED_HOW = {"ours": "two workers, other light work running",
 #: The papers' scale (``--full``) under the authors' protocol, where measured: seconds, one
 #: worker under nice with another job sharing the 2 cores.
 MEASURED_FULL_S = {"hesu_fig3": 4483, "hesu_fig7": 1164, "hesu_fig9": 698, "hesu_fig12": 10}
-#: Experiments at the papers' scale timed only in part (resumed runs before a sweep's runs
-#: were logged): what was measured.
+#: Experiments at the papers' scale timed only in part (resumed over sessions before each
+#: kept chunk carried its computing time): what was measured.
 MEASURED_FULL_PART = {"hesu_fig4": "its last 8 networks trained (Wide-Narrow's last 3, "
                                    "Mixed's 5) took 2329 s with two workers; the others "
                                    "ran earlier, untimed",
