@@ -123,7 +123,7 @@ def parse(argv: list[str] | None = None):
         args.folder = FOLDER if args.protocol == "ours" else AUTHORS_FOLDER
         if args.scale != "reduced":
             args.folder = f"{args.folder}/{args.scale}"
-    from dnnphase.sweeps.named_sweeps import check_folder, figure_scheduler
+    from dnnphase.sweeps.named_sweeps import check_folder, figure_pool
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_scheduler, validate_workers
 
@@ -132,9 +132,9 @@ def parse(argv: list[str] | None = None):
         configs = separation_laws.configs(args.scale, args.only, args.protocol)
     except (ConfigError, ValueError) as err:
         parser.error(str(err))
-    scheduler = args.scheduler or figure_scheduler(configs, args.workers)
-    if args.scheduler is None and scheduler == "serial":  # --workers 1: this process
-        args.workers = None
+    scheduler = args.scheduler
+    if scheduler is None:
+        scheduler, args.workers = figure_pool(configs, args.workers)
     args.serial_note = ""
     if args.scale == "quick" and scheduler in ("processes", "serial"):
         # seconds of work a sweep: a pool's start-up (spawned workers importing torch, several

@@ -52,11 +52,11 @@ def parse(argv: list[str] | None = None):
     args = parser.parse_args(argv)
     if args.folder is None:
         args.folder = universality.SCALE_FOLDERS[args.scale]
-    from dnnphase.sweeps.named_sweeps import check_folder, figure_scheduler
+    from dnnphase.sweeps.named_sweeps import check_folder, figure_pool
     from phasecore.checks import ConfigError
     from phasecore.executors import validate_scheduler, validate_workers
 
-    # None: chosen by the configurations' device (figure_scheduler)
+    # None: chosen by the configurations' device (figure_pool)
     scheduler = args.scheduler or ("serial" if args.scale == "quick" else None)
     # --quick: seconds of work a sweep, less than a pool's start-up (spawned workers import
     # torch): with a pool it would be several times slower, so it runs here, and says so
@@ -70,9 +70,7 @@ def parse(argv: list[str] | None = None):
             scheduler, args.workers = "serial", None
         configs = universality.configs(args.scale, args.only)
         if scheduler is None:
-            scheduler = figure_scheduler(configs, args.workers)
-            if scheduler == "serial":  # --workers 1 (or CUDA): this process
-                args.workers = None
+            scheduler, args.workers = figure_pool(configs, args.workers)
         validate_scheduler(scheduler)
         validate_workers(args.workers, scheduler)
         names = [n for figure in universality.FIGURES.values() for n in figure]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from phasecore.checks import ConfigError, check_distinct
 
-__all__ = ["HOW_NOT_WHAT", "check_folder", "check_only", "draw_figure", "figure_scheduler",
-           "run_named", "stored_matches", "twin"]
+__all__ = ["HOW_NOT_WHAT", "check_folder", "check_only", "draw_figure", "figure_pool",
+           "figure_scheduler", "run_named", "stored_matches", "twin"]
 
 #: How a sweep was computed, not what: reused across these (as dnnphase reproduce does).
 HOW_NOT_WHAT = ("models_per_chunk", "device")
@@ -78,6 +78,13 @@ def figure_scheduler(configs: dict, workers: int | None) -> str:
         return "serial"
     cuda = any(runs_on_cuda(cfg.device) for cfg in configs.values())
     return "serial" if cuda and workers is None else "processes"
+
+
+def figure_pool(configs: dict, workers: int | None) -> tuple[str, int | None]:
+    """:func:`figure_scheduler` and the workers to run it with (None in this process, where
+    ``workers`` only sizes a pool)."""
+    scheduler = figure_scheduler(configs, workers)
+    return scheduler, None if scheduler == "serial" else workers
 
 
 def check_folder(folder, configs: dict, names, figures: dict, scheduler: str,

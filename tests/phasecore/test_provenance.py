@@ -13,10 +13,7 @@ def _kernels_in_child(env_extra: dict) -> dict | None:
     """The ``kernels`` attribute a fresh process with ``env_extra`` writes (None: none)."""
     code = ("import torch; from phasecore.results import provenance; "
             "print(provenance('k', {}).get('kernels', 'null'))")
-    env = {k: v for k, v in os.environ.items() if k not in KERNEL_LEVERS}
-    out = subprocess.run([sys.executable, "-c", code], env={**env, **env_extra}, check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)
+    return json.loads(_child(code, env_extra))
 
 
 def test_provenance_records_the_kernel_levers_that_are_set_and_torchs_vector_width():
@@ -30,6 +27,8 @@ def test_provenance_records_the_kernel_levers_that_are_set_and_torchs_vector_wid
 
 
 def _child(code: str, env_extra: dict) -> str:
+    """What a fresh process running ``code`` prints, with no kernel lever set but
+    ``env_extra``."""
     env = {k: v for k, v in os.environ.items() if k not in KERNEL_LEVERS}
     return subprocess.run([sys.executable, "-c", code], env={**env, **env_extra}, check=True,
                           capture_output=True, text=True).stdout.strip()
