@@ -243,7 +243,7 @@ def test_help_and_the_line_before_each_experiment_give_its_measured_time(capsys)
     line = script["estimate"]("hesu_fig1", "ours", "reduced")
     assert f"measured {script['MEASURED_S']['ours']['hesu_fig1']} s" in line
     assert "no time measured at this scale" in script["estimate"]("hesu_fig1", "ours", "full")
-    assert "no time measured at this scale" in script["estimate"]("galanti_fig1", "authors",
+    assert "no time measured at this scale" in script["estimate"]("galanti_fig3", "authors",
                                                                   "full")
     assert "measured 698 s at this scale" in script["estimate"]("hesu_fig9", "authors", "full")
     part = script["estimate"]("hesu_fig4", "authors", "full")
