@@ -95,6 +95,22 @@ def test_a_title_is_never_wrapped_inside_a_number():
     assert _wrapped_title("a 100 b", 80) == "a 100 b"  # no group space: left alone
 
 
+def test_a_title_names_the_training_set_size_or_says_it_is_the_whole_split():
+    import json
+
+    import xarray as xr
+
+    from dnnphase.compare.figures.separation_laws import _title
+
+    def title(n_train):
+        config = {"dataset": "fashion-mnist", "n_train": n_train, "protocol": "authors"}
+        return _title(xr.Dataset(attrs={"config": json.dumps(config)}), "full",
+                      paper="galanti").split("\n")[0]
+
+    assert title(1000) == "data: fashion-mnist, 1000 training samples"
+    assert title(None) == "data: fashion-mnist, all its training samples"
+
+
 def test_bad_options_are_refused_in_one_line_before_any_file(tmp_path, capsys):
     folder = tmp_path / "out"
     assert "only must be one or more of hesu_fig1" in _refused(

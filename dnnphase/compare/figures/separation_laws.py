@@ -56,7 +56,9 @@ def _title(ds: xr.Dataset, scale: str, samples: bool = True, paper: str = "hesu"
     config = json.loads(ds.attrs["config"])
     data = " and ".join(dict.fromkeys(_source(d) for d in (ds, *also)))  # each source once
     protocol = config.get("protocol")  # absent: ours (stored before the field existed)
-    size = f", {config.get('n_train')} training samples" if samples else ""
+    n_train = config.get("n_train")  # None: the data set's whole training split
+    size = ((f", {n_train} training samples" if n_train else ", all its training samples")
+            if samples else "")
     levers = {k: v for k, v in json.loads(ds.attrs.get("kernels", "{}")).items()
               if k.isupper()}  # the environment's levers, not PyTorch's own reading
     return (f"data: {data}{size}\n{SCALE_NOTES[scale][paper]}"
