@@ -60,6 +60,13 @@ MEASURED_FULL_PART = {"hesu_fig4": "its last 8 networks trained (Wide-Narrow's l
                       "galanti_fig1": "its 25 networks took 27466 s of computing summed over "
                                       "them, in runs over three sessions with two workers "
                                       "(about half that in wall time)"}
+#: Experiments not run at the papers' scale here, with what a short measured run projects
+#: (``benchmarks/bench_papers_scale.py``: an epoch of one network, alone on one core).
+PROJECTED_FULL = {"galanti_fig3": "not run here: an epoch of one of its networks took 9.1 s "
+                                  "on one core (Fig. 1's 16-layer one 2.25 s in the same run), "
+                                  "so its 20 networks are about 9.2e4 core-seconds (26 h) and "
+                                  "a chunk of 3 about 3.8 h; for a GPU or a Dask cluster "
+                                  "(--scheduler tcp://...)"}
 #: Why --quick runs its sweeps here even when a pool is asked for.
 QUICK_NOTE = ("separation_laws.py: --quick runs its sweeps here, one after another: each takes "
               "seconds, less than a pool's workers take to start (with a pool --quick took "
@@ -75,9 +82,11 @@ def estimate(experiment: str, protocol: str, scale: str) -> str:
         seconds = MEASURED_FULL_S.get(experiment)
     else:
         seconds = None
-    if (seconds is None and scale == "full" and protocol == "authors"
-            and experiment in MEASURED_FULL_PART):
-        return f"{experiment}: starting; at this scale {MEASURED_FULL_PART[experiment]}"
+    if seconds is None and scale == "full" and protocol == "authors":
+        if experiment in MEASURED_FULL_PART:
+            return f"{experiment}: starting; at this scale {MEASURED_FULL_PART[experiment]}"
+        if experiment in PROJECTED_FULL:
+            return f"{experiment}: starting; at this scale {PROJECTED_FULL[experiment]}"
     if seconds is None:
         where = "" if scale == "reduced" else " at this scale"
         return f"{experiment}: starting (no time measured{where})"
@@ -92,7 +101,7 @@ def _times_help() -> str:
             f"{e} {'not measured' if t is None else f'{t} s'}" for e, t in times.items())
         for protocol, times in MEASURED_S.items())
     full = [f"{e} {t} s" for e, t in MEASURED_FULL_S.items()]
-    full += [f"{e}: {note}" for e, note in MEASURED_FULL_PART.items()]
+    full += [f"{e}: {note}" for e, note in {**MEASURED_FULL_PART, **PROJECTED_FULL}.items()]
     return (f"measured wall times at the committed scale on 2 shared cores: {reduced} (Fig. 12 "
             "reuses Fig. 7's networks; on a busy machine a rerun of Fig. 9 took 123 s against "
             "37 s); at the papers' scale (--full), under the authors' protocol: "
