@@ -9,6 +9,7 @@ rerunning the same command resumes a sweep; warnings -> ``<prog>: warning: ...``
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import sys
 import warnings
@@ -34,7 +35,11 @@ class DefaultsFormatter(argparse.HelpFormatter):
         if ("default" in text.lower() or action.nargs == 0  # a flag: off unless given
                 or default is None or default is argparse.SUPPRESS):
             return text
-        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+        if isinstance(default, list | tuple):  # as the option takes it: words or a comma list
+            shown = (" ".join(shlex.quote(str(v)) for v in default)
+                     if action.nargs in ("+", "*") else ",".join(map(str, default)))
+        else:
+            shown = default
         return f"{text} (default: {str(shown).replace('%', '%%')})".lstrip()
 
 
@@ -176,8 +181,9 @@ def result_script(description: str, main, argv=None, *, writes: str,
     (:func:`run`)."""
     parser = Parser(description=description)
     parser.add_argument("folder", nargs="?", default=None,
-                        help=f"where to write (default {folder}; with --quick {folder}/quick, "
-                             "so a smoke test never meets the committed files)")
+                        help=f"where to write (created if missing; default {folder}; with "
+                             f"--quick {folder}/quick, so a smoke test never meets the "
+                             "committed files)")
     parser.add_argument("--quick", dest="scale", action="store_const", const="quick",
                         default="paper", help="seconds: a smoke test")
     dests = [parser.add_argument(flag, **kwargs).dest for flag, kwargs in options]

@@ -71,7 +71,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = Parser(
         description="Fig. S2: the CNN with dropout introduced mid-training.")
     parser.add_argument("folder", nargs="?", default="figures/supplement",
-                        help="where cnn_dropout.nc and cnn_dropout.png go")
+                        help="where cnn_dropout.nc and cnn_dropout.png go (created if missing)")
     overwrite_option(parser, "cnn_dropout.nc and .png")
     parser.add_argument("--scale", choices=sorted(CNN_DROPOUT_SCALES), default=None,
                         help="the preset (default: reduced, the committed one)")

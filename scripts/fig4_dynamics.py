@@ -266,13 +266,14 @@ def main(args) -> None:
 def build_parser() -> Parser:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="figures/paper/fig4",
-                        help="where the files go (default figures/paper/fig4)")
+                        help="where the files go (created if missing; default figures/paper/fig4)")
     parser.add_argument("--seeds", type=integer(1), default=None,
                         help="networks per setting (default 10, the paper's count)")
     parser.add_argument("--chain-seeds", type=integer(1), default=32,
                         help="chains averaged per setting (default 32)")
     parser.add_argument("--epochs", type=integer(1), default=None,
-                        help=f"(default 100; --quick {QUICK['epochs']})")
+                        help=f"training epochs of each network (default 100; --quick "
+                             f"{QUICK['epochs']})")
     parser.add_argument("--record-every", type=integer(1), default=None,
                         help="epochs between recorded load curves (default 2)")
     parser.add_argument("--refit", action="store_true",

@@ -175,7 +175,7 @@ def print_tables(r: dict[str, np.ndarray]) -> None:
 
 def main(argv=None) -> int:
     parser = Parser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=100, help="full-batch epochs (100)")
+    parser.add_argument("--epochs", type=int, default=100, help="full-batch epochs")
     args = parser.parse_args(argv)
     if args.epochs < 1:
         parser.error(f"--epochs must be an integer >= 1 (got {args.epochs})")

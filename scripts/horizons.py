@@ -154,8 +154,12 @@ def plot(folder: Path):
 
 def main(argv=None) -> int:
     parser = Parser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["compute", "plot"])
-    parser.add_argument("folder", type=Path)
+    parser.add_argument("what", choices=["compute", "plot"],
+                        help="compute: every panel's diagram, then the figure; plot: the "
+                             "figure alone, from the panels' files")
+    parser.add_argument("folder", type=Path,
+                        help="where the panels' files and the figure go (created if missing; "
+                             "the committed ones: figures/horizons/)")
     overwrite_option(parser, "panels' .nc files and horizons.png")
     parser.set_defaults(func=lambda args: draw(args.what, args.folder, args.overwrite))
     return run(parser, argv)

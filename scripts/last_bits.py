@@ -27,6 +27,7 @@ import numpy as np
 from dnnphase.compare.comparator.fitting import fit_sweep_final, fit_sweep_trajectory
 from dnnphase.compare.comparator.prediction import held_out_prediction
 from phasecore import results
+from phasecore.checks import ConfigError
 from phasecore.commandline import folder_command
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
@@ -76,7 +77,7 @@ def score_change(committed, again) -> tuple[float, str]:
 def main(folder: str = "figures/paper") -> None:
     paths = {k: p for k in KNOB_ORDER if (p := Path(folder) / f"dnn_{k}.nc").exists()}
     if not paths:
-        raise SystemExit(f"no dnn_<knob>.nc in {folder}")
+        raise ConfigError(f"no dnn_<knob>.nc in {folder}")
     print(f"nudges of up to {ULPS} ulp (seeds 1..{NUDGES}); largest relative change "
           f"(cells moved by more than {MOVED:g})")
     for knob, path in paths.items():

@@ -27,6 +27,7 @@ from dnnphase.compare.comparator.prediction import (
     transfer_table,
 )
 from phasecore import results
+from phasecore.checks import ConfigError
 from phasecore.commandline import folder_command
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
@@ -93,7 +94,7 @@ def outputs(folder) -> list[Path]:
 def main(folder: str = "figures/paper") -> None:
     paths = {k: p for k in KNOB_ORDER if (p := Path(folder) / f"dnn_{k}.nc").exists()}
     if not paths:
-        raise SystemExit(f"no dnn_<knob>.nc in {folder}")
+        raise ConfigError(f"no dnn_<knob>.nc in {folder}")
     sweeps = {knob: results.load(path) for knob, path in paths.items()}
     outs = {}
     for knob, sweep in sweeps.items():

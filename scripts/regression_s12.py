@@ -102,7 +102,7 @@ def main(args) -> None:
 def build_parser() -> Parser:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="figures/supplement",
-                        help="where the files go (default figures/supplement)")
+                        help="where the files go (created if missing; default figures/supplement)")
     parser.add_argument("--seeds", type=integer(1, 100), default=None,
                         help="networks per cell, 1..100 (default 4; --quick 2)")
     parser.add_argument("--quick", action="store_true",

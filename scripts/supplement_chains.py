@@ -156,7 +156,8 @@ _names.__name__ = f"comma-separated list of {', '.join(NAMES)}"
 def build_parser() -> Parser:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="figures/supplement/chains",
-                        help="where the files go (default figures/supplement/chains)")
+                        help="where the files go (created if missing; default "
+                             "figures/supplement/chains)")
     parser.add_argument("--only", type=_names, default=NAMES,
                         help=f"which figures, comma-separated (default {','.join(NAMES)})")
     parser.add_argument("--seeds", type=integer(1, 1000), default=None,

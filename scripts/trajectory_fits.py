@@ -24,6 +24,7 @@ import numpy as np
 
 from dnnphase.compare.comparator.fitting import fit_sweep_trajectory
 from phasecore import results
+from phasecore.checks import ConfigError
 from phasecore.commandline import folder_command
 
 KNOB_ORDER = ("dropout", "lr", "batch_size", "label_noise")
@@ -46,7 +47,7 @@ def row(knob: str, start: str, fit) -> str:
 def main(folder: str = "figures/paper") -> None:
     sweeps = {k: p for k in KNOB_ORDER if (p := Path(folder) / f"dnn_{k}.nc").exists()}
     if not sweeps:
-        raise SystemExit(f"no dnn_<knob>.nc in {folder}")
+        raise ConfigError(f"no dnn_<knob>.nc in {folder}")
     print("| knob | chain starts | χ²/dof min / q1 / median / q3 / max | median residual "
           "(of the final drop) | cells within seed noise (χ²/dof ≤ 2) | of those, bounded "
           "intervals |")

@@ -17,7 +17,7 @@ Adam, alpha = :data:`ALPHA`) and one knob over its range (:data:`RANGES`). For e
 (b) tune (``dnnphase.sweeps.tune.tune`` with its defaults, seeds 0-3, training data only); its
     value's test accuracy over seeds :data:`SEEDS` (tune's own final models and the rest
     trained here at the same value).
-(c) validation at tune's cost (:mod:`docs.tune_evaluation`'s rule): a class-stratified
+(c) validation at tune's cost (``scripts/tune_evaluation.py``'s rule): a class-stratified
     20 % of the training set held out; as many values as tune's search trained models / 4,
     evenly spaced, 4 seeds each, on the other 80 %; the best mean validation accuracy is
     trained with seeds :data:`SEEDS` on the full training set and tested.
@@ -320,10 +320,11 @@ def plot(rows: list[dict]):
 
 
 def main(argv=None) -> int:
-    p = Parser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n\n")[0])
     add_run_options(p, "cases.nc, cases.md and cases.png")
     p.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS),
-                   help="the networks evaluated")
+                   metavar="NETWORK", help="the networks evaluated, each name quoted, of "
+                   + ", ".join(f"'{n}'" for n in NETWORKS))
     p.add_argument("--fresh", action="store_true",
                    help="ignore <out>/cases.nc (replacing it needs --overwrite)")
     p.add_argument("--epochs", type=int, default=None,

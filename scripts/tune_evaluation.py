@@ -385,7 +385,7 @@ def add_run_options(parser, what: str) -> None:
 
 
 def main(argv=None) -> int:
-    p = Parser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--knobs", nargs="+", default=list(KNOBS), choices=KNOBS,
                    help="the knobs evaluated")
     p.add_argument("--alphas", nargs="+", type=float, default=list(ALPHAS),

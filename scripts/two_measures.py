@@ -279,7 +279,7 @@ def _print(ds: xr.Dataset) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default=str(ROOT / "figures/supplement/two_measures"),
-                        help="where the results and figures go")
+                        help="where the results and figures go (created if missing)")
     parser.add_argument("--reuse-linear", action="store_true",
                         help="read FOLDER/linear_network.nc instead of training it")
     parser.add_argument("--root", default=str(ROOT),

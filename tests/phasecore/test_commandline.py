@@ -31,7 +31,8 @@ def test_result_script_passes_every_option_to_main_and_orders_its_help(capsys):
         result_script("One figure.", main, ["--help"], writes="x.nc and .png", options=[lrs])
     out = capsys.readouterr().out
     assert "[-h] [--quick] [--lrs LRS] [--overwrite] [folder]" in out
-    assert "where to write (default figures/supplement; with --quick" in out
+    assert ("where to write (created if missing; default figures/supplement; with --quick"
+            in " ".join(out.split()))
     assert "replace existing x.nc and .png" in out
 
 
@@ -113,3 +114,20 @@ def test_an_interrupted_command_exits_with_128_plus_its_signal(signum, code, cap
     assert guarded("job", work) == code
     assert guarded("job", stopped_twice) == code
     assert capsys.readouterr().err == "job: interrupted; rerun the same command to resume\n" * 2
+
+
+def test_a_list_default_is_shown_as_the_option_takes_it():
+    """A list option of several words shows its default as words (quoted where a name holds
+    a space), a comma-list option as a comma list: what the help shows can be typed back."""
+    from phasecore.commandline import Parser
+
+    parser = Parser(prog="p")
+    parser.add_argument("--alphas", nargs="+", type=float, default=[0.0, 0.5], help="a")
+    parser.add_argument("--networks", nargs="+", default=["gmm MLP", "digits CNN"],
+                        help="n")
+    parser.add_argument("--grid", default=(1, 2), help="g")
+    text = " ".join(parser.format_help().split())
+    assert "(default: 0.0 0.5)" in text
+    assert "(default: 'gmm MLP' 'digits CNN')" in text
+    assert "(default: 1,2)" in text
+    assert parser.parse_args(["--alphas", "0.0", "0.5"]).alphas == [0.0, 0.5]

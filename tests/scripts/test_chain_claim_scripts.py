@@ -103,5 +103,6 @@ def test_the_chain_claims_help_shows_the_default_folder_and_overwrite(capsys):
     with pytest.raises(SystemExit):
         _chain_claims()["cli"](["--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "(default figures/chain_claims; with --quick figures/chain_claims/quick" in out, out
+    assert ("(created if missing; default figures/chain_claims; with --quick "
+            "figures/chain_claims/quick") in out, out
     assert "--overwrite" in out, out

@@ -84,6 +84,8 @@ def _missing_cases(folder: Path) -> list:
     return [("reanalyse.py", [str(folder / "missing")], "no dnn_<knob>.nc in"),
             ("reanalyse.py", ["--fits", str(folder)], "no dnn_<knob>.nc in"),
             ("reversal.py", [str(folder / "figs")], "dnn_dropout.nc"),
+            *[(script, [str(folder / "figs")], "no dnn_<knob>.nc in")
+              for script in ("prediction.py", "trajectory_fits.py", "last_bits.py")],
             ("train_test.py", [str(folder / "file"), "--quick"], "output must be a folder")]
 
 
@@ -135,9 +137,10 @@ def test_tune_scripts_refuse_bad_values(answers, script):
     assert sorted(p.name for p in folder.iterdir()) == ["file"]
 
 
-def test_reanalyse_and_reversal_refuse_a_missing_folder_and_make_none(answers):
+def test_scripts_refuse_a_missing_input_in_one_line_and_make_nothing(answers):
     """reanalyse.py on a missing folder did nothing and exited 0; reversal.py made
-    <folder>/reversal/ before it found its input missing."""
+    <folder>/reversal/ before it found its input missing; prediction.py, trajectory_fits.py
+    and last_bits.py exited 1 without the ``<prog>: error:`` line."""
     folder, cases = answers["missing"]
     for script, _, fragment, result in cases:
         _refused(result, script, fragment)
