@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -29,6 +30,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from dnnphase.compare.comparator.fitting import fit_sweep_final, fit_sweep_trajectory
+from phasecore.commandline import integer
 from springblock import theory
 from springblock.fit import integrator, shapes, starts, trajectory, variants
 
@@ -82,12 +84,15 @@ def compare(new: xr.Dataset, old: xr.Dataset, names) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sweep", default="figures/paper/dnn_dropout.nc")
-    parser.add_argument("--cells", type=int, default=None,
-                        help="fit only the first N knob values of every alpha row")
+    parser.add_argument("--sweep", default="figures/paper/dnn_dropout.nc",
+                        help="a network sweep's result file")
+    parser.add_argument("--cells", type=integer(1), default=None,
+                        help="fit only the first N >= 1 knob values of every alpha row")
     parser.add_argument("--skip-baseline", action="store_true",
                         help="time today's fits only (the baseline takes minutes)")
     args = parser.parse_args()
+    if not Path(args.sweep).is_file():
+        parser.error(f"--sweep: no file {args.sweep!r}")
     net = xr.open_dataset(args.sweep).load()
     knob = net.attrs["knob"]
     if args.cells:

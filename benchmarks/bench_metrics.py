@@ -27,6 +27,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from dnnphase import metrics, separation
+from phasecore.commandline import integer
 
 MEASURES = separation.DEFAULT_MEASURES
 
@@ -67,9 +68,9 @@ def time_both(layers, y, threads: int, repeat: int) -> tuple[float, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", type=int, default=16)
-    p.add_argument("--layers", type=int, default=8)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--models", type=integer(1), default=16, help="models in the chunk, >= 1")
+    p.add_argument("--layers", type=integer(1), default=8, help="layers per model, >= 1")
+    p.add_argument("--repeat", type=integer(1), default=3, help="timings kept the best of, >= 1")
     p.add_argument("--no-busy", action="store_true", help="skip the runs beside a busy core")
     p.add_argument("--two-threads", action="store_true", help="also run with 2 threads")
     args = p.parse_args()
