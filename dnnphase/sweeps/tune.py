@@ -126,11 +126,16 @@ class TuneSettings:
                 "a number >= 0 (0: never stop on noise)", self.within_se)
         require(self.measure in MEASURE_NAMES, "measure", f"one of {', '.join(MEASURE_NAMES)}",
                 self.measure)
+        # the stop on noise compares a value's mean with its standard error over the seeds
+        require(n_seeds >= 2 or self.within_se == 0, "seeds", "at least 2 while within_se "
+                "> 0 (its stop on noise needs a standard error over seeds; with one seed pass "
+                "within_se=0, --within-se 0)", n_seeds)
         least = (self.values_per_round + 1) * n_seeds
         require(self.max_models is None or (is_int(self.max_models)
                                             and self.max_models >= least), "max_models",
                 f"an integer >= {least} (a first round of values_per_round values and the "
-                f"final models, {n_seeds} seeds each), or unset", self.max_models)
+                f"final models, {n_seeds} seed{'s' * (n_seeds != 1)} each), or unset",
+                self.max_models)
 
     @property
     def scale(self) -> str:

@@ -112,11 +112,11 @@ def test_tune_refuses_a_depth_axis_before_training(tmp_path, capsys):
     from dnnphase.sweeps.tune import tune
 
     with pytest.raises(ConfigError, match="depths must be unset for tune"):
-        tune(depths=(2, 3), dataset="digits", n_train=200, epochs=1, seeds=1)
+        tune(depths=(2, 3), dataset="digits", n_train=200, epochs=1, seeds=2)
     out = tmp_path / "t.nc"
     with pytest.raises(SystemExit) as stop:  # not an option of tune: not in its --help
         cli_main(["tune", "--dataset", "digits", "--n-train", "200", "--epochs", "1",
-                  "--seeds", "1", "--alpha", "0", "--scheduler", "serial", "--quiet",
+                  "--seeds", "2", "--alpha", "0", "--scheduler", "serial", "--quiet",
                   "--depths", "2,3", "-o", str(out)])
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()

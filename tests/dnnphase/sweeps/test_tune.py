@@ -219,6 +219,7 @@ TINY = dict(dataset="digits", n_train=200, depth=3, width=8, epochs=3, seeds=2,
     (dict(within_se=-1.0), "within_se must be a number >= 0"),
     (dict(max_models=7), "max_models must be an integer >= 8"),
     (dict(seeds=0), "seeds must be"),
+    (dict(seeds=1), "seeds must be at least 2 while within_se > 0"),
     (dict(values=[0.1]), "values is set by tune itself"),
     (dict(nesterov=True), "keyword must be a tune parameter or a SweepConfig field"),
     (dict(momentum=0.9), "momentum must be 0 unless optimizer is sgd"),
@@ -234,6 +235,15 @@ def test_bad_input_is_one_line_before_any_work(change, named, tmp_path, monkeypa
         tune(output=tmp_path / "t.nc", **kw)
     assert named in str(err.value) and "\n" not in str(err.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_one_seed_is_refused_only_while_the_stop_on_noise_is_on():
+    """`--seeds 1` ran with a standard error of NaN, so the stop on noise never acted."""
+    from dnnphase.sweeps.tune import TuneSettings
+
+    TuneSettings("dropout", 0.0, 0.3, 0.0, within_se=0.0).check(1)  # no error
+    with pytest.raises(ConfigError, match="seeds must be at least 2"):
+        TuneSettings("dropout", 0.0, 0.3, 0.0).check(1)
 
 
 # ------------------------------------------------------------------------ command line
