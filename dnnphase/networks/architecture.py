@@ -121,9 +121,10 @@ class Architecture:
         # A kernel wider than the image sees mostly its zero padding (99 on 8 x 8 trained
         # at chance): at most the image's shorter side.
         side = min(image_shape[1], image_shape[2])
+        images = f"{dataset} images" if dataset else "images"
         require(self.kernel_size <= side, "kernel_size",
-                f"an odd integer <= {side - 1 + side % 2} (the {dataset or 'images'}' shorter "
-                f"side is {side})", self.kernel_size)
+                f"an odd integer <= {side - 1 + side % 2} (the {images}' shorter side is "
+                f"{side})", self.kernel_size)
 
     @property
     def widths(self) -> tuple[int, ...]:

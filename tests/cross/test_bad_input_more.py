@@ -170,7 +170,7 @@ def test_a_sweep_whose_loss_history_cannot_fit_is_refused_naming_epochs(tmp_path
     (["--arch", "linear", "--kernel-size", "5"], "kernel_size must be left at its default 3"),
     (["--arch", "cnn", "--width", "5"], "width must be left at its default 100 with arch 'cnn'"),
     (["--arch", "cnn", "--kernel-size", "99"], "kernel_size must be an odd integer <= 7 (the "
-                                               "digits' shorter side is 8)"),
+                                               "digits images' shorter side is 8)"),
 ])
 def test_network_options_that_do_not_apply_are_refused(tmp_path, capsys, options, fragment):
     args = ["--dataset", "digits", "--n-train", "40", "--depth", "2", "--epochs", "1",
