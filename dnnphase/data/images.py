@@ -30,8 +30,7 @@ def image_features(images: np.ndarray, max_value: float, size: int | None) -> np
         # any is made (--size 1000 on Fashion-MNIST asked for 32.8 GB, then failed inside)
         check_memory("size", 2 * 4 * n * c * size * size, host_available_memory(),
                      f"{n} images resized to size {size} ({c} x {size} x {size} float32 each)",
-                     f"use a smaller size: the images are {h} x {w}, kept as they are "
-                     "without a size")
+                     f"use a smaller size: the images are {h} x {w} as stored")
     x = images.astype(np.float32) / np.float32(max_value)
     if size is not None and (size, size) != (h, w):
         import torch  # only needed here; keeps `import dnnphase.data` light
