@@ -17,7 +17,8 @@ value : a number in the knob's range (:func:`dnnphase.knobs.check`), or ``None``
 Before a knob's first entry every model has its own value, so a knob without entries
 keeps it for the whole run and a schedule can only *change* a knob, not reinterpret the
 sweep. Entries are listed in time order (epochs non-decreasing), at most one per
-(epoch, knob), every epoch in 1..``epochs``.
+(epoch, knob), every epoch in 1..``epochs``, and each changes its knob (an entry that
+keeps the value in force, e.g. ``lr@5`` when lr has not changed, is refused).
 
 Example, the paper's Fig. S2 — train without dropout to near convergence, then introduce
 dropout p for every p of a dropout sweep::
@@ -118,6 +119,15 @@ def check_schedule(schedule, epochs: int) -> None:
             f"{_FORM} in time order (epochs non-decreasing)", schedule)
     require(len(set(keys)) == len(keys), "schedule",
             f"{_FORM} with at most one entry per (epoch, knob)", schedule)
+    in_force = {}  # knob -> its value since its last entry (None: each model's own)
+    for epoch, knob, value in schedule:
+        # an entry that keeps the value in force changes nothing but when the stopping
+        # rules start: refused, as an option that would change nothing is
+        before = in_force.get(knob)
+        require(value != before, f"schedule's {knob} at epoch {epoch}", "a change of the "
+                f"value in force ({OWN if before is None else f'{before:g}'}); an entry "
+                "that changes nothing is refused", OWN if value is None else value)
+        in_force[knob] = value
 
 
 def changes(schedule: tuple, epoch: int) -> list[tuple[str, float | None]]:
