@@ -69,7 +69,7 @@ def main(argv=None) -> None:
     try:
         sweeps = separation_laws.configs("full", args.only.split(","))
     except ConfigError as err:
-        parser.error(str(err))
+        parser.error(f"--{err}")  # the option's own name
     base_cfg = _network(separation_laws.configs("full", [BASELINE[0]])[BASELINE[0]],
                         BASELINE[1])
     base_epoch, _ = epoch_seconds(base_cfg, (a, b))

@@ -34,7 +34,7 @@ from dnnphase.sweeps import depth_axis
 from dnnphase.sweeps.assemble import assemble as _assemble
 from dnnphase.sweeps.cost import choose_scheduler
 from dnnphase.sweeps.memory import check_sweep_memory
-from dnnphase.training.schedule import own_value_used
+from dnnphase.training.schedule import SCHEDULED, check_sweep_schedule
 from dnnphase.training.settings import check_last_batch
 from dnnphase.training.train import ModelKnobs, TrainConfig, TrainingSettings, train_models
 from phasecore.checks import (
@@ -205,10 +205,8 @@ class SweepConfig(TrainingSettings):
         require(fixed == default, self.knob,
                 f"left {left} when it is the swept knob (its values come from the sweep's "
                 "values / --values, or from tune's search)", fixed)
-        require(own_value_used(self.schedule, self.knob), "schedule",
-                f"entries that leave the swept {self.knob}'s values in effect at some epoch "
-                f"(no {self.knob} entry at epoch 1, or one whose value is None: each model's "
-                "own)", self.schedule)
+        check_sweep_schedule(self.schedule, self.knob, self.values,
+                             {knob: getattr(self, knob) for knob in SCHEDULED})
         require(is_int(self.record_every) and 0 <= self.record_every <= self.epochs,
                 "record_every", f"an integer in 0..epochs ({self.epochs})", self.record_every)
         check_measures(self.measures, "measures")

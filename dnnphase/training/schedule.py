@@ -64,9 +64,10 @@ from collections.abc import Sequence
 from dnnphase import knobs
 from phasecore.checks import ConfigError, is_finite, is_int, require
 
-__all__ = ["LR_DROP_DIVISOR", "SCHEDULED", "changes", "check_lr_drops", "check_schedule",
-           "drop_epochs", "last_epoch", "normalise", "normalise_drops", "own_value_used",
-           "parse_fractions", "parse_schedule", "rules_start"]
+__all__ = ["LR_DROP_DIVISOR", "SCHEDULED", "changes", "check_changes", "check_lr_drops",
+           "check_schedule", "check_sweep_schedule", "drop_epochs", "last_epoch", "normalise",
+           "normalise_drops", "own_value_used", "parse_fractions", "parse_schedule",
+           "rules_start"]
 
 #: The knobs a schedule may change (each a key of :data:`dnnphase.knobs.KNOBS`, whose
 #: range its values are checked against): extend here, and in the training loop.
@@ -119,15 +120,40 @@ def check_schedule(schedule, epochs: int) -> None:
             f"{_FORM} in time order (epochs non-decreasing)", schedule)
     require(len(set(keys)) == len(keys), "schedule",
             f"{_FORM} with at most one entry per (epoch, knob)", schedule)
+    check_changes(schedule)
+
+
+def check_changes(schedule: tuple, own: dict | None = None) -> None:
+    """ConfigError naming the first entry of ``schedule`` that keeps the value in force: it
+    would change nothing but when the stopping rules start, and is refused as an option
+    that would change nothing is. ``own``: knob -> every model's own value, where all share
+    one (a sweep's fixed lr, a single swept value); None or absent: unknown or per model."""
+    own = own or {}
     in_force = {}  # knob -> its value since its last entry (None: each model's own)
     for epoch, knob, value in schedule:
-        # an entry that keeps the value in force changes nothing but when the stopping
-        # rules start: refused, as an option that would change nothing is
         before = in_force.get(knob)
-        require(value != before, f"schedule's {knob} at epoch {epoch}", "a change of the "
-                f"value in force ({OWN if before is None else f'{before:g}'}); an entry "
-                "that changes nothing is refused", OWN if value is None else value)
+        now, then = (own.get(knob) if v is None else v for v in (value, before))
+        unchanged = value == before or (now is not None and now == then)
+        shown = OWN if before is None else repr(before)
+        if before is None and own.get(knob) is not None:
+            shown += f", {own[knob]!r}"
+        require(not unchanged, f"schedule's {knob} at epoch {epoch}", f"a change of the "
+                f"value in force ({shown}); an entry that changes nothing is refused",
+                OWN if value is None else value)
         in_force[knob] = value
+
+
+def check_sweep_schedule(schedule: tuple, knob: str, values: tuple, fixed: dict) -> None:
+    """ConfigError naming ``schedule`` unless, in a sweep of ``knob`` over ``values`` whose
+    other knobs are ``fixed`` (knob -> value), it leaves the swept values in effect at some
+    epoch (:func:`own_value_used`) and each entry changes its knob (:func:`check_changes`,
+    knowing every model's own value where they share one)."""
+    require(own_value_used(schedule, knob), "schedule",
+            f"entries that leave the swept {knob}'s values in effect at some epoch (no "
+            f"{knob} entry at epoch 1, or one whose value is None: each model's own)",
+            schedule)
+    shared = values[0] if len(set(values)) == 1 else None  # one swept value: every model's
+    check_changes(schedule, {**fixed, knob: shared})
 
 
 def changes(schedule: tuple, epoch: int) -> list[tuple[str, float | None]]:

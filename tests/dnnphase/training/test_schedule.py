@@ -266,7 +266,7 @@ def test_stopping_rules_wait_for_the_last_scheduled_epoch(data):
     (((5, "lr", None),), "schedule's lr at epoch 5 must be a change of the value in force "
                          "(each model's own value); an entry that changes nothing is refused"),
     (((1, "dropout", 0.0), (3, "dropout", 0.0)), "schedule's dropout at epoch 3 must be a "
-                                                 "change of the value in force (0)"),
+                                                 "change of the value in force (0.0)"),
     (((1, "dropout", 0.0), (2, "dropout", None), (4, "dropout", None)),
      "schedule's dropout at epoch 4 must be a change"),
 ])
@@ -279,11 +279,25 @@ def test_bad_schedule_is_refused_naming_schedule(schedule, fragment):
     assert str(from_sweep.value) == str(err.value)
 
 
+def test_sweep_refuses_an_entry_that_sets_every_models_own_value_again():
+    """``--knob dropout --values 0.1 --schedule dropout@5=0.1`` and ``--lr 0.001
+    --schedule lr@5=0.001`` ran: the entries changed nothing (every model had that value)."""
+    one = dict(knob="dropout", values=(0.1,), epochs=EPOCHS)
+    with pytest.raises(ConfigError, match=re.escape("schedule's dropout at epoch 3 must be a "
+                                                    "change of the value in force (each "
+                                                    "model's own value, 0.1)")):
+        SweepConfig(**one, schedule=((3, "dropout", 0.1),))
+    with pytest.raises(ConfigError, match="schedule's lr at epoch 2 must be a change"):
+        SweepConfig(**one, lr=2e-3, schedule=((2, "lr", 2e-3),))
+    SweepConfig(**one, lr=2e-3, schedule=((2, "lr", 1e-3),))  # a change
+    SweepConfig(**{**one, "values": (0.1, 0.2)}, schedule=((3, "dropout", 0.1),))  # for 0.2
+
+
 def test_sweep_refuses_a_schedule_that_hides_the_swept_values():
     ok = dict(knob="dropout", values=(0.1, 0.2), epochs=EPOCHS)
     SweepConfig(**ok, schedule=((1, "dropout", 0.0), (3, "dropout", None)))
     SweepConfig(**ok, schedule=((3, "dropout", 0.0),))  # own p in epochs 1..2
-    SweepConfig(**ok, schedule=((1, "lr", 1e-3),))  # another knob
+    SweepConfig(**ok, schedule=((1, "lr", 1e-4),))  # another knob
     with pytest.raises(ConfigError, match=re.escape("schedule must be entries that leave the "
                                                     "swept dropout's values in effect")):
         SweepConfig(**ok, schedule=((1, "dropout", 0.0), (3, "dropout", 0.2)))
@@ -316,8 +330,8 @@ def test_sweep_without_a_schedule_stores_the_configuration_it_stored_before():
     expected = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
                 if f.name not in later}
     assert config_hash(stored) == config_hash(json.loads(json.dumps(expected, default=str)))
-    with_one = cfg.replace(schedule=((2, "lr", 1e-3),))
-    assert with_one.to_dict()["schedule"] == ((2, "lr", 1e-3),)
+    with_one = cfg.replace(schedule=((2, "lr", 1e-4),))
+    assert with_one.to_dict()["schedule"] == ((2, "lr", 1e-4),)
     assert with_one.replace(schedule=()).to_dict() == stored
 
 
