@@ -79,15 +79,14 @@ def main(argv=None) -> None:
     for name, cfg in sweeps.items():
         network = _network(cfg)
         per_epoch, once = epoch_seconds(network, (a, b))
-        ratio = per_epoch / base_epoch
-        own = (per_epoch * cfg.epochs + once) * _networks(cfg)
-        scaled = ratio * BASELINE_MEASURED_S * cfg.epochs / base_cfg.epochs * _networks(cfg)
+        ratio, n = per_epoch / base_epoch, _networks(cfg)
+        one = per_epoch * cfg.epochs + once  # one network's whole run, from its epoch
+        scaled = ratio * BASELINE_MEASURED_S * cfg.epochs / base_cfg.epochs * n
         print(f"{name} (depth {network.depth}, width {network.width}): {per_epoch:.2f} s an "
-              f"epoch, {ratio:.2f} x the baseline's; {_networks(cfg)} networks of "
-              f"{cfg.epochs} epochs, {cfg.models_per_chunk} a chunk: about {own:.3g} "
-              f"core-seconds from its epoch ({own / 3600:.1f} h), {scaled:.3g} from the "
-              f"baseline's measured run; a chunk about "
-              f"{own / _networks(cfg) * cfg.models_per_chunk / 3600:.1f} h on one core")
+              f"epoch, {ratio:.2f} x the baseline's; {n} networks of {cfg.epochs} epochs, "
+              f"{cfg.models_per_chunk} a chunk: about {one * n:.3g} core-seconds from its "
+              f"epoch ({one * n / 3600:.1f} h), {scaled:.3g} from the baseline's measured "
+              f"run; a chunk about {one * cfg.models_per_chunk / 3600:.1f} h on one core")
 
 
 if __name__ == "__main__":

@@ -82,11 +82,9 @@ def estimate(experiment: str, protocol: str, scale: str) -> str:
         seconds = MEASURED_FULL_S.get(experiment)
     else:
         seconds = None
-    if seconds is None and scale == "full" and protocol == "authors":
-        if experiment in MEASURED_FULL_PART:
-            return f"{experiment}: starting; at this scale {MEASURED_FULL_PART[experiment]}"
-        if experiment in PROJECTED_FULL:
-            return f"{experiment}: starting; at this scale {PROJECTED_FULL[experiment]}"
+    note = {**MEASURED_FULL_PART, **PROJECTED_FULL}.get(experiment)
+    if seconds is None and scale == "full" and protocol == "authors" and note:
+        return f"{experiment}: starting; at this scale {note}"
     if seconds is None:
         where = "" if scale == "reduced" else " at this scale"
         return f"{experiment}: starting (no time measured{where})"
